@@ -1,0 +1,127 @@
+# attn — build, test and benchmark.
+#
+#   make              build the library, tests, benchmarks and examples into build/
+#   make test         build and run every test (installs doctest if it is missing)
+#   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
+#                     (BENCH=W0,W1 runs some of them)
+#   make clean
+#
+# CXX, CXXFLAGS and LDFLAGS are yours: the project's own flags live in
+# ATTN_CXXFLAGS and are combined with them. `CXX=clang++ make test` builds with
+# clang into build/clang/. WERROR=1 turns warnings into errors (CI sets it).
+# NATIVE=1 adds -march=native (never the default: the SIMD kernels are chosen at
+# run time, so one binary runs on any x86-64).
+
+CXX ?= g++
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+
+# One build directory per configuration, so switching never mixes objects.
+IS_CLANG := $(findstring clang,$(CXX))
+B := build$(if $(or $(IS_CLANG),$(SAN)),/$(if $(IS_CLANG),clang)$(if $(and $(IS_CLANG),$(SAN)),-)$(if $(SAN),san))
+
+ATTN_CXXFLAGS := -std=c++20 -I. -Wall -Wextra -Wshadow -pthread -MMD -MP
+ifeq ($(SAN),1)
+ATTN_CXXFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ATTN_LDFLAGS := -fsanitize=address,undefined
+else
+ATTN_CXXFLAGS += -O2 -g
+endif
+ifeq ($(WERROR),1)
+ATTN_CXXFLAGS += -Werror
+endif
+ifeq ($(NATIVE),1)
+ATTN_CXXFLAGS += -march=native
+endif
+ATTN_LDFLAGS += -pthread
+
+# SIMD kernels: each file is compiled for its own instruction set.
+ARCH := $(shell uname -m)
+AVX2_FLAGS := -mavx2 -mfma
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
+isa_flags = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx2,$1),$(AVX2_FLAGS)))
+
+# doctest: the system's header, or DOCTEST_INCLUDE=dir.
+ifneq ($(DOCTEST_INCLUDE),)
+TEST_INCLUDE := -I$(DOCTEST_INCLUDE)
+endif
+
+# ---- sources ---------------------------------------------------------------
+LIB_SRC := $(sort $(wildcard tensor/*.cpp tensor/gemm/*.cpp autograd/*.cpp nn/*.cpp attention/*.cpp))
+ifneq ($(ARCH),x86_64)
+LIB_SRC := $(filter-out %_avx2.cpp %_avx512.cpp,$(LIB_SRC))
+endif
+COMMON_SRC := $(sort $(wildcard examples/common/*.cpp))
+UNIT_SRC := $(sort $(wildcard tests/*.cpp))
+GRAD_SRC := tests/doctest_main.cpp $(sort $(wildcard tests/grad/*.cpp))
+BENCH_SRC := $(sort $(wildcard bench/*.cpp))
+EXAMPLES := $(notdir $(patsubst %/main.cpp,%,$(wildcard examples/*/main.cpp)))
+
+LIB_F := $(B)/lib/libattn.a
+LIB_D := $(B)/lib/libattn_double.a
+LIB_COMMON := $(B)/lib/libattn_common.a
+obj_f = $(patsubst %.cpp,$(B)/obj/float/%.o,$1)
+obj_d = $(patsubst %.cpp,$(B)/obj/double/%.o,$1)
+
+UNIT_BIN := $(B)/tests/unit
+GRAD_BIN := $(B)/tests/grad
+BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
+EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
+
+.PHONY: all test bench clean doctest run data
+all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
+
+# ---- compile ---------------------------------------------------------------
+$(B)/obj/float/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+
+$(B)/obj/double/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+
+$(LIB_F): $(call obj_f,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_D): $(call obj_d,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_COMMON): $(call obj_f,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# ---- tests -------------------------------------------------------------------
+# The test objects wait for doctest (order-only: installing it rebuilds nothing).
+$(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC)): | doctest
+doctest:
+	@DOCTEST_INCLUDE="$(DOCTEST_INCLUDE)" sh scripts/ensure-doctest.sh
+
+$(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(LIB_COMMON) $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+$(GRAD_BIN): $(call obj_d,$(GRAD_SRC)) $(LIB_D)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+
+test: $(UNIT_BIN) $(GRAD_BIN)
+	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN)
+
+# ---- benchmarks and examples -------------------------------------------------
+$(B)/bench/%: $(B)/obj/float/bench/%.o $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS) -ldl
+
+bench: $(BENCH_BINS)
+	@sh bench/run.sh "$(B)" "$(BENCH)"
+
+.SECONDEXPANSION:
+$(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(LIB_COMMON) $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,48 @@
+// GEMM: C = alpha · op(A) · op(B) + beta · C, on row-major matrices.
+//
+// op(A) is M×K and op(B) is K×N: with trans_a, A is stored K×M and read
+// transposed (likewise B). lda/ldb/ldc are the row strides, in elements, of the
+// matrices as stored. beta == 0 means C is written without being read (it may
+// hold garbage or NaN), as in BLAS.
+//
+// Three implementations stand side by side: gemm_reference (the triple loop,
+// the definition), gemm_avx2 (AVX2 + FMA) and gemm_avx512 (AVX-512F). gemm()
+// picks the fastest one this CPU supports at run time (CPUID), unless the
+// environment variable ATTN_GEMM=reference|avx2|avx512 forces a path. The
+// library is never compiled with -march=native: each kernel file has its own
+// instruction-set flags (see the Makefile).
+#pragma once
+
+#include <cstdint>
+
+namespace attn {
+
+enum class GemmPath { reference, avx2, avx512 };
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// The double-precision build (ATTN_DOUBLE) uses this one; it is the reference
+// loop, blocked for the cache, which is plenty for gradient checks.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+          const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+
+// `batch` independent products; matrix i of A starts at A + i*stride_a (etc.).
+// A stride of 0 reuses the same matrix for every product (broadcasting).
+void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b,
+                  float beta, float* C, int64_t ldc, int64_t stride_c);
+void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                  const double* A, int64_t lda, int64_t stride_a, const double* B, int64_t ldb, int64_t stride_b,
+                  double beta, double* C, int64_t ldc, int64_t stride_c);
+
+// One path, chosen explicitly (tests and benchmarks use these). A path this
+// CPU does not support throws std::runtime_error.
+void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+bool gemm_path_supported(GemmPath path);
+GemmPath gemm_default_path();  // what gemm() uses: ATTN_GEMM, else the best supported
+const char* gemm_path_name(GemmPath path);
+
+}  // namespace attn

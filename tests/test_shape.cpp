@@ -1,0 +1,74 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "tensor/parallel.hpp"
+#include "tensor/random.hpp"
+#include "tensor/shape.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace attn;
+
+TEST_CASE("shape: numel, str and strides") {
+    Shape s{2, 3, 4};
+    CHECK(s.rank() == 3);
+    CHECK(s.numel() == 24);
+    CHECK(s.str() == "2×3×4");
+    CHECK(s.stride(0) == 12);
+    CHECK(s.stride(2) == 1);
+    CHECK(Shape{}.str() == "scalar");
+    CHECK(Shape{}.numel() == 1);
+    CHECK(s.normalize_axis(-1, "t") == 2);
+    CHECK_THROWS_WITH_AS(s.normalize_axis(3, "sum"), "sum: axis 3 is out of range for shape 2×3×4",
+                         std::out_of_range);
+}
+
+TEST_CASE("shape: NumPy broadcasting") {
+    CHECK(broadcast_shapes(Shape{2, 3}, Shape{3}, "add") == Shape{2, 3});
+    CHECK(broadcast_shapes(Shape{4, 1, 3}, Shape{5, 1}, "add") == Shape{4, 5, 3});
+    CHECK(broadcast_shapes(Shape{}, Shape{2, 2}, "add") == Shape{2, 2});
+    CHECK(broadcast_shapes(Shape{1}, Shape{0}, "add") == Shape{0});
+    CHECK_THROWS_WITH_AS(broadcast_shapes(Shape{2, 3}, Shape{4, 3}, "add"),
+                         "add: shapes 2×3 and 4×3 do not broadcast (axis 0: 2 vs 4)", std::invalid_argument);
+}
+
+TEST_CASE("generator: same seed, same stream; uniform and normal moments") {
+    Generator a(42), b(42), c(43);
+    for (int i = 0; i < 10; ++i) CHECK(a.next_u64() == b.next_u64());
+    CHECK(Generator(42).next_u64() != c.next_u64());
+    Generator g(7);
+    const int n = 200000;
+    double s = 0, s2 = 0, m = 0;
+    for (int i = 0; i < n; ++i) {
+        double x = g.normal();
+        s += x;
+        s2 += x * x;
+        m += g.uniform();
+    }
+    // Standard errors: mean 1/sqrt(n) ≈ 0.0022; 6 sigma bounds.
+    CHECK(std::abs(s / n) < 0.014);
+    CHECK(std::abs(s2 / n - 1) < 0.02);
+    CHECK(std::abs(m / n - 0.5) < 0.004);
+    for (int i = 0; i < 1000; ++i) CHECK(g.randint(7) < 7);
+}
+
+TEST_CASE("thread pool: parallel_for covers the range once, deterministic chunks") {
+    const int saved = num_threads();
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        std::vector<int> hits(1000, 0);
+        parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (int h : hits) REQUIRE(h == 1);
+        CHECK(parallel_chunks(0, 1000, 10) == threads);
+        CHECK(parallel_chunks(0, 15, 10) == 1);  // small work stays on the caller
+    }
+    set_num_threads(2);
+    CHECK_THROWS_WITH(parallel_for(0, 100, 1, [](int64_t b, int64_t) {
+                          if (b > 0) throw std::runtime_error("boom");
+                      }),
+                      "boom");
+    CHECK_THROWS_AS(set_num_threads(0), std::invalid_argument);
+    set_num_threads(saved);
+}
