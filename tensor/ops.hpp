@@ -89,7 +89,8 @@ Tensor max(const Tensor& a);
 Tensor min(const Tensor& a);
 // The inverse of broadcasting: sums `a` over the axes along which `shape` was
 // broadcast to give a.shape(), and returns a tensor of `shape`. Used by every
-// broadcasting op's backward.
+// broadcasting op's backward. When a.shape() already equals `shape` it returns
+// `a` itself (shared storage, no copy): clone() before writing into it.
 Tensor sum_to(const Tensor& a, const Shape& shape);
 
 // ---- shape ---------------------------------------------------------------
@@ -122,7 +123,7 @@ void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bo
 
 // ---- softmax ---------------------------------------------------------------
 // Along one axis, max-subtracted. A slice that is all -inf (every key masked)
-// gives all-zero weights, not NaN.
+// gives all-zero weights, not NaN (and log_softmax gives -inf there).
 Tensor softmax(const Tensor& a, int axis);
 Tensor log_softmax(const Tensor& a, int axis);
 

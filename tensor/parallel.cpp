@@ -42,7 +42,10 @@ public:
         std::lock_guard<std::mutex> job_lock(job_mutex_);
         stop_workers();
         stopping_ = false;
-        for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+        // A new worker starts at the current generation, so it waits for the next
+        // job rather than re-running the last one.
+        for (int i = 0; i < threads - 1; ++i)
+            workers_.emplace_back([this, i, g = generation_] { worker_loop(i + 1, g); });
     }
 
     void run(int chunks, int64_t begin, int64_t end, RangeFn fn) {
@@ -86,8 +89,7 @@ private:
         t_inside_worker = was_inside;
     }
 
-    void worker_loop(int index) {
-        uint64_t seen = 0;
+    void worker_loop(int index, uint64_t seen) {
         for (;;) {
             std::unique_lock<std::mutex> lock(mutex_);
             wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace attn {
 
@@ -44,5 +45,8 @@ void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, 
 bool gemm_path_supported(GemmPath path);
 GemmPath gemm_default_path();  // what gemm() uses: ATTN_GEMM, else the best supported
 const char* gemm_path_name(GemmPath path);
+// "reference", "avx2" or "avx512" (the values of ATTN_GEMM); anything else
+// throws std::invalid_argument.
+GemmPath parse_gemm_path(std::string_view name);
 
 }  // namespace attn

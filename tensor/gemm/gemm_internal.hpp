@@ -1,0 +1,63 @@
+// What gemm.cpp (the entry points, dispatch and threading) and the SIMD
+// kernel files (gemm_avx2.cpp, gemm_avx512.cpp) share. Not part of the public
+// API: include tensor/gemm/gemm.hpp instead.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/gemm/gemm.hpp"
+
+namespace attn::gemm_internal {
+
+// A matrix seen through two strides: element (r, c) is data[r*row_stride +
+// c*col_stride]. A row-major M×K matrix with leading dimension ld is
+// {data, ld, 1}; its transpose is {data, 1, ld}. So op(A) and op(B) become
+// plain views, and the kernels never look at the trans flags again.
+struct View {
+    const float* data;
+    int64_t row_stride, col_stride;
+};
+
+// One product C = alpha·a·b + beta·C with a M×K, b K×N, C M×N row-major with
+// leading dimension ldc. beta == 0 never reads C.
+struct Product {
+    int64_t M, N, K;
+    float alpha;
+    View a, b;
+    float beta;
+    float* c;
+    int64_t ldc;
+};
+
+// Each computes one whole product on the calling thread. gemm.cpp splits a
+// large product into independent pieces (blocks of rows or of columns of C)
+// and runs one piece per thread. Both need the CPU features of their names.
+void product_avx2(const Product& p);
+void product_avx512(const Product& p);
+
+// The register tile of each kernel (rows × columns of C per micro-kernel
+// call): gemm.cpp cuts the work for threads at multiples of these.
+inline constexpr int avx2_mr = 6, avx2_nr = 16;
+inline constexpr int avx512_mr = 8, avx512_nr = 32;
+
+// What the CPU offers, and the path gemm() takes given ATTN_GEMM (`env`, may
+// be null) and those features: the forced path if named (an unknown name
+// throws std::invalid_argument, a path the CPU lacks std::runtime_error),
+// else the fastest the CPU has. Separate from CPUID so tests can ask about
+// CPUs other than this one.
+struct CpuFeatures {
+    bool avx2 = false;    // AVX2 and FMA
+    bool avx512 = false;  // AVX-512 F, BW, DQ, VL (and AVX2, FMA)
+};
+CpuFeatures cpu_features();
+GemmPath choose_path(const char* env, CpuFeatures cpu);
+
+// Whether the kernels pack their operands. By default each product decides by
+// its size (loops.hpp); tests force `always` (every operand packed) or `never`
+// (every operand that can be read in place read in place) to reach every code
+// path on every shape.
+enum class Packing { by_size, always, never };
+void set_packing(Packing policy);
+Packing packing();
+
+}  // namespace attn::gemm_internal
