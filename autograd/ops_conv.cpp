@@ -1,0 +1,164 @@
+// Convolution and pooling over images, PyTorch's semantics.
+//
+// Shapes: input B×C×H×W; a kh×kw window moved by stride (sh, sw) over the
+// input padded by (ph, pw) gives Ho×Wo positions, Ho = (H + 2·ph − kh)/sh + 1
+// (rounded down), likewise Wo.
+//
+// conv2d is composed: unfold (im2col) lays every window out as a column, and
+// one matrix product with the weight does the rest, so only unfold needs a
+// hand-written backward (fold, its adjoint). The pools are primitives.
+#include <limits>
+#include <string>
+
+#include "autograd/ops.hpp"
+#include "autograd/record.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn {
+
+namespace {
+
+struct Window {
+    int64_t B, C, H, W;  // input
+    int64_t kh, kw, sh, sw, ph, pw;
+    int64_t Ho, Wo;  // output positions
+};
+
+std::string pair_str(int64_t h, int64_t w) { return std::to_string(h) + "×" + std::to_string(w); }
+
+Window window_geometry(const Shape& x, Size2 kernel, Size2 stride, Size2 padding, const char* op) {
+    if (x.rank() != 4)
+        throw std::invalid_argument(std::string(op) + ": input must be B×C×H×W (rank 4), got " + x.str());
+    if (kernel.h <= 0 || kernel.w <= 0 || stride.h <= 0 || stride.w <= 0 || padding.h < 0 || padding.w < 0)
+        throw std::invalid_argument(std::string(op) + ": kernel " + pair_str(kernel.h, kernel.w) + " and stride " +
+                                    pair_str(stride.h, stride.w) + " must be positive, padding " +
+                                    pair_str(padding.h, padding.w) + " not negative");
+    Window w{x[0], x[1], x[2], x[3], kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, 0, 0};
+    if (w.H + 2 * w.ph < w.kh || w.W + 2 * w.pw < w.kw)
+        throw std::invalid_argument(std::string(op) + ": kernel " + pair_str(w.kh, w.kw) + " with padding " +
+                                    pair_str(w.ph, w.pw) + " does not fit input " + x.str());
+    w.Ho = (w.H + 2 * w.ph - w.kh) / w.sh + 1;
+    w.Wo = (w.W + 2 * w.pw - w.kw) / w.sw + 1;
+    return w;
+}
+
+// Every (window position, kernel offset) pair that falls inside the image, in
+// order: visit(window, kernel_offset, input_index) with window = ((b·C + c)·Ho
+// + oh)·Wo + ow and kernel_offset = i·kw + j. Positions in the padding are
+// skipped. unfold, its adjoint and both pools are this one walk.
+template <class F>
+void for_each_window_element(const Window& w, F visit) {
+    for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+        for (int64_t oh = 0; oh < w.Ho; ++oh)
+            for (int64_t ow = 0; ow < w.Wo; ++ow) {
+                const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
+                for (int64_t i = 0; i < w.kh; ++i) {
+                    const int64_t y = oh * w.sh - w.ph + i;
+                    if (y < 0 || y >= w.H) continue;
+                    for (int64_t j = 0; j < w.kw; ++j) {
+                        const int64_t x = ow * w.sw - w.pw + j;
+                        if (x < 0 || x >= w.W) continue;
+                        visit(window, i * w.kw + j, (bc * w.H + y) * w.W + x);
+                    }
+                }
+            }
+}
+
+// Where an element of window `window` at kernel offset `k` goes in unfold's
+// B×(C·kh·kw)×(Ho·Wo) output: row (c·kh·kw + k), column (oh·Wo + ow).
+int64_t column_index(const Window& w, int64_t window, int64_t k) {
+    const int64_t L = w.Ho * w.Wo, K = w.kh * w.kw;
+    const int64_t bc = window / L, position = window % L;
+    return (bc * K + k) * L + position;  // (b·C + c)·K + k = b·(C·K) + (c·K + k)
+}
+
+void check_pool_padding(const Window& w, const char* op) {
+    if (2 * w.ph > w.kh || 2 * w.pw > w.kw)
+        throw std::invalid_argument(std::string(op) + ": padding " + pair_str(w.ph, w.pw) +
+                                    " must be at most half the kernel " + pair_str(w.kh, w.kw));
+}
+
+}  // namespace
+
+// ---- unfold (im2col) ----------------------------------------------------------------
+
+// z[b, c·kh·kw + i·kw + j, oh·Wo + ow] = x[b, c, oh·sh − ph + i, ow·sw − pw + j]  (0 in the padding)
+// ∂L/∂x[b, c, y, x] = Σ of g over every column entry that copied it (fold, col2im)
+Var unfold(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    const Window w = window_geometry(input.shape(), kernel, stride, padding, "unfold");
+    Tensor cols = Tensor::zeros(Shape{w.B, w.C * w.kh * w.kw, w.Ho * w.Wo});
+    const real* x = input.value().data();
+    real* z = cols.data();
+    for_each_window_element(w, [&](int64_t window, int64_t k, int64_t in) { z[column_index(w, window, k)] = x[in]; });
+    return record("unfold", std::move(cols), {input}, [w](Backward& bw) {
+        const real* g = bw.grad().data();
+        real* dx = bw.grad_buffer(0).data();
+        for_each_window_element(w, [&](int64_t window, int64_t k, int64_t in) { dx[in] += g[column_index(w, window, k)]; });
+    });
+}
+
+// ---- conv2d ---------------------------------------------------------------------------
+
+// z[b, o] = Σ_c weight[o, c] ⋆ x[b, c] + bias[o]   (⋆: cross-correlation, as in PyTorch)
+//         = weight(O × C·kh·kw) · unfold(x)(b) + bias: composed, the backward is
+// matmul's (∂L/∂weight = Σ_b g_b·colsᵀ_b, ∂L/∂cols = weightᵀ·g) then fold.
+Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
+    if (weight.rank() != 4)
+        throw std::invalid_argument("conv2d: weight must be O×C×kh×kw (rank 4), got " + weight.shape().str());
+    const int64_t O = weight.shape()[0], C = weight.shape()[1];
+    const int kh = static_cast<int>(weight.shape()[2]), kw = static_cast<int>(weight.shape()[3]);
+    const Window w = window_geometry(input.shape(), Size2(kh, kw), stride, padding, "conv2d");
+    if (w.C != C)
+        throw std::invalid_argument("conv2d: input " + input.shape().str() + " has " + std::to_string(w.C) +
+                                    " channels but weight " + weight.shape().str() + " expects " +
+                                    std::to_string(C));
+    if (bias.defined() && bias.shape() != Shape{O})
+        throw std::invalid_argument("conv2d: bias " + bias.shape().str() + " does not match the " +
+                                    std::to_string(O) + " output channels of weight " + weight.shape().str());
+    const Var cols = unfold(input, Size2(kh, kw), stride, padding);            // B × C·kh·kw × Ho·Wo
+    Var z = matmul(reshape(weight, {O, C * kh * kw}), cols);                   // B × O × Ho·Wo
+    if (bias.defined()) z = add(z, reshape(bias, {O, 1}));                     // bias broadcast over positions
+    return reshape(z, {w.B, O, w.Ho, w.Wo});
+}
+
+// ---- pooling ----------------------------------------------------------------------------
+
+// z[b, c, oh, ow] = max of x over the window (padding counts as −∞)
+// ∂L/∂x += g at the window's first maximum (saved as a flat input index)
+Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    if (stride.h == 0 && stride.w == 0) stride = kernel;
+    const Window w = window_geometry(input.shape(), kernel, stride, padding, "max_pool2d");
+    check_pool_padding(w, "max_pool2d");
+    Tensor z = Tensor::full(Shape{w.B, w.C, w.Ho, w.Wo}, -std::numeric_limits<real>::infinity());
+    std::vector<int64_t> argmax(static_cast<size_t>(z.numel()), 0);
+    const real* x = input.value().data();
+    real* pz = z.data();
+    for_each_window_element(w, [&](int64_t window, int64_t, int64_t in) {
+        if (x[in] > pz[window]) pz[window] = x[in], argmax[static_cast<size_t>(window)] = in;
+    });
+    return record("max_pool2d", std::move(z), {input}, [argmax = std::move(argmax)](Backward& bw) {
+        const real* g = bw.grad().data();
+        real* dx = bw.grad_buffer(0).data();
+        for (size_t o = 0; o < argmax.size(); ++o) dx[argmax[o]] += g[o];
+    });
+}
+
+// z[b, c, oh, ow] = (1/(kh·kw)) Σ of x over the window (padding counts as 0)
+// ∂L/∂x[in] += g[window]/(kh·kw) for every window that contains in
+Var avg_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    if (stride.h == 0 && stride.w == 0) stride = kernel;
+    const Window w = window_geometry(input.shape(), kernel, stride, padding, "avg_pool2d");
+    check_pool_padding(w, "avg_pool2d");
+    const real inv_area = real(1) / static_cast<real>(w.kh * w.kw);
+    Tensor z = Tensor::zeros(Shape{w.B, w.C, w.Ho, w.Wo});
+    const real* x = input.value().data();
+    real* pz = z.data();
+    for_each_window_element(w, [&](int64_t window, int64_t, int64_t in) { pz[window] += inv_area * x[in]; });
+    return record("avg_pool2d", std::move(z), {input}, [w, inv_area](Backward& bw) {
+        const real* g = bw.grad().data();
+        real* dx = bw.grad_buffer(0).data();
+        for_each_window_element(w, [&](int64_t window, int64_t, int64_t in) { dx[in] += inv_area * g[window]; });
+    });
+}
+
+}  // namespace attn

@@ -1,0 +1,90 @@
+// Linear algebra: the matrix product, forward and backward.
+//
+// Shapes: a …×n×k (or …×k×n with trans_a), b …×k×m (or …×m×k with trans_b)
+// → z …×n×m, the leading (batch) axes broadcast as in NumPy.
+#include "autograd/ops.hpp"
+#include "autograd/record.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn {
+
+namespace {
+
+int64_t batch_count(const Tensor& t) { return t.numel() / (t.shape()[t.rank() - 2] * t.shape()[t.rank() - 1]); }
+
+Shape batch_shape(const Tensor& t) {
+    Shape s;
+    for (int i = 0; i + 2 < t.rank(); ++i) s.push_back(t.shape()[i]);
+    return s;
+}
+
+// The shape of op(x)·op(y): the broadcast batch axes, then rows × columns.
+Shape product_shape(const Tensor& x, const Tensor& y, bool tx, bool ty) {
+    Shape s = broadcast_shapes(batch_shape(x), batch_shape(y), "matmul");
+    s.push_back(x.shape()[x.rank() - (tx ? 1 : 2)]);
+    s.push_back(y.shape()[y.rank() - (ty ? 2 : 1)]);
+    return s;
+}
+
+// Matrix b of a batch of matrices (a rank-2 tensor is the same matrix for every b).
+Tensor batch_matrix(const Tensor& t, int64_t b) {
+    if (t.rank() == 2) return t;
+    const int64_t r = t.shape()[t.rank() - 2], c = t.shape()[t.rank() - 1];
+    return t.reshape(Shape{batch_count(t), r, c}).rows(b, b + 1).reshape(Shape{r, c});
+}
+
+// ∂L/∂input_i += op(x)·op(y), the product being input i's gradient before the
+// broadcast of the batch axes is undone. Three cases:
+//  - the product has the input's shape: the GEMM adds straight into the
+//    gradient buffer (beta = 1), or its fresh result becomes the buffer;
+//  - the input is one matrix shared by a whole batch (n×k times B×k×m, as in
+//    conv2d): Σ over the batch, one GEMM per batch element into the buffer,
+//    no B×n×k temporary;
+//  - otherwise (batch axes broadcast in part): the full product, then sum_to.
+void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, bool tx, bool ty) {
+    const Shape& target = bw.input_shape(i);
+    const Shape full = product_shape(x, y, tx, ty);
+    if (full == target) {
+        if (bw.has_grad(i))
+            matmul_into(bw.grad_buffer(i), x, y, tx, ty, 1, 1);
+        else
+            bw.accumulate(i, matmul(x, y, tx, ty));
+        return;
+    }
+    const int64_t batch = full.numel() / (full[full.rank() - 2] * full[full.rank() - 1]);
+    auto per_batch = [batch](const Tensor& t) { return t.rank() == 2 || batch_count(t) == batch; };
+    if (target.rank() == 2 && per_batch(x) && per_batch(y)) {
+        Tensor& buffer = bw.grad_buffer(i);
+        for (int64_t b = 0; b < batch; ++b)
+            matmul_into(buffer, batch_matrix(x, b), batch_matrix(y, b), tx, ty, 1, 1);
+        return;
+    }
+    bw.accumulate(i, matmul(x, y, tx, ty));
+}
+
+}  // namespace
+
+// z = op(a)·op(b), op(x) = xᵀ if its flag is set, else x.
+//   ∂L/∂op(a) = g·op(b)ᵀ          ∂L/∂op(b) = op(a)ᵀ·g
+// and with a stored transposed, ∂L/∂a = (∂L/∂op(a))ᵀ = op(b)·gᵀ (likewise b).
+// The transposes are the GEMM's flags: nothing is materialised.
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+    return record("matmul", matmul(a.value(), b.value(), trans_a, trans_b), {a, b},
+                  [a = a.value(), b = b.value(), trans_a, trans_b](Backward& bw) {
+                      const Tensor& g = bw.grad();
+                      if (bw.needs(0)) {
+                          if (!trans_a)
+                              accumulate_product(bw, 0, g, b, false, !trans_b);  // g·op(b)ᵀ
+                          else
+                              accumulate_product(bw, 0, b, g, trans_b, true);  // op(b)·gᵀ
+                      }
+                      if (bw.needs(1)) {
+                          if (!trans_b)
+                              accumulate_product(bw, 1, a, g, !trans_a, false);  // op(a)ᵀ·g
+                          else
+                              accumulate_product(bw, 1, g, a, true, trans_a);  // gᵀ·op(a)
+                      }
+                  });
+}
+
+}  // namespace attn

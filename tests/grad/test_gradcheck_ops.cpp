@@ -1,0 +1,141 @@
+// Every op of the registry against central finite differences (double build),
+// the gradient checker itself, and the fused ops against their composite twins.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/record.hpp"
+#include "tensor/ops.hpp"
+#include "tests/grad/registry.hpp"
+
+using namespace attn;
+using namespace attn::testing;
+
+static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
+
+TEST_CASE("gradcheck: every registered op, on every sample (ATTN_OP=name runs one op)") {
+    const char* only = std::getenv("ATTN_OP");
+    std::map<std::string, int> cases_per_op;
+    Generator gen(2024);
+    for (const OpCase& c : op_registry()) {
+        if (only && c.op != only) continue;
+        const std::vector<Tensor> inputs = sample_inputs(c, gen);
+        const GradcheckResult r = gradcheck(c.op + " [" + c.variant + "]", c.build, inputs);
+        INFO(r.message);
+        CHECK_MESSAGE(r.ok, c.op, " [", c.variant, "]");
+        CHECK(r.checked > 0);
+        ++cases_per_op[c.op];
+    }
+    if (!only) {
+        CHECK(cases_per_op.size() >= 50);
+        for (const char* op : {"add", "mul", "matmul", "softmax", "cross_entropy", "conv2d", "max_pool2d"}) {
+            INFO(op);
+            CHECK(cases_per_op[op] >= 2);  // several shapes each
+        }
+    }
+}
+
+TEST_CASE("gradcheck: a wrong derivative is caught, naming the op, input, index and values") {
+    // z = a·b with a backward that forgets the factor b for input 0.
+    auto bad_mul = [](const std::vector<Var>& x) {
+        return record("bad_mul", mul(x[0].value(), x[1].value()), {x[0], x[1]}, [a = x[0].value()](Backward& bw) {
+            bw.accumulate(0, bw.grad());  // should be g·b
+            bw.accumulate(1, mul(bw.grad(), a));
+        });
+    };
+    const Tensor a = Tensor::from({1, 2, 3}), b = Tensor::from({2, 2, 2});
+    const GradcheckResult r = gradcheck("bad_mul", bad_mul, {a, b});
+    CHECK_FALSE(r.ok);
+    CHECK(r.message.find("gradcheck bad_mul: input 0 (shape 3), flat index 0") == 0);
+    CHECK(r.message.find("analytic") != std::string::npos);
+    CHECK(r.message.find("numeric") != std::string::npos);
+    INFO(r.message);
+
+    // An op whose result was not recorded is caught too.
+    const GradcheckResult unrecorded =
+        gradcheck("detached", [](const std::vector<Var>& x) { return x[0].detach(); }, {a});
+    CHECK_FALSE(unrecorded.ok);
+    CHECK(unrecorded.message == "gradcheck detached: the output does not require a gradient (was the op recorded?)");
+}
+
+TEST_CASE("gradcheck: parameters checked in place are restored, values and gradients") {
+    Generator gen(3);
+    Var w(Tensor::normal(Shape{3, 2}, 0, 1, gen), true);
+    Var x(Tensor::normal(Shape{4, 3}, 0, 1, gen));
+    const Tensor before = w.value().clone();
+    w.node()->grad = Tensor::full(Shape{3, 2}, 5);
+    const GradcheckResult r = gradcheck("linear", [&] { return tanh(matmul(x, w)); }, {w});
+    CHECK(r.ok);
+    CHECK(r.checked == 6);
+    CHECK(allclose(w.value(), before, 0, 0));
+    CHECK(allclose(w.grad(), Tensor::full(Shape{3, 2}, 5), 0, 0));
+}
+
+// ---- fused ops and their composite twins: same value, same gradient ---------------
+
+namespace {
+
+void check_twins(const std::vector<Tensor>& inputs, const std::function<Var(const std::vector<Var>&)>& fused,
+                 const std::function<Var(const std::vector<Var>&)>& composite) {
+    std::vector<Var> a, b;
+    for (const Tensor& t : inputs) a.emplace_back(t.clone(), true), b.emplace_back(t.clone(), true);
+    Var fa = fused(a), fb = composite(b);
+    CHECK(allclose(fa.value(), fb.value(), 1e-10, 1e-12));
+    fa.backward(Tensor::ones(fa.shape()));
+    fb.backward(Tensor::ones(fb.shape()));
+    for (size_t k = 0; k < a.size(); ++k) CHECK(allclose(a[k].grad(), b[k].grad(), 1e-9, 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("twins: cross_entropy = mean of −log_softmax[target] (with ignore_index and smoothing)") {
+    Generator gen(11);
+    const Tensor logits = Tensor::normal(Shape{5, 4}, 0, 2, gen);
+    const Tensor targets = Tensor::from({3, -100, 0, 2, 1});
+    check_twins({logits}, [&](const std::vector<Var>& x) { return cross_entropy(x[0], targets); },
+                [&](const std::vector<Var>& x) { return nll_loss(log_softmax(x[0], -1), targets); });
+    // Smoothing ε: (1−ε)·NLL + ε·mean over counted rows of −mean_c log_softmax.
+    const real eps = 0.2;
+    const Tensor counted = Tensor::from({1, 0, 1, 1, 1});
+    check_twins(
+        {logits}, [&](const std::vector<Var>& x) { return cross_entropy(x[0], targets, -100, eps); },
+        [&](const std::vector<Var>& x) {
+            Var lsm = log_softmax(x[0], -1);
+            Var uniform = sum(mean(lsm, -1) * Var(counted)) * real(-1.0 / 4);
+            return nll_loss(lsm, targets) * (1 - eps) + uniform * eps;
+        });
+}
+
+TEST_CASE("twins: conv2d = a direct sum over the window (PyTorch's definition)") {
+    Generator gen(5);
+    const Tensor x = Tensor::normal(Shape{2, 3, 6, 5}, 0, 1, gen);
+    const Tensor w = Tensor::normal(Shape{4, 3, 3, 2}, 0, 1, gen);
+    const Tensor b = Tensor::normal(Shape{4}, 0, 1, gen);
+    const int sh = 2, sw = 1, ph = 1, pw = 0;
+    // out[n, o, i, j] = b[o] + Σ_{c, u, v} w[o, c, u, v]·x[n, c, i·sh − ph + u, j·sw − pw + v]
+    auto direct = [&](const std::vector<Var>& in) {
+        const int64_t Ho = (6 + 2 * ph - 3) / sh + 1, Wo = (5 + 2 * pw - 2) / sw + 1;
+        std::vector<Var> outs;
+        Var xp = in[0];
+        for (int64_t i = 0; i < Ho; ++i)
+            for (int64_t j = 0; j < Wo; ++j) {
+                Var acc = reshape(in[2], {1, 4});  // 1×O, broadcast over the batch
+                for (int u = 0; u < 3; ++u)
+                    for (int v = 0; v < 2; ++v) {
+                        const int64_t y = i * sh - ph + u, xx = j * sw - pw + v;
+                        if (y < 0 || y >= 6 || xx < 0 || xx >= 5) continue;
+                        Var patch = reshape(slice(slice(xp, 2, y, y + 1), 3, xx, xx + 1), {2, 3});  // B×C
+                        Var wt = reshape(slice(slice(in[1], 2, u, u + 1), 3, v, v + 1), {4, 3});    // O×C
+                        acc = acc + matmul(patch, wt, false, true);                                  // B×O
+                    }
+                outs.push_back(acc);
+            }
+        return reshape(stack(outs, 2), {2, 4, Ho, Wo});  // B×O×(Ho·Wo) → B×O×Ho×Wo
+    };
+    check_twins({x, w, b}, [&](const std::vector<Var>& in) { return conv2d(in[0], in[1], in[2], {sh, sw}, {ph, pw}); },
+                direct);
+}

@@ -1,0 +1,303 @@
+// Values and gradients of the autograd ops on tiny inputs, against results
+// worked out by hand (float build). The derivatives are checked exhaustively
+// by finite differences in tests/grad/; these pin down the conventions.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.hpp"
+#include "tensor/ops.hpp"
+
+using namespace attn;
+
+namespace {
+
+bool close(const Tensor& a, std::vector<real> expected, double tol = 1e-5) {
+    if (static_cast<int64_t>(expected.size()) != a.numel()) return false;
+    return allclose(a, Tensor::from(std::move(expected), a.shape()), tol, tol);
+}
+
+Var param(std::vector<real> values, const Shape& shape) { return Var(Tensor::from(std::move(values), shape), true); }
+
+const real kInf = std::numeric_limits<real>::infinity();
+
+}  // namespace
+
+TEST_CASE("autograd values: broadcasting binary ops sum their gradients back") {
+    Var a = param({1, 2, 3, 4, 5, 6}, {2, 3});
+    Var b = param({10, 20, 30}, {3});
+    Var z = a * b - a / b;
+    CHECK(z.shape() == Shape{2, 3});
+    CHECK(close(z.value(), {9.9f, 39.9f, 89.9f, 39.6f, 99.75f, 179.8f}));
+    sum(z).backward();
+    // ∂/∂a = b − 1/b ; ∂/∂b = Σ_rows (a + a/b²)
+    CHECK(close(a.grad(), {9.9f, 19.95f, 29.966667f, 9.9f, 19.95f, 29.966667f}));
+    CHECK(close(b.grad(), {5 + 5 / 100.f, 7 + 7 / 400.f, 9 + 9 / 900.f}));
+}
+
+TEST_CASE("autograd values: unary functions and their slopes") {
+    Var x = param({-1, 0.5f, 2}, {3});
+    struct Case {
+        const char* name;
+        Var (*f)(const Var&);
+        std::vector<real> value, slope;
+    };
+    const double t = std::tanh(0.5), s = 1 / (1 + std::exp(-0.5));
+    const Case cases[] = {
+        {"tanh", [](const Var& v) { return tanh(v); }, {-0.7615942f, float(t), 0.9640276f},
+         {0.4199743f, float(1 - t * t), 0.0706508f}},
+        {"sigmoid", [](const Var& v) { return sigmoid(v); }, {0.2689414f, float(s), 0.8807971f},
+         {0.1966119f, float(s * (1 - s)), 0.1049936f}},
+        {"relu", [](const Var& v) { return relu(v); }, {0, 0.5f, 2}, {0, 1, 1}},
+        {"leaky_relu", [](const Var& v) { return leaky_relu(v, 0.1f); }, {-0.1f, 0.5f, 2}, {0.1f, 1, 1}},
+        {"gelu", [](const Var& v) { return gelu(v); }, {-0.1586553f, 0.3457312f, 1.9544997f},
+         {-0.0833155f, 0.8674940f, 1.0852318f}},
+        {"softplus", [](const Var& v) { return softplus(v); }, {0.3132617f, 0.9740770f, 2.1269280f},
+         {0.2689414f, float(s), 0.8807971f}},
+        {"abs", [](const Var& v) { return abs(v); }, {1, 0.5f, 2}, {-1, 1, 1}},
+        {"exp", [](const Var& v) { return exp(v); }, {0.3678794f, 1.6487213f, 7.3890561f},
+         {0.3678794f, 1.6487213f, 7.3890561f}},
+        {"square", [](const Var& v) { return square(v); }, {1, 0.25f, 4}, {-2, 1, 4}},
+        {"clamp", [](const Var& v) { return clamp(v, 0, 1); }, {0, 0.5f, 1}, {0, 1, 0}},
+        {"pow 3", [](const Var& v) { return pow(v, 3); }, {-1, 0.125f, 8}, {3, 0.75f, 12}},
+    };
+    for (const Case& c : cases) {
+        INFO(c.name);
+        Var y = c.f(x);
+        CHECK(close(y.value(), c.value));
+        x.zero_grad();
+        sum(y).backward();
+        CHECK(close(x.grad(), c.slope));
+    }
+    Var p = param({4, 0.25f}, {2});
+    Var q = log(p) + sqrt(p);  // slopes 1/p + 1/(2√p)
+    CHECK(close(q.value(), {std::log(4.f) + 2, std::log(0.25f) + 0.5f}));
+    sum(q).backward();
+    CHECK(close(p.grad(), {0.25f + 0.25f, 4 + 1}));
+}
+
+TEST_CASE("autograd values: minimum and maximum share a tie's gradient") {
+    Var a = param({1, 5, 3}, {3}), b = param({2, 4, 3}, {3});
+    Var z = maximum(a, b) + minimum(a, b) * real(10);
+    CHECK(close(z.value(), {12, 45, 33}));
+    sum(z).backward();
+    CHECK(close(a.grad(), {10, 1, 5.5f}));
+    CHECK(close(b.grad(), {1, 10, 5.5f}));
+}
+
+TEST_CASE("autograd values: reductions") {
+    Var a = param({1, 5, 2, 8, 3, 4}, {2, 3});
+    Var s = sum(a, 1);
+    CHECK(close(s.value(), {8, 15}));
+    Var m = mean(a, 0, true);
+    CHECK(m.shape() == Shape{1, 3});
+    CHECK(close(m.value(), {4.5f, 4, 3}));
+    Var mx = max(a, 1);
+    CHECK(close(mx.value(), {5, 8}));
+    Var mn = min(a);
+    CHECK(mn.shape() == Shape{});
+    CHECK(mn.item() == 1);
+    sum(s + mx * real(10)).backward();
+    // ∂ from s: 1 everywhere; from max: 10 at each row's maximum
+    CHECK(close(a.grad(), {1, 11, 1, 11, 1, 1}));
+
+    Var l = param({0, std::log(3.f)}, {2});
+    Var lse = logsumexp(l, 0);
+    CHECK(lse.item() == doctest::Approx(std::log(4.0)));
+    lse.backward();
+    CHECK(close(l.grad(), {0.25f, 0.75f}));
+}
+
+TEST_CASE("autograd values: matmul, and its gradients through the transpose flags") {
+    Var a = param({1, 2, 3, 4}, {2, 2});
+    Var b = param({5, 6, 7, 8}, {2, 2});
+    Var c = matmul(a, b);
+    CHECK(close(c.value(), {19, 22, 43, 50}));
+    sum(c).backward();
+    CHECK(close(a.grad(), {11, 15, 11, 15}));  // g·bᵀ with g = ones: row sums of b
+    CHECK(close(b.grad(), {4, 4, 6, 6}));      // aᵀ·g: column sums of a
+    a.zero_grad();
+    b.zero_grad();
+    Var d = matmul(a, b, true, true);  // aᵀ·bᵀ = (b·a)ᵀ
+    CHECK(close(d.value(), {23, 31, 34, 46}));
+    sum(d).backward();
+    CHECK(close(a.grad(), {12, 12, 14, 14}));  // op(b)·gᵀ = bᵀ·1
+    CHECK(close(b.grad(), {3, 7, 3, 7}));      // gᵀ·op(a) = 1·aᵀ
+    // A matrix shared by a batch collects the gradient of every batch element.
+    Var w = param({1, 0, 0, 1}, {2, 2});
+    Var xs(Tensor::ones(Shape{3, 2, 2}));
+    sum(matmul(w, xs)).backward();
+    CHECK(close(w.grad(), {6, 6, 6, 6}));
+}
+
+TEST_CASE("autograd values: shape ops route gradients back") {
+    Var a = param({1, 2, 3, 4, 5, 6}, {2, 3});
+    Var t = transpose(a, 0, 1);
+    CHECK(close(t.value(), {1, 4, 2, 5, 3, 6}));
+    Var s = slice(a, 1, 0, 3, 2);  // columns 0 and 2
+    CHECK(close(s.value(), {1, 3, 4, 6}));
+    std::vector<Var> parts = split(a, {1, 2}, 1);
+    CHECK(close(parts[1].value(), {2, 3, 5, 6}));
+    Var c = concat({parts[1], parts[0]}, 1);
+    CHECK(close(c.value(), {2, 3, 1, 5, 6, 4}));
+    Var st = stack({a, a}, 0);
+    CHECK(st.shape() == Shape{2, 2, 3});
+    Var e = expand(reshape(a, {2, 3, 1}), Shape{2, 3, 2});
+    CHECK(close(e.value(), {1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6}));
+    sum(t * real(1) + reshape(c, {3, 2}) * real(0)).backward();
+    CHECK(close(a.grad(), {1, 1, 1, 1, 1, 1}));
+    a.zero_grad();
+    sum(s * real(10)).backward();
+    CHECK(close(a.grad(), {10, 0, 10, 10, 0, 10}));
+    a.zero_grad();
+    sum(e).backward();
+    CHECK(close(a.grad(), {2, 2, 2, 2, 2, 2}));
+    a.zero_grad();
+    sum(narrow(permute(st, {1, 0, 2}), 2, 1, 1)).backward();  // column 1 of both copies
+    CHECK(close(a.grad(), {0, 2, 0, 0, 2, 0}));
+}
+
+TEST_CASE("autograd values: indexing ops scatter gradients back, repeated indices add up") {
+    Var table = param({0, 1, 10, 11, 20, 21}, {3, 2});
+    Var e = embedding(table, Tensor::from({2, 0, 2}, Shape{3}));
+    CHECK(e.shape() == Shape{3, 2});
+    CHECK(close(e.value(), {20, 21, 0, 1, 20, 21}));
+    sum(e).backward();
+    CHECK(close(table.grad(), {1, 1, 0, 0, 2, 2}));
+
+    Var a = param({1, 2, 3, 4}, {2, 2});
+    Var g = gather(a, 1, Tensor::from({1, 1, 0, 1}, Shape{2, 2}));
+    CHECK(close(g.value(), {2, 2, 3, 4}));
+    Var f = masked_fill(a, Tensor::from({0, 1}, Shape{2}), -9);
+    CHECK(close(f.value(), {1, -9, 3, -9}));
+    Var w = where(Tensor::from({1, 0}, Shape{2, 1}), a, Var(Tensor::scalar(7)));
+    CHECK(close(w.value(), {1, 2, 7, 7}));
+    sum(g + f + w).backward();
+    CHECK(close(a.grad(), {0 + 1 + 1, 2 + 0 + 1, 1 + 1 + 0, 1 + 0 + 0}));  // gather + masked_fill + where
+    Var oh(one_hot(Tensor::from({2, 0}), 3));
+    CHECK(close(oh.value(), {0, 0, 1, 1, 0, 0}));
+}
+
+TEST_CASE("autograd values: softmax with masks; a fully masked row gives zeros, never NaN") {
+    Var x = param({0, std::log(3.f), 5, 1, 2, 3}, {2, 3});
+    const Tensor keep = Tensor::from({1, 1, 0, 0, 0, 0}, Shape{2, 3});  // row 1 fully masked
+    Var p = softmax(x, -1, SoftmaxMask::keep(keep));
+    CHECK(close(p.value(), {0.25f, 0.75f, 0, 0, 0, 0}));
+    sum(p).backward();
+    CHECK(close(x.grad(), {0, 0, 0, 0, 0, 0}));  // Σ of a softmax row is constant
+    x.zero_grad();
+    Var q = softmax(x, -1, SoftmaxMask::keep(keep));
+    q.backward(Tensor::from({1, 0, 0, 1, 1, 1}, Shape{2, 3}));
+    // ∂p₀/∂x₀ = p₀(1 − p₀) = 0.1875, ∂p₀/∂x₁ = −p₀p₁ = −0.1875
+    CHECK(close(x.grad(), {0.1875f, -0.1875f, 0, 0, 0, 0}));
+    for (int64_t i = 0; i < 6; ++i) CHECK_FALSE(std::isnan(x.grad()[i]));
+
+    Var y = param({1, 2, 3}, {3});
+    Var r = softmax(y, 0, SoftmaxMask::additive(Tensor::from({0, -kInf, 0})));
+    CHECK(close(r.value(), {0.1192029f, 0, 0.8807971f}));
+    Var lr = log_softmax(y, 0, SoftmaxMask::keep(Tensor::from({1, 0, 1})));
+    CHECK(lr.value()[1] == -kInf);
+    CHECK(lr.value()[0] == doctest::Approx(std::log(0.1192029)));
+    lr.backward(Tensor::from({1, 5, 0}));  // the masked position's gradient is dropped
+    CHECK(close(y.grad(), {1 - 0.1192029f, 0, -0.8807971f}));
+}
+
+TEST_CASE("autograd values: cross_entropy with ignore_index and label smoothing") {
+    Var logits = param({0, 0, 1, 2, 3, 4}, {3, 2});
+    // rows: [0,0] target 1 → ln 2; [1,2] target ignored; [3,4] target 0 → ln(1 + e)
+    const Tensor targets = Tensor::from({1, -100, 0});
+    Var loss = cross_entropy(logits, targets);
+    const double l1 = std::log(2.0), l3 = std::log(1 + std::exp(1.0));
+    CHECK(loss.item() == doctest::Approx((l1 + l3) / 2));
+    loss.backward();
+    const float p = float(1 / (1 + std::exp(1.0)));  // softmax([3, 4])[0]
+    CHECK(close(logits.grad(), {0.25f, -0.25f, 0, 0, (p - 1) / 2, (1 - p) / 2}));
+
+    Var z = param({0, 0}, {1, 2});
+    Var smoothed = cross_entropy(z, Tensor::from({0}, Shape{1}), -100, 0.2f);
+    CHECK(smoothed.item() == doctest::Approx(std::log(2.0)));  // uniform logits: ln 2 whatever the target
+    smoothed.backward();
+    CHECK(close(z.grad(), {0.5f - 0.9f, 0.5f - 0.1f}));  // p − q, q = (0.9, 0.1)
+
+    Var all_ignored = param({1, 2}, {1, 2});
+    Var zero = cross_entropy(all_ignored, Tensor::from({-100}, Shape{1}));
+    CHECK(zero.item() == 0);
+    zero.backward();
+    CHECK(close(all_ignored.grad(), {0, 0}));
+}
+
+TEST_CASE("autograd values: conv2d, max_pool2d and avg_pool2d on a 3×3 image") {
+    Var x = param({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+    Var w = param({1, 1, 1, 1}, {1, 1, 2, 2});
+    Var b = param({0.5f}, {1});
+    Var y = conv2d(x, w, b);
+    CHECK(y.shape() == Shape{1, 1, 2, 2});
+    CHECK(close(y.value(), {12.5f, 16.5f, 24.5f, 28.5f}));
+    sum(y).backward();
+    CHECK(close(x.grad(), {1, 2, 1, 2, 4, 2, 1, 2, 1}));  // how many windows cover each pixel
+    CHECK(close(w.grad(), {12, 16, 24, 28}));
+    CHECK(close(b.grad(), {4}));
+
+    Var padded = conv2d(x, w, Var(), 2, 1);  // windows at −1, 1 in each direction
+    CHECK(close(padded.value(), {1, 5, 11, 28}));
+
+    x.zero_grad();
+    Var mp = max_pool2d(x, 2, 1);
+    CHECK(close(mp.value(), {5, 6, 8, 9}));
+    sum(mp).backward();
+    CHECK(close(x.grad(), {0, 0, 0, 0, 1, 1, 0, 1, 1}));
+
+    x.zero_grad();
+    Var ap = avg_pool2d(x, 2, 1);
+    CHECK(close(ap.value(), {3, 4, 6, 7}));
+    sum(ap).backward();
+    CHECK(close(x.grad(), {0.25f, 0.5f, 0.25f, 0.5f, 1, 0.5f, 0.25f, 0.5f, 0.25f}));
+    CHECK(close(max_pool2d(x, 2, 2, 1).value(), {1, 3, 7, 9}));
+}
+
+TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when not training") {
+    Var x(Tensor::ones(Shape{1000}), true);
+    Generator g1(42), g2(42);
+    Var d1 = dropout(x, 0.25f, g1), d2 = dropout(x, 0.25f, g2);
+    CHECK(allclose(d1.value(), d2.value(), 0, 0));  // same seed, same mask
+    int64_t kept = 0;
+    for (int64_t i = 0; i < 1000; ++i) {
+        const real v = d1.value()[i];
+        CHECK((v == 0 || v == doctest::Approx(1 / 0.75)));
+        kept += v != 0;
+    }
+    CHECK(kept > 700);
+    CHECK(kept < 800);
+    sum(d1).backward();
+    CHECK(allclose(x.grad(), d1.value(), 0, 0));  // the mask, scaled
+    Generator g3(1);
+    CHECK(dropout(x, 0.5f, g3, false).node() == x.node());
+    CHECK(sum(dropout(x, 1, g3)).item() == 0);
+    CHECK_THROWS_AS(dropout(x, 1.5f, g3), std::invalid_argument);
+}
+
+TEST_CASE("autograd values: categorical sampling and the log-probability of a sample") {
+    Generator gen(9);
+    const Tensor probs = Tensor::from({0.1f, 0, 0.6f, 0.3f, 0, 0, 1, 0}, Shape{2, 4});
+    int counts[4] = {};
+    for (int i = 0; i < 4000; ++i) {
+        const Tensor s = sample_categorical(probs, gen);
+        CHECK(s.shape() == Shape{2});
+        CHECK(s[1] == 2);  // a one-hot row always gives its index
+        ++counts[static_cast<int>(s[0])];
+    }
+    CHECK(counts[1] == 0);  // probability 0 is never drawn
+    CHECK(counts[0] > 300);
+    CHECK(counts[0] < 500);
+    CHECK(counts[2] > 2200);
+    CHECK(counts[2] < 2600);
+    CHECK_THROWS_WITH_AS(sample_categorical(Tensor::zeros(Shape{3}), gen),
+                         "sample_categorical: row 0 has no positive probability", std::invalid_argument);
+
+    Var p = param({0.2f, 0.5f, 0.3f}, {3});
+    Var lp = categorical_log_prob(p, Tensor::scalar(1));
+    CHECK(lp.item() == doctest::Approx(std::log(0.5)));
+    lp.backward();
+    CHECK(close(p.grad(), {0, 2, 0}));  // 1/p at the sample
+}
