@@ -1,0 +1,84 @@
+#include "nn/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace attn {
+
+namespace {
+
+std::string system_reason() { return std::strerror(errno); }
+
+// The directory holding `path` ("." for a bare file name).
+std::string directory_of(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+// Removes the temporary file unless the rename has consumed it, so that
+// every early exit (exception) cleans up.
+struct TempFile {
+    std::string path;
+    int fd = -1;
+    bool renamed = false;
+    ~TempFile() {
+        if (fd >= 0) ::close(fd);
+        if (!renamed) ::unlink(path.c_str());
+    }
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* what) {
+    const std::string prefix = std::string(what) + ": cannot write '" + path + "': ";
+    if (path.empty() || path.back() == '/') throw std::runtime_error(prefix + "not a file name");
+
+    TempFile tmp;
+    tmp.path = path + ".tmp." + std::to_string(::getpid());
+    tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (tmp.fd < 0) {
+        tmp.renamed = true;  // nothing was created, nothing to remove
+        throw std::runtime_error(prefix + "cannot create the temporary file '" + tmp.path + "': " + system_reason());
+    }
+
+    // write() may write less than asked (signals, pipes): loop until done.
+    size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(tmp.fd, bytes.data() + written, bytes.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error(prefix + "writing '" + tmp.path + "' failed: " + system_reason());
+        written += static_cast<size_t>(n);
+    }
+    // The data must be on disk before the rename makes it visible, or a power
+    // cut could leave the new name pointing at an empty file.
+    if (::fsync(tmp.fd) != 0) throw std::runtime_error(prefix + "fsync failed: " + system_reason());
+    const int fd = tmp.fd;
+    tmp.fd = -1;
+    if (::close(fd) != 0) throw std::runtime_error(prefix + "close failed: " + system_reason());
+
+    if (::rename(tmp.path.c_str(), path.c_str()) != 0)
+        throw std::runtime_error(prefix + "renaming '" + tmp.path + "' over it failed: " + system_reason());
+    tmp.renamed = true;
+
+    // Make the rename durable. Some file systems cannot sync a directory
+    // (EINVAL); the file itself is complete then, so that is not an error.
+    const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;  // e.g. a directory we may write but not read; the rename is done
+    const int rc = ::fsync(dir);
+    const int sync_errno = errno;
+    ::close(dir);
+    if (rc != 0 && sync_errno != EINVAL) {
+        errno = sync_errno;
+        throw std::runtime_error(std::string(what) + ": '" + path +
+                                 "' was written, but syncing its directory failed: " + system_reason());
+    }
+}
+
+}  // namespace attn

@@ -1,0 +1,52 @@
+// LayerNorm (Ba, Kiros & Hinton, "Layer Normalization", 2016), as
+// torch.nn.LayerNorm(D): every row is normalised over its last axis on its own.
+//
+//   μ = (1/D) Σ_k x_k          σ² = (1/D) Σ_k (x_k − μ)²      (biased, as PyTorch)
+//   x̂ = (x − μ) / √(σ² + ε)    y  = γ ⊙ x̂ + β
+//
+// Shapes (row = position): x …×D (B×n×D: each position normalised across its
+// D features), γ (weight) D, β (bias) D → y …×D.
+//
+// Two implementations that a test shows agree in value and gradient:
+//   layer_norm        composed from primitive ops; its backward comes for free
+//   layer_norm_fused  one pass per row, with the backward written by hand:
+//     ∂L/∂x̂ = g ⊙ γ
+//     ∂L/∂x  = (1/√(σ² + ε)) · (∂L/∂x̂ − mean(∂L/∂x̂) − x̂ ⊙ mean(∂L/∂x̂ ⊙ x̂))
+//     ∂L/∂γ  = Σ_rows g ⊙ x̂          ∂L/∂β = Σ_rows g
+// The module uses the fused one (fewer temporaries, one pass).
+//
+// Init: γ = 1, β = 0. state_dict keys: "weight", "bias" (with elementwise_affine).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/unary_module.hpp"
+
+namespace attn {
+
+// weight and bias may be undefined Vars (no affine transform).
+Var layer_norm(const Var& x, const Var& weight, const Var& bias, real eps = real(1e-5));
+Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps = real(1e-5));
+
+class LayerNorm : public UnaryModule {
+public:
+    // normalized_shape: D, the size of the last axis. (PyTorch also accepts
+    // several trailing axes; reshape to …×D for that.)
+    explicit LayerNorm(int64_t normalized_shape, real eps = real(1e-5), bool elementwise_affine = true);
+
+    Var forward(const Var& x) override;
+    std::string describe() const override;  // "LayerNorm((8,), eps=1e-05, elementwise_affine=true)"
+
+    int64_t normalized_shape() const { return dim_; }
+    real eps() const { return eps_; }
+
+    Var weight;  // γ, D; undefined without elementwise_affine
+    Var bias;    // β, D
+
+private:
+    int64_t dim_;
+    real eps_;
+};
+
+}  // namespace attn

@@ -1,0 +1,274 @@
+#include "nn/optim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace attn {
+
+namespace {
+
+std::string num(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
+
+void check_hyper(const char* op, const char* what, double value, double lo, double hi) {
+    if (!(value >= lo && value <= hi))
+        throw std::invalid_argument(std::string(op) + ": " + what + " " + num(value) + " is not in [" + num(lo) +
+                                    ", " + num(hi) + "]");
+}
+
+}  // namespace
+
+ParameterList::ParameterList(const std::vector<Var>& params) {
+    for (size_t i = 0; i < params.size(); ++i) named.emplace_back(std::to_string(i), params[i]);
+}
+
+// ---- Optimizer ------------------------------------------------------------------------
+
+// A variable listed twice (tied weights registered in two places) is kept
+// once, under its first name, so that a step updates it once.
+Optimizer::Optimizer(ParameterList params, double lr) {
+    set_lr(lr);
+    std::set<std::string> names;
+    std::set<const Node*> seen;
+    for (auto& [name, v] : params.named) {
+        if (!v.defined()) throw std::invalid_argument("Optimizer: parameter \"" + name + "\" is undefined");
+        if (!names.insert(name).second)
+            throw std::invalid_argument("Optimizer: parameter name \"" + name + "\" appears twice");
+        if (seen.insert(v.node()).second) params_.emplace_back(std::move(name), std::move(v));
+    }
+    state_.resize(params_.size());
+}
+
+void Optimizer::set_lr(double lr) {
+    if (!(lr >= 0 && std::isfinite(lr)))
+        throw std::invalid_argument("Optimizer: learning rate " + num(lr) + " must be finite and >= 0");
+    lr_ = lr;
+}
+
+void Optimizer::step() {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        Var& v = params_[i].second;
+        const Tensor g = v.grad();
+        if (!g.defined()) continue;
+        if (g.shape() != v.shape())
+            throw std::logic_error(type() + ".step: gradient " + g.shape().str() + " of \"" + params_[i].first +
+                                   "\" does not match its shape " + v.shape().str());
+        ParamState& s = state_[i];
+        ++s.step;
+        update(v.value(), g, s);
+    }
+}
+
+void Optimizer::zero_grad() {
+    for (auto& [_, v] : params_) v.zero_grad();
+}
+
+OptimizerState Optimizer::state_dict() const {
+    OptimizerState out{type(), lr_, {}, {}};
+    const std::vector<std::string> slots = slot_names();
+    for (size_t i = 0; i < params_.size(); ++i) {
+        const ParamState& s = state_[i];
+        if (s.step == 0) continue;
+        out.steps.emplace_back(params_[i].first, s.step);
+        for (size_t k = 0; k < s.slots.size(); ++k)
+            out.tensors.emplace_back(params_[i].first + "." + slots[k], s.slots[k].clone());
+    }
+    return out;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& state) {
+    const std::string op = type() + ".load_state_dict: ";
+    if (state.type != type())
+        throw std::invalid_argument(op + "the state is of a " + state.type + " optimiser, not " + type());
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < params_.size(); ++i) index.emplace(params_[i].first, i);
+
+    // Check everything first: a state that does not fit changes nothing.
+    std::vector<ParamState> fresh(params_.size());
+    for (const auto& [name, step] : state.steps) {
+        auto it = index.find(name);
+        if (it == index.end())
+            throw std::invalid_argument(op + "state for unknown parameter \"" + name + "\"");
+        if (step <= 0)
+            throw std::invalid_argument(op + "parameter \"" + name + "\" has step count " + std::to_string(step) +
+                                        " (must be positive)");
+        fresh[it->second].step = step;
+    }
+    const std::vector<std::string> slots = slot_names();
+    std::map<std::pair<size_t, size_t>, const Tensor*> found;  // (parameter, slot) → tensor
+    for (const auto& [key, t] : state.tensors) {
+        bool matched = false;
+        for (size_t k = 0; k < slots.size() && !matched; ++k) {
+            const std::string suffix = "." + slots[k];
+            if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+                continue;
+            auto it = index.find(key.substr(0, key.size() - suffix.size()));
+            if (it == index.end()) continue;
+            const size_t i = it->second;
+            if (fresh[i].step == 0)
+                throw std::invalid_argument(op + "\"" + key + "\" belongs to parameter \"" + it->first +
+                                            "\", which has no step count");
+            if (t.shape() != params_[i].second.shape())
+                throw std::invalid_argument(op + "\"" + key + "\" has shape " + t.shape().str() +
+                                            " but the parameter has shape " + params_[i].second.shape().str());
+            found[{i, k}] = &t;
+            matched = true;
+        }
+        if (!matched)
+            throw std::invalid_argument(op + "unexpected tensor \"" + key +
+                                        "\": not <parameter>.<slot> for a parameter and slot of this optimiser");
+    }
+    for (size_t i = 0; i < params_.size(); ++i) {
+        if (fresh[i].step == 0) continue;
+        for (size_t k = 0; k < slots.size(); ++k) {
+            auto it = found.find({i, k});
+            if (it == found.end())
+                throw std::invalid_argument(op + "missing tensor \"" + params_[i].first + "." + slots[k] + "\"");
+            fresh[i].slots.push_back(it->second->clone());
+        }
+    }
+    set_lr(state.lr);
+    state_ = std::move(fresh);
+}
+
+// ---- SGD ---------------------------------------------------------------------------------
+
+SGD::SGD(ParameterList params, SGDOptions options) : Optimizer(std::move(params), options.lr), options_(options) {
+    check_hyper("SGD", "momentum", options.momentum, 0, std::numeric_limits<double>::max());
+    check_hyper("SGD", "dampening", options.dampening, 0, 1);
+    check_hyper("SGD", "weight_decay", options.weight_decay, 0, std::numeric_limits<double>::max());
+    if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
+        throw std::invalid_argument("SGD: Nesterov momentum requires a momentum > 0 and zero dampening");
+}
+
+std::vector<std::string> SGD::slot_names() const {
+    if (options_.momentum == 0) return {};
+    return {"momentum_buffer"};
+}
+
+std::string SGD::describe() const {
+    return "SGD(lr=" + num(lr()) + ", momentum=" + num(options_.momentum) + ", dampening=" +
+           num(options_.dampening) + ", weight_decay=" + num(options_.weight_decay) +
+           ", nesterov=" + (options_.nesterov ? "true" : "false") + ")";
+}
+
+void SGD::update(Tensor& p, const Tensor& g, ParamState& state) {
+    const real lr = static_cast<real>(this->lr()), decay = static_cast<real>(options_.weight_decay);
+    const real mu = static_cast<real>(options_.momentum), keep = static_cast<real>(1 - options_.dampening);
+    const bool nesterov = options_.nesterov;
+    real* pp = p.data();
+    const real* pg = g.data();
+    const int64_t n = p.numel();
+    if (mu == 0) {
+        for (int64_t i = 0; i < n; ++i) pp[i] -= lr * (pg[i] + decay * pp[i]);
+        return;
+    }
+    const bool first = state.slots.empty();
+    if (first) state.slots.push_back(Tensor::empty(p.shape()));
+    real* buf = state.slots[0].data();
+    for (int64_t i = 0; i < n; ++i) {
+        real d = pg[i] + decay * pp[i];
+        buf[i] = first ? d : mu * buf[i] + keep * d;
+        d = nesterov ? d + mu * buf[i] : buf[i];
+        pp[i] -= lr * d;
+    }
+}
+
+// ---- Adam and AdamW ---------------------------------------------------------------------------
+
+Adam::Adam(ParameterList params, AdamOptions options) : Adam(std::move(params), options, false) {}
+
+Adam::Adam(ParameterList params, AdamOptions options, bool decoupled_weight_decay)
+    : Optimizer(std::move(params), options.lr), options_(options), decoupled_(decoupled_weight_decay) {
+    const char* op = decoupled_weight_decay ? "AdamW" : "Adam";
+    check_hyper(op, "beta1", options.beta1, 0, 1 - 1e-12);
+    check_hyper(op, "beta2", options.beta2, 0, 1 - 1e-12);
+    check_hyper(op, "eps", options.eps, 0, std::numeric_limits<double>::max());
+    check_hyper(op, "weight_decay", options.weight_decay, 0, std::numeric_limits<double>::max());
+}
+
+AdamW::AdamW(ParameterList params, AdamOptions options) : Adam(std::move(params), options, true) {}
+
+std::vector<std::string> Adam::slot_names() const {
+    if (options_.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    return {"exp_avg", "exp_avg_sq"};
+}
+
+std::string Adam::describe() const {
+    return type() + "(lr=" + num(lr()) + ", betas=(" + num(options_.beta1) + ", " + num(options_.beta2) +
+           "), eps=" + num(options_.eps) + ", weight_decay=" + num(options_.weight_decay) +
+           ", amsgrad=" + (options_.amsgrad ? "true" : "false") + ")";
+}
+
+void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
+    if (state.slots.empty())
+        for (size_t k = 0; k < slot_names().size(); ++k) state.slots.push_back(Tensor::zeros(p.shape()));
+    const double t = static_cast<double>(state.step);
+    const double b1 = options_.beta1, b2 = options_.beta2;
+    // The scalars in double, as PyTorch computes them in Python; the loop in `real`.
+    const real beta1 = static_cast<real>(b1), beta2 = static_cast<real>(b2);
+    const real one_minus_beta1 = static_cast<real>(1 - b1), one_minus_beta2 = static_cast<real>(1 - b2);
+    const real step_size = static_cast<real>(lr() / (1 - std::pow(b1, t)));
+    const real bias2_sqrt = static_cast<real>(std::sqrt(1 - std::pow(b2, t)));
+    const real eps = static_cast<real>(options_.eps);
+    const real l2 = decoupled_ ? 0 : static_cast<real>(options_.weight_decay);
+    const real shrink = decoupled_ ? static_cast<real>(1 - lr() * options_.weight_decay) : 1;
+    real* pp = p.data();
+    const real* pg = g.data();
+    real* m = state.slots[0].data();
+    real* v = state.slots[1].data();
+    real* vmax = options_.amsgrad ? state.slots[2].data() : nullptr;
+    for (int64_t i = 0, n = p.numel(); i < n; ++i) {
+        pp[i] *= shrink;
+        const real d = pg[i] + l2 * pp[i];
+        m[i] = m[i] * beta1 + one_minus_beta1 * d;
+        v[i] = v[i] * beta2 + one_minus_beta2 * d * d;
+        real second = v[i];
+        if (vmax) second = vmax[i] = std::max(vmax[i], v[i]);
+        pp[i] -= step_size * m[i] / (std::sqrt(second) / bias2_sqrt + eps);
+    }
+}
+
+// ---- clip_grad_norm_ ------------------------------------------------------------------------------
+
+double clip_grad_norm_(const std::vector<Var>& params, double max_norm, double norm_type) {
+    if (!(norm_type > 0))
+        throw std::invalid_argument("clip_grad_norm_: norm_type " + num(norm_type) + " must be positive");
+    const bool inf = std::isinf(norm_type);
+    double acc = 0;  // Σ |g|^p, or max |g| for p = ∞
+    for (const Var& v : params) {
+        const Tensor g = v.grad();
+        if (!g.defined()) continue;
+        const real* pg = g.data();
+        for (int64_t i = 0, n = g.numel(); i < n; ++i) {
+            const double a = std::fabs(static_cast<double>(pg[i]));
+            if (inf)
+                acc = std::max(acc, a);
+            else
+                acc += norm_type == 2 ? a * a : std::pow(a, norm_type);
+        }
+    }
+    const double total = inf ? acc : (norm_type == 2 ? std::sqrt(acc) : std::pow(acc, 1 / norm_type));
+    const double coef = max_norm / (total + 1e-6);
+    if (coef < 1) {
+        const real c = static_cast<real>(coef);
+        for (const Var& v : params) {
+            Tensor g = v.grad();
+            if (!g.defined()) continue;
+            real* pg = g.data();
+            for (int64_t i = 0, n = g.numel(); i < n; ++i) pg[i] *= c;
+        }
+    }
+    return total;
+}
+
+}  // namespace attn

@@ -1,0 +1,202 @@
+// nn/optim: Adam's and SGD's first steps against their formulas computed by
+// hand (in double), skipping parameters without a gradient, the state round
+// trip, load_state_dict's errors, and clip_grad_norm_. PyTorch's own values
+// for SGD, Adam and AdamW are checked in test_nn_reference.cpp.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "nn/optim.hpp"
+#include "tensor/ops.hpp"
+
+using namespace attn;
+
+namespace {
+
+// Gives p the gradient g (through a backward pass, as training does).
+void set_grad(Var& p, const Tensor& g) {
+    p.zero_grad();
+    sum(p * Var(g)).backward();
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) { return allclose(a, b, 0, 0); }
+
+}  // namespace
+
+TEST_CASE("Adam: three steps equal the formula computed by hand, with L2 weight decay") {
+    Generator gen(1);
+    const Tensor p0 = Tensor::normal({3, 4}, 0, 1, gen);
+    std::vector<Tensor> grads;
+    for (int k = 0; k < 3; ++k) grads.push_back(Tensor::normal({3, 4}, 0, 1, gen));
+    const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+
+    Var p(p0.clone(), true);
+    Adam opt({p}, AdamOptions{.lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd});
+    const std::vector<real> start = p0.to_vector();
+    std::vector<double> want(start.begin(), start.end()), m(12, 0), v(12, 0);
+    for (int t = 1; t <= 3; ++t) {
+        set_grad(p, grads[t - 1]);
+        opt.step();
+        for (size_t i = 0; i < 12; ++i) {
+            const double d = grads[t - 1][static_cast<int64_t>(i)] + wd * want[i];
+            m[i] = b1 * m[i] + (1 - b1) * d;
+            v[i] = b2 * v[i] + (1 - b2) * d * d;
+            const double m_hat = m[i] / (1 - std::pow(b1, t)), v_hat = v[i] / (1 - std::pow(b2, t));
+            want[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+            CHECK(p.value()[static_cast<int64_t>(i)] == doctest::Approx(want[i]).epsilon(1e-6));
+        }
+        CHECK(opt.steps(0) == t);
+    }
+}
+
+TEST_CASE("Adam: the first step moves every weight by lr·g/(|g| + ε) (about lr against the gradient)") {
+    Var p(Tensor::from({1, -2, 3, 0.5}), true);
+    const Tensor g = Tensor::from({0.3f, -4, 1e-3f, 0});
+    Adam opt({p}, AdamOptions{.lr = 0.1});
+    set_grad(p, g);
+    opt.step();
+    const std::vector<double> start{1, -2, 3, 0.5};
+    for (int64_t i = 0; i < 4; ++i)
+        CHECK(p.value()[i] == doctest::Approx(start[static_cast<size_t>(i)] -
+                                              0.1 * g[i] / (std::fabs(g[i]) + 1e-8)).epsilon(1e-6));
+}
+
+TEST_CASE("AdamW: the decay is decoupled, p·(1 − lr·λ) before the Adam step") {
+    Var p(Tensor::from({2, -1}), true), q(Tensor::from({2, -1}), true);
+    AdamW decoupled({p}, AdamOptions{.lr = 0.1, .weight_decay = 0.5});
+    Adam plain({q}, AdamOptions{.lr = 0.1});
+    set_grad(p, Tensor::from({1, 1}));
+    set_grad(q, Tensor::from({1, 1}));
+    decoupled.step();
+    plain.step();
+    // The Adam part is identical; the decay scales the starting point by 0.95.
+    CHECK(p.value()[0] == doctest::Approx(2 * 0.95 + (q.value()[0] - 2)));
+    CHECK(p.value()[1] == doctest::Approx(-1 * 0.95 + (q.value()[1] + 1)));
+    CHECK(AdamW({p}).options().weight_decay == doctest::Approx(0.01));  // PyTorch's default
+    CHECK(decoupled.type() == "AdamW");
+}
+
+TEST_CASE("SGD: momentum and Nesterov by hand") {
+    const Tensor g1 = Tensor::from({1, -2}), g2 = Tensor::from({0.5, 3});
+    const double lr = 0.1, mu = 0.9;
+    for (bool nesterov : {false, true}) {
+        Var p(Tensor::from({1, 1}), true);
+        SGD opt({p}, SGDOptions{.lr = lr, .momentum = mu, .nesterov = nesterov});
+        set_grad(p, g1);
+        opt.step();
+        set_grad(p, g2);
+        opt.step();
+        for (int64_t i = 0; i < 2; ++i) {
+            const double b1 = g1[i], b2 = mu * b1 + g2[i];  // the buffer starts as the first gradient
+            const double d1 = nesterov ? g1[i] + mu * b1 : b1, d2 = nesterov ? g2[i] + mu * b2 : b2;
+            CHECK(p.value()[i] == doctest::Approx(1 - lr * d1 - lr * d2).epsilon(1e-6));
+        }
+    }
+    CHECK_THROWS_WITH_AS(SGD({Var(Tensor::zeros({1}), true)}, SGDOptions{.nesterov = true}),
+                         "SGD: Nesterov momentum requires a momentum > 0 and zero dampening", std::invalid_argument);
+}
+
+TEST_CASE("Optimizer: parameters without a gradient are skipped; lr; zero_grad; describe") {
+    Var a(Tensor::ones({2}), true), b(Tensor::ones({2}), true);
+    SGD opt({a, b}, SGDOptions{.lr = 0.5, .momentum = 0.9});
+    CHECK(opt.parameters()[1].first == "1");  // plain Vars are named by position
+    set_grad(a, Tensor::ones({2}));
+    opt.step();
+    CHECK(a.value()[0] == doctest::Approx(0.5));
+    CHECK(b.value()[0] == 1);  // no gradient: untouched, no step counted
+    CHECK(opt.steps(0) == 1);
+    CHECK(opt.steps(1) == 0);
+    CHECK(opt.state_dict().tensors.size() == 1);
+
+    opt.set_lr(0.25);
+    CHECK(opt.lr() == 0.25);
+    CHECK_THROWS_AS(opt.set_lr(-1), std::invalid_argument);
+    opt.zero_grad();
+    CHECK(a.grad()[0] == 0);
+    CHECK(opt.describe() == "SGD(lr=0.25, momentum=0.9, dampening=0, weight_decay=0, nesterov=false)");
+    CHECK(Adam({a}).describe() == "Adam(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0, amsgrad=false)");
+    CHECK_THROWS_WITH_AS(Adam(NamedParameters{{"w", a}, {"w", b}}), "Optimizer: parameter name \"w\" appears twice",
+                         std::invalid_argument);
+    SGD tied(NamedParameters{{"encoder.w", a}, {"decoder.w", a}}, SGDOptions{.lr = 1});
+    CHECK(tied.parameters().size() == 1);  // tied weights: updated once, under the first name
+    CHECK(tied.parameters()[0].first == "encoder.w");
+}
+
+TEST_CASE("Optimizer: state_dict → load_state_dict continues bit for bit") {
+    Generator gen(2);
+    const Tensor p0 = Tensor::normal({2, 3}, 0, 1, gen);
+    std::vector<Tensor> grads;
+    for (int k = 0; k < 4; ++k) grads.push_back(Tensor::normal({2, 3}, 0, 1, gen));
+    Var p(p0.clone(), true);
+    Adam opt(NamedParameters{{"w", p}}, AdamOptions{.lr = 0.05, .amsgrad = true});
+    for (int k = 0; k < 2; ++k) set_grad(p, grads[k]), opt.step();
+
+    const OptimizerState state = opt.state_dict();
+    CHECK(state.type == "Adam");
+    CHECK(state.steps == std::vector<std::pair<std::string, int64_t>>{{"w", 2}});
+    REQUIRE(state.tensors.size() == 3);
+    CHECK(state.tensors[0].first == "w.exp_avg");
+    CHECK(state.tensors[2].first == "w.max_exp_avg_sq");
+
+    Var q(p.value().clone(), true);
+    Adam resumed(NamedParameters{{"w", q}}, AdamOptions{.lr = 1, .amsgrad = true});
+    resumed.load_state_dict(state);
+    CHECK(resumed.lr() == 0.05);
+    for (int k = 2; k < 4; ++k) {
+        set_grad(p, grads[k]), opt.step();
+        set_grad(q, grads[k]), resumed.step();
+        CHECK(bitwise_equal(p.value(), q.value()));
+    }
+}
+
+TEST_CASE("Optimizer: load_state_dict names what does not fit, and changes nothing") {
+    Var w(Tensor::zeros({2, 2}), true);
+    Adam opt(NamedParameters{{"w", w}});
+    set_grad(w, Tensor::ones({2, 2}));
+    opt.step();
+    const OptimizerState good = opt.state_dict();
+    const std::string op = "Adam.load_state_dict: ";
+
+    OptimizerState wrong_type = good;
+    wrong_type.type = "SGD";
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(wrong_type), (op + "the state is of a SGD optimiser, not Adam").c_str(),
+                         std::invalid_argument);
+    OptimizerState unknown = good;
+    unknown.steps.emplace_back("fc.nope", 1);
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(unknown), (op + "state for unknown parameter \"fc.nope\"").c_str(),
+                         std::invalid_argument);
+    OptimizerState misshaped = good;
+    misshaped.tensors[0].second = Tensor::zeros({3});
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(misshaped),
+                         (op + "\"w.exp_avg\" has shape 3 but the parameter has shape 2×2").c_str(),
+                         std::invalid_argument);
+    OptimizerState missing = good;
+    missing.tensors.pop_back();
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(missing), (op + "missing tensor \"w.exp_avg_sq\"").c_str(),
+                         std::invalid_argument);
+    OptimizerState extra = good;
+    extra.tensors.emplace_back("w.momentum_buffer", Tensor::zeros({2, 2}));
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(extra),
+                         (op + "unexpected tensor \"w.momentum_buffer\": not <parameter>.<slot> for a parameter and "
+                               "slot of this optimiser")
+                             .c_str(),
+                         std::invalid_argument);
+    CHECK(bitwise_equal(opt.state_dict().tensors[0].second, good.tensors[0].second));
+    CHECK(opt.steps(0) == 1);
+}
+
+TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm") {
+    Var a(Tensor::zeros({1}), true), b(Tensor::zeros({1}), true);
+    set_grad(a, Tensor::from({3}));
+    set_grad(b, Tensor::from({4}));
+    CHECK(clip_grad_norm_({a, b}, 10) == doctest::Approx(5));  // ‖(3, 4)‖ = 5 < 10: unchanged
+    CHECK(a.grad()[0] == 3);
+    CHECK(clip_grad_norm_({a, b}, 1) == doctest::Approx(5));
+    CHECK(a.grad()[0] == doctest::Approx(3 / (5 + 1e-6)));
+    CHECK(b.grad()[0] == doctest::Approx(4 / (5 + 1e-6)));
+    CHECK(clip_grad_norm_({a, b}, 100, 1) == doctest::Approx(7 / (5 + 1e-6)));  // the 1-norm
+    CHECK(clip_grad_norm_({Var(Tensor::zeros({1}), true)}, 1) == 0);               // no gradients at all
+}
