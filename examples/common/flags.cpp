@@ -1,0 +1,131 @@
+#include "examples/common/flags.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace attn {
+
+FlagParser::FlagParser(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+void FlagParser::add(const std::string& name, std::string* target, const std::string& help) {
+    flags_.push_back({name, help, "TEXT", [target](const std::string& v) { *target = v; },
+                      [target] { return *target; }});
+}
+
+void FlagParser::add(const std::string& name, int64_t* target, const std::string& help) {
+    flags_.push_back({name, help, "N",
+                      [this, name, target](const std::string& v) {
+                          char* end = nullptr;
+                          errno = 0;
+                          const long long x = std::strtoll(v.c_str(), &end, 10);
+                          if (v.empty() || *end != '\0' || errno == ERANGE)
+                              throw std::invalid_argument(program_ + ": " + name + " expects a whole number, got '" +
+                                                          v + "'");
+                          *target = x;
+                      },
+                      [target] { return std::to_string(*target); }});
+}
+
+void FlagParser::add(const std::string& name, double* target, const std::string& help) {
+    flags_.push_back({name, help, "X",
+                      [this, name, target](const std::string& v) {
+                          char* end = nullptr;
+                          const double x = std::strtod(v.c_str(), &end);
+                          if (v.empty() || *end != '\0')
+                              throw std::invalid_argument(program_ + ": " + name + " expects a number, got '" + v +
+                                                          "'");
+                          *target = x;
+                      },
+                      [target] {
+                          std::ostringstream os;
+                          os << *target;
+                          return os.str();
+                      }});
+}
+
+void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
+    flags_.push_back({name, help, "", [target](const std::string& v) { *target = v != "false"; },
+                      [target] { return std::string(*target ? "true" : "false"); }});
+}
+
+void FlagParser::add_common(CommonFlags& f) {
+    add("--data", &f.data, "the data set: a built-in name or a file");
+    add("--epochs", &f.epochs, "passes over the training data");
+    add("--steps", &f.steps, "stop after this many optimiser steps (0: no limit)");
+    add("--seed", &f.seed, "the seed every random choice derives from");
+    add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)");
+    add("--out", &f.out, "directory for checkpoints, metrics and the report");
+    add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
+    add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
+    add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
+}
+
+const FlagParser::Flag* FlagParser::find(const std::string& name) const {
+    for (const Flag& f : flags_)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+bool FlagParser::parse(int argc, const char* const* argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::cout << usage();
+            return false;
+        }
+        if (arg.rfind("--", 0) != 0 || arg == "--") {
+            positional_.push_back(arg);
+            continue;
+        }
+        std::string value;
+        bool has_value = false;
+        if (const size_t eq = arg.find('='); eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+            has_value = true;
+        }
+        const Flag* flag = find(arg);
+        if (!flag && arg.rfind("--no-", 0) == 0) {  // --no-save clears the switch --save
+            const Flag* sw = find("--" + arg.substr(5));
+            if (sw && sw->kind.empty() && !has_value) {
+                sw->set("false");
+                continue;
+            }
+        }
+        if (!flag) throw std::invalid_argument(program_ + ": unknown flag " + arg + " (see --help)");
+        if (flag->kind.empty()) {  // a switch
+            flag->set(has_value ? value : "true");
+            continue;
+        }
+        if (!has_value) {
+            if (i + 1 >= argc) throw std::invalid_argument(program_ + ": " + arg + " needs a value");
+            value = argv[++i];
+        }
+        flag->set(value);
+    }
+    return true;
+}
+
+std::string FlagParser::usage() const {
+    std::ostringstream os;
+    os << "usage: " << program_ << " [flags]\n" << summary_ << "\n\nflags:\n";
+    for (const Flag& f : flags_) {
+        std::string left = f.name + (f.kind.empty() ? "" : " " + f.kind);
+        os << "  " << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << f.help
+           << " (now: " << f.get() << ")\n";
+    }
+    os << "  --help                show this help\n";
+    return os.str();
+}
+
+std::vector<std::pair<std::string, std::string>> FlagParser::values() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Flag& f : flags_) out.emplace_back(f.name.substr(2), f.get());
+    return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,69 @@
+// Command-line flags for the example trainers: declare each flag with a
+// pointer to the variable it sets and a line of help, then parse.
+//
+//     CommonFlags common{.data = "dates", .epochs = 12};
+//     std::string attention = "additive";
+//     FlagParser flags("seq2seq", "Trains an encoder-decoder with attention.");
+//     flags.add_common(common);
+//     flags.add("--attention", &attention, "additive|dot|general|concat|scaled");
+//     if (!flags.parse(argc, argv)) return 0;  // --help was printed
+//
+// Values are written `--name value` or `--name=value`; a bool flag takes no
+// value. A bad flag or value throws std::invalid_argument naming it, e.g.
+// "seq2seq: --epochs expects a whole number, got 'ten'".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// The flags every example trainer shares.
+struct CommonFlags {
+    std::string data;          // which data set: a built-in name or a path
+    int64_t epochs = 10;       // passes over the training data
+    int64_t steps = 0;         // if > 0: stop after this many optimiser steps
+    int64_t seed = 1;          // every random choice derives from it
+    int64_t threads = 0;       // 0: ATTN_NUM_THREADS or the number of cores
+    std::string out = "out";   // OUT/NAME/ gets checkpoints and metrics; OUT/report.html the report
+    bool save = true;          // write checkpoints (best and last)
+    bool resume = false;       // continue from OUT/NAME/last.safetensors
+    bool eval_only = false;    // evaluate OUT/NAME/best.safetensors, no training
+};
+
+class FlagParser {
+public:
+    FlagParser(std::string program, std::string summary);
+
+    void add(const std::string& name, std::string* target, const std::string& help);
+    void add(const std::string& name, int64_t* target, const std::string& help);
+    void add(const std::string& name, double* target, const std::string& help);
+    void add(const std::string& name, bool* target, const std::string& help);  // a switch; --no-NAME clears it
+    // --data --epochs --steps --seed --threads --out --save/--no-save --resume --eval-only
+    void add_common(CommonFlags& flags);
+
+    // Parses argv. Returns false after printing the usage for --help (the
+    // caller should exit 0). Arguments that are not flags are kept in
+    // positional(). Throws std::invalid_argument on an unknown flag or a bad value.
+    bool parse(int argc, const char* const* argv);
+    const std::vector<std::string>& positional() const { return positional_; }
+    std::string usage() const;
+    // "--epochs 12 --seed 1 ...": every flag's current value, for the RESULT line.
+    std::vector<std::pair<std::string, std::string>> values() const;
+
+private:
+    struct Flag {
+        std::string name, help, kind;
+        std::function<void(const std::string&)> set;  // parses and stores a value
+        std::function<std::string()> get;              // the current value as text
+    };
+    const Flag* find(const std::string& name) const;
+
+    std::string program_, summary_;
+    std::vector<Flag> flags_;
+    std::vector<std::string> positional_;
+};
+
+}  // namespace attn

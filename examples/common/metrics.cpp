@@ -1,0 +1,58 @@
+#include "examples/common/metrics.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace attn {
+
+MetricsLog::MetricsLog(std::string path, Mode mode) : path_(std::move(path)) {
+    const auto flags = std::ios::out | std::ios::binary | (mode == Mode::append ? std::ios::app : std::ios::trunc);
+    file_.open(path_, flags);
+    if (!file_)
+        throw std::runtime_error("MetricsLog: cannot open '" + path_ + "' for writing: " + std::strerror(errno));
+}
+
+void MetricsLog::write(const Json& record) {
+    if (!record.is_object())
+        throw std::invalid_argument(std::string("MetricsLog: a record must be a JSON object, got a ") +
+                                    Json::type_name(record.type()));
+    std::string line = record.dump();  // compact: never contains a raw newline
+    line += '\n';
+    file_.write(line.data(), static_cast<std::streamsize>(line.size()));
+    file_.flush();
+    if (!file_) throw std::runtime_error("MetricsLog: writing to '" + path_ + "' failed");
+}
+
+std::vector<Json> read_metrics(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("read_metrics: cannot open '" + path + "': " + std::strerror(errno));
+    std::vector<Json> records;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        try {
+            records.push_back(parse_json(line));
+        } catch (const JsonParseError& e) {
+            throw std::runtime_error("read_metrics: '" + path + "' line " + std::to_string(number) + ": " + e.what());
+        }
+        if (!records.back().is_object())
+            throw std::runtime_error("read_metrics: '" + path + "' line " + std::to_string(number) +
+                                     ": expected a JSON object");
+    }
+    return records;
+}
+
+std::vector<std::pair<double, double>> metric_series(const std::vector<Json>& records, const std::string& key,
+                                                     const std::string& x_key) {
+    std::vector<std::pair<double, double>> series;
+    for (size_t i = 0; i < records.size(); ++i) {
+        const Json* y = records[i].is_object() ? records[i].find(key) : nullptr;
+        if (!y || !y->is_number()) continue;
+        const Json* x = x_key.empty() ? nullptr : records[i].find(x_key);
+        series.emplace_back(x && x->is_number() ? x->as_double() : static_cast<double>(i), y->as_double());
+    }
+    return series;
+}
+
+}  // namespace attn

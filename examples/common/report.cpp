@@ -1,0 +1,254 @@
+#include "examples/common/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "nn/atomic_file.hpp"
+
+namespace attn {
+
+namespace {
+
+const char* const kStyle = R"(body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { border-bottom: 2px solid #ddd; padding-bottom: .3em; }
+h2 { margin-top: 2em; border-bottom: 1px solid #eee; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ddd; padding: .3em .7em; }
+th { background: #f4f4f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+pre { background: #f6f6f6; padding: .7em; overflow-x: auto; }
+.tokens { line-height: 1.9; margin: .6em 0; }
+.tok { padding: .1em .15em; border-radius: 3px; }
+.sent { border-left: 6px solid; padding: .1em .5em; margin: .25em 0; line-height: 1.9; }
+.figures { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-end; }
+figure { margin: 0; text-align: center; }
+svg { max-width: 100%; height: auto; }
+)";
+
+// An RGBA colour with the alpha of `weight / peak` (0 when undefined).
+std::string shade(const char* rgb, double weight, double peak, double scale = 1) {
+    const double a = (peak > 0 && std::isfinite(weight)) ? std::clamp(weight / peak, 0.0, 1.0) * scale : 0;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "rgba(%s,%.3f)", rgb, a);
+    return buf;
+}
+
+double finite_max(const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v)
+        if (std::isfinite(x)) m = std::max(m, x);
+    return m;
+}
+
+std::string weight_title(double w) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", w);
+    return buf;
+}
+
+// The tokens as shaded <span>s separated by spaces.
+std::string token_spans(const std::vector<std::string>& tokens, const std::vector<double>& weights) {
+    const double peak = finite_max(weights);
+    std::string out;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i) out += ' ';
+        out += "<span class=\"tok\" style=\"background-color:" + shade("255,127,14", weights[i], peak) +
+               "\" title=\"" + weight_title(weights[i]) + "\">" + html_escape(tokens[i]) + "</span>";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+Cell::Cell(double v) : numeric(true) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    text = buf;
+}
+
+HtmlReport::HtmlReport(std::string title) : title_(std::move(title)) {}
+
+HtmlReport& HtmlReport::section(const std::string& heading) {
+    sections_.push_back(heading);
+    body_ += "<h2 id=\"" + anchor_prefix_ + "s" + std::to_string(sections_.size()) + "\">" + html_escape(heading) +
+             "</h2>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::set_anchor_prefix(std::string prefix) {
+    anchor_prefix_ = std::move(prefix);
+    return *this;
+}
+
+HtmlReport& HtmlReport::subsection(const std::string& heading) {
+    body_ += "<h3>" + html_escape(heading) + "</h3>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::paragraph(const std::string& text) {
+    body_ += "<p>" + html_escape(text) + "</p>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::code(const std::string& text) {
+    body_ += "<pre>" + html_escape(text) + "</pre>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::svg(const std::string& svg_markup) {
+    body_ += "<div>" + svg_markup + "</div>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::figure_row(const std::vector<std::string>& svgs, const std::vector<std::string>& captions) {
+    if (!captions.empty() && captions.size() != svgs.size())
+        throw std::invalid_argument("HtmlReport::figure_row: " + std::to_string(captions.size()) + " captions for " +
+                                    std::to_string(svgs.size()) + " figures");
+    body_ += "<div class=\"figures\">\n";
+    for (size_t i = 0; i < svgs.size(); ++i) {
+        body_ += "<figure>" + svgs[i];
+        if (!captions.empty() && !captions[i].empty())
+            body_ += "<figcaption>" + html_escape(captions[i]) + "</figcaption>";
+        body_ += "</figure>\n";
+    }
+    body_ += "</div>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::table(const std::vector<std::string>& header, const std::vector<std::vector<Cell>>& rows) {
+    std::string t = "<table>\n<tr>";
+    for (const std::string& h : header) t += "<th>" + html_escape(h) + "</th>";
+    t += "</tr>\n";
+    for (size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].size() != header.size())
+            throw std::invalid_argument("HtmlReport::table: row " + std::to_string(r) + " has " +
+                                        std::to_string(rows[r].size()) + " cells, the header " +
+                                        std::to_string(header.size()));
+        t += "<tr>";
+        for (const Cell& c : rows[r]) t += (c.numeric ? "<td class=\"num\">" : "<td>") + html_escape(c.text) + "</td>";
+        t += "</tr>\n";
+    }
+    body_ += t + "</table>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::highlighted_text(const std::vector<std::string>& tokens, const std::vector<double>& weights) {
+    if (tokens.size() != weights.size())
+        throw std::invalid_argument("HtmlReport::highlighted_text: " + std::to_string(tokens.size()) + " tokens but " +
+                                    std::to_string(weights.size()) + " weights");
+    body_ += "<div class=\"tokens\">" + token_spans(tokens, weights) + "</div>\n";
+    return *this;
+}
+
+HtmlReport& HtmlReport::highlighted_document(const std::vector<std::vector<std::string>>& sentences,
+                                             const std::vector<double>& sentence_weights,
+                                             const std::vector<std::vector<double>>& word_weights) {
+    if (sentence_weights.size() != sentences.size() || word_weights.size() != sentences.size())
+        throw std::invalid_argument("HtmlReport::highlighted_document: " + std::to_string(sentences.size()) +
+                                    " sentences, " + std::to_string(sentence_weights.size()) +
+                                    " sentence weights and " + std::to_string(word_weights.size()) +
+                                    " word-weight lists (they must match)");
+    const double peak = finite_max(sentence_weights);
+    std::string doc = "<div class=\"document\">\n";
+    for (size_t s = 0; s < sentences.size(); ++s) {
+        if (sentences[s].size() != word_weights[s].size())
+            throw std::invalid_argument("HtmlReport::highlighted_document: sentence " + std::to_string(s) + " has " +
+                                        std::to_string(sentences[s].size()) + " words but " +
+                                        std::to_string(word_weights[s].size()) + " weights");
+        const double w = sentence_weights[s];
+        doc += "<div class=\"sent\" style=\"border-left-color:" + shade("31,119,180", w, peak) +
+               ";background-color:" + shade("31,119,180", w, peak, 0.15) + "\" title=\"sentence weight " +
+               weight_title(w) + "\">" + token_spans(sentences[s], word_weights[s]) + "</div>\n";
+    }
+    body_ += doc + "</div>\n";
+    return *this;
+}
+
+std::string HtmlReport::html() const {
+    std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+                       html_escape(title_) + "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
+                       html_escape(title_) + "</h1>\n";
+    if (sections_.size() > 1) {
+        page += "<ul class=\"contents\">\n";
+        for (size_t i = 0; i < sections_.size(); ++i)
+            page += "<li><a href=\"#" + anchor_prefix_ + "s" + std::to_string(i + 1) + "\">" + html_escape(sections_[i]) + "</a></li>\n";
+        page += "</ul>\n";
+    }
+    return page + body_ + "</body>\n</html>\n";
+}
+
+void HtmlReport::write(const std::string& path) const {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec)
+        throw std::runtime_error("HtmlReport::write: cannot create the directory '" + parent.string() +
+                                 "': " + ec.message());
+    write_file_atomic(path, html(), "HtmlReport::write");
+}
+
+// ---- the shared report of make run -----------------------------------------------
+
+namespace {
+
+int part_rank(const std::string& name) {
+    const char* order[] = {"seq2seq", "caption", "docclass", "zoo"};
+    for (int i = 0; i < 4; ++i)
+        if (name == order[i]) return i;
+    return 4;
+}
+
+}  // namespace
+
+void write_report_part(const std::string& dir, const std::string& name, const HtmlReport& part) {
+    namespace fs = std::filesystem;
+    const fs::path parts = fs::path(dir) / "report-parts";
+    std::error_code ec;
+    fs::create_directories(parts, ec);
+    if (ec) throw std::runtime_error("write_report_part: cannot create '" + parts.string() + "': " + ec.message());
+    write_file_atomic((parts / (name + ".html")).string(), part.body(), "write_report_part");
+
+    std::vector<std::pair<int, fs::path>> files;
+    for (const auto& e : fs::directory_iterator(parts))
+        if (e.path().extension() == ".html") files.emplace_back(part_rank(e.path().stem().string()), e.path());
+    std::sort(files.begin(), files.end());
+
+    std::string contents, body;
+    for (const auto& [rank, file] : files) {
+        std::ifstream in(file, std::ios::binary);
+        const std::string part_body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string stem = file.stem().string();
+        contents += "<li><a href=\"#" + stem + "\">" + html_escape(stem) + "</a></li>\n";
+        body += "<div id=\"" + stem + "\">\n" + part_body + "</div>\n";
+    }
+    HtmlReport page("attn: what the models learned");
+    const std::string html = page.html();
+    // Insert the parts' list and bodies before </body>.
+    const size_t end = html.rfind("</body>");
+    const std::string merged = html.substr(0, end) + "<ul class=\"contents\">\n" + contents + "</ul>\n" + body +
+                               html.substr(end);
+    write_file_atomic((fs::path(dir) / "report.html").string(), merged, "write_report_part");
+}
+
+}  // namespace attn

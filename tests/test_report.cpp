@@ -1,0 +1,300 @@
+// examples/common: the progress bar, metrics lines, SVG charts and the HTML
+// report (the training utilities the trainers share).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/common/metrics.hpp"
+#include "examples/common/progress.hpp"
+#include "examples/common/report.hpp"
+#include "examples/common/svg.hpp"
+
+using namespace attn;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char name[] = "/tmp/attn_report_XXXXXX";
+        REQUIRE(::mkdtemp(name) != nullptr);
+        path = name;
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+    std::string operator/(const std::string& file) const { return path + "/" + file; }
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream os;
+    os << in.rdbuf();
+    return os.str();
+}
+
+size_t count(const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+}
+
+// A small well-formedness check for our XML/HTML: every tag closed in order
+// (void elements excepted), attribute values quoted, and every '&' starting
+// one of the entities we emit. Returns "" or what is wrong.
+std::string check_markup(const std::string& s) {
+    static const std::set<std::string> void_elements = {"meta", "br", "hr", "img"};
+    std::vector<std::string> open;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '&') {
+            bool known = false;
+            for (const char* e : {"&amp;", "&lt;", "&gt;", "&quot;", "&#39;"})
+                known = known || s.compare(i, std::strlen(e), e) == 0;
+            if (!known) return "bare '&' at " + std::to_string(i);
+            continue;
+        }
+        if (s[i] == '>') return "stray '>' at " + std::to_string(i);
+        if (s[i] != '<') continue;
+        const size_t end = s.find('>', i);
+        if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+        std::string tag = s.substr(i + 1, end - i - 1);
+        i = end;
+        if (tag.starts_with("?") || tag.starts_with("!")) continue;  // declarations
+        if (tag.find('<') != std::string::npos) return "'<' inside a tag: " + tag;
+        if (count(tag, "\"") % 2 != 0) return "unbalanced quotes in: " + tag;
+        if (tag.starts_with("/")) {
+            const std::string name = tag.substr(1);
+            if (open.empty() || open.back() != name)
+                return "</" + name + "> closes <" + (open.empty() ? "nothing" : open.back()) + ">";
+            open.pop_back();
+            continue;
+        }
+        const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
+        if (tag.ends_with("/") || void_elements.count(name)) continue;
+        open.push_back(name);
+    }
+    return open.empty() ? "" : "<" + open.back() + "> is never closed";
+}
+
+}  // namespace
+
+// ---- progress ----------------------------------------------------------------
+
+TEST_CASE("progress: plain lines when stderr is not a terminal") {
+    std::ostringstream out;
+    double now = 100;
+    {
+        ProgressBar bar("epoch 3/10", 1024, {.out = &out, .terminal = false, .clock = [&] { return now; }});
+        now = 110;
+        bar.update(100, {{"loss", 2.5}});  // 10 s < 30 s: nothing yet
+        CHECK(out.str().empty());
+        now = 141;
+        bar.update(512, {{"loss", 1.234}});
+        now = 150;
+        bar.update(600);  // 9 s after the last line: nothing
+        now = 182;
+        bar.finish(1024, {{"loss", 1.1}, {"acc", 0.9}});
+    }  // the destructor adds nothing after finish
+    CHECK(out.str() ==
+          "epoch 3/10 [#####.....] 512/1024 elapsed 00:41 eta 00:41 12.5 it/s loss 1.234\n"
+          "epoch 3/10 [##########] 1024/1024 elapsed 01:22 eta 00:00 12.5 it/s loss 1.1 acc 0.9\n");
+    CHECK(out.str().find('\r') == std::string::npos);
+}
+
+TEST_CASE("progress: one line per epoch, also from the destructor; unknown totals") {
+    std::ostringstream out;
+    double now = 0;
+    {
+        ProgressBar bar("eval", 0, {.out = &out, .terminal = false, .clock = [&] { return now; }});
+        now = 6.5;
+        bar.update(3);
+    }
+    CHECK(out.str() == "eval 3 elapsed 00:06 2.2 s/it\n");
+}
+
+TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, within the width") {
+    std::ostringstream out;
+    double now = 0;
+    ProgressBar bar("train", 100, {.out = &out, .terminal = true, .columns = 40, .clock = [&] { return now; }});
+    for (int i = 1; i <= 100; ++i) {
+        now += 0.01;  // 100 updates over 1 s: about 10 draws
+        bar.update(i, {{"loss", 1.0 / i}});
+    }
+    bar.finish();
+    const std::string s = out.str();
+    const size_t draws = count(s, "\r");
+    CHECK(draws >= 9);
+    CHECK(draws <= 12);
+    CHECK(s.back() == '\n');
+    CHECK(count(s, "\n") == 1);
+    // Each drawn line fits in 39 columns.
+    std::istringstream lines(s);
+    std::string piece;
+    while (std::getline(lines, piece, '\r')) CHECK(piece.size() <= 40);  // 39 + the final '\n'
+    CHECK(s.find("train [##########] 100/100") != std::string::npos);
+}
+
+TEST_CASE("progress: durations") {
+    CHECK(format_duration(0) == "00:00");
+    CHECK(format_duration(61) == "01:01");
+    CHECK(format_duration(3599.4) == "59:59");
+    CHECK(format_duration(3723) == "1:02:03");
+    CHECK(format_duration(-1) == "--:--");
+    CHECK(format_duration(NAN) == "--:--");
+}
+
+// ---- metrics ---------------------------------------------------------------
+
+TEST_CASE("metrics: JSON lines, flushed, read back") {
+    TempDir dir;
+    const std::string path = dir / "metrics.jsonl";
+    {
+        MetricsLog log(path, MetricsLog::Mode::truncate);
+        log.write({{"epoch", 1}, {"loss", 0.5}, {"model", "additive"}});
+        CHECK(read_file(path) == "{\"epoch\":1,\"loss\":0.5,\"model\":\"additive\"}\n");  // already on disk
+        log.write({{"epoch", 2}, {"loss", NAN}});
+        CHECK_THROWS_WITH(log.write(Json(3)), "MetricsLog: a record must be a JSON object, got a number");
+    }
+    MetricsLog(path).write({{"epoch", 3}, {"loss", 0.25}});  // append mode keeps the history
+    CHECK(read_file(path) ==
+          "{\"epoch\":1,\"loss\":0.5,\"model\":\"additive\"}\n{\"epoch\":2,\"loss\":null}\n{\"epoch\":3,\"loss\":0.25}\n");
+    const std::vector<Json> records = read_metrics(path);
+    REQUIRE(records.size() == 3);
+    CHECK(records[2]["loss"].as_double() == 0.25);
+    const auto series = metric_series(records, "loss", "epoch");
+    CHECK(series == std::vector<std::pair<double, double>>{{1, 0.5}, {3, 0.25}});
+
+    std::ofstream(path, std::ios::app) << "\n{\"epoch\": 4,}\n";
+    CHECK_THROWS_WITH(read_metrics(path), doctest::Contains("metrics.jsonl' line 5: json: at byte 12"));
+    CHECK_THROWS_WITH(MetricsLog(dir / "no/such/dir/m.jsonl"), doctest::Contains("MetricsLog: cannot open"));
+}
+
+// ---- svg ---------------------------------------------------------------------
+
+TEST_CASE("svg: helpers") {
+    CHECK(xml_escape("a<b>&\"c'\x01") == "a&lt;b&gt;&amp;&quot;c&#39;?");
+    CHECK(nice_ticks(0, 1) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
+    CHECK(nice_ticks(-7, 23) == std::vector<double>{-10, 0, 10, 20, 30});
+    CHECK(nice_ticks(3, 97, 5) == std::vector<double>{0, 20, 40, 60, 80, 100});
+    const std::vector<double> flat = nice_ticks(5, 5);
+    CHECK(flat.front() <= 4.5);
+    CHECK(flat.back() >= 5.5);
+    CHECK(viridis(0) == "#440154");
+    CHECK(viridis(0.5) == "#21908d");
+    CHECK(viridis(1) == "#fde725");
+    CHECK(viridis(7) == "#fde725");  // clamped
+}
+
+TEST_CASE("svg: line chart is well formed, escapes text, breaks lines at NaN") {
+    const std::vector<Series> series = {
+        {"train <loss> & \"more\"", {1, 2, 3, 4, 5}, {2.0, 1.0, NAN, 0.5, 0.25}},
+        {"valid", {1, 2, 3, 4, 5}, {2.2, 1.3, 0.9, 0.8, 0.7}},
+    };
+    const std::string svg = line_chart_svg(series, {.title = "loss & accuracy", .x_label = "epoch", .y_label = "loss"});
+    CHECK(check_markup(svg) == "");
+    CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(svg.find("train &lt;loss&gt; &amp; &quot;more&quot;") != std::string::npos);
+    CHECK(svg.find("loss &amp; accuracy") != std::string::npos);
+    CHECK(count(svg, "<path") == 2);
+    CHECK(count(svg, " M") == 1);  // the NaN splits the first series in two pieces
+
+    const std::string log_svg = line_chart_svg(series, {.log_y = true});
+    CHECK(check_markup(log_svg) == "");
+    CHECK(log_svg.find(">0.1</text>") != std::string::npos);
+    CHECK(log_svg.find(">1</text>") != std::string::npos);
+
+    CHECK(check_markup(line_chart_svg({})) == "");  // no data: axes only
+    CHECK(line_chart_svg({}).find("no data") != std::string::npos);
+    CHECK_THROWS_WITH(line_chart_svg({{"bad", {1, 2}, {1}}}), doctest::Contains("has 2 x values but 1 y values"));
+}
+
+TEST_CASE("svg: heatmap has one rect per cell, labels, and a legend") {
+    const Tensor w = Tensor::from({0.7f, 0.2f, 0.1f, 0.0f, 0.1f, 0.1f, 0.5f, 0.3f, 0.0f, 0.0f, 0.2f, 0.8f}, Shape{3, 4});
+    const std::string svg = heatmap_svg(w, {"le", "chat", "<eos>"}, {"the", "cat", "sat", "&"},
+                                        {.title = "attention", .x_label = "source", .y_label = "target",
+                                         .show_values = true});
+    CHECK(check_markup(svg) == "");
+    CHECK(count(svg, "class=\"cell\"") == 12);
+    CHECK(count(svg, "class=\"legend\"") == 50);
+    CHECK(svg.find("&lt;eos&gt;") != std::string::npos);
+    CHECK(svg.find("<title>chat / sat: 0.5</title>") != std::string::npos);
+    CHECK(svg.find("fill=\"#fde725\"") == std::string::npos);  // nothing reaches 1 on the [0, 1] scale
+    const std::string autoscaled = heatmap_svg(w, {}, {}, {.auto_range = true});
+    CHECK(autoscaled.find("fill=\"#fde725\"") != std::string::npos);  // the maximum 0.8 is the top
+    CHECK(check_markup(autoscaled) == "");
+    CHECK_THROWS_WITH(heatmap_svg(Tensor::zeros(Shape{4}), {}, {}), doctest::Contains("must be a 2-D tensor"));
+    CHECK_THROWS_WITH(heatmap_svg(w, {"a"}, {}), "heatmap_svg: 1 row labels for 3 rows");
+}
+
+TEST_CASE("svg: attention over an image") {
+    // A 4×6 image and a 2×3 weight grid concentrated on its top-left cell.
+    Tensor image = Tensor::full(Shape{4, 6}, 0.5f);
+    const Tensor weights = Tensor::from({1, 0, 0, 0, 0, 0}, Shape{2, 3});
+    const std::string svg = attention_overlay_svg(image, weights, {.title = "a <dog>", .pixel_size = 10});
+    CHECK(check_markup(svg) == "");
+    CHECK(count(svg, "<rect x=") == 24);
+    CHECK(svg.find("a &lt;dog&gt;") != std::string::npos);
+    // Top-left pixel: fully weighted, 0.3 gray + 0.7 orange = (0.85, 0.535, 0.15).
+    CHECK(svg.find("<rect x=\"0\" y=\"22\" width=\"10\" height=\"10\" fill=\"#d98826\"/>") != std::string::npos);
+    // Bottom-right pixel: no weight, plain gray 0.5.
+    CHECK(svg.find("<rect x=\"50\" y=\"52\" width=\"10\" height=\"10\" fill=\"#808080\"/>") != std::string::npos);
+    CHECK_THROWS_AS(attention_overlay_svg(Tensor::zeros(Shape{4}), weights), std::invalid_argument);
+}
+
+TEST_CASE("svg: write_svg writes a standalone document") {
+    TempDir dir;
+    write_svg(dir / "chart.svg", line_chart_svg({{"a", {0, 1}, {0, 1}}}));
+    const std::string text = read_file(dir / "chart.svg");
+    CHECK(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg"));
+    CHECK(check_markup(text) == "");
+}
+
+// ---- report -------------------------------------------------------------------
+
+TEST_CASE("report: sections, tables and shaded text, all escaped") {
+    HtmlReport report("Runs <1> & 2");
+    report.section("seq2seq").paragraph("5 < 6 & \"quotes\"").code("make run");
+    report.svg(heatmap_svg(Tensor::zeros(Shape{1, 1}), {}, {}));
+    report.table({"model", "accuracy", "epochs"}, {{"additive", 0.98251, 12}, {"dot <d>", 0.5, 3}});
+    report.section("docclass");
+    report.highlighted_text({"good", "<b>"}, {0.25, 0.5});
+    report.highlighted_document({{"great", "film"}, {"bad", "ending"}}, {0.8, 0.2}, {{0.9, 0.1}, {0.5, 0.5}});
+    report.figure_row({attention_overlay_svg(Tensor::zeros(Shape{2, 2}), Tensor::ones(Shape{1, 1}))}, {"a dog"});
+    const std::string html = report.html();
+    CHECK(check_markup(html) == "");
+    CHECK(html.starts_with("<!DOCTYPE html>"));
+    CHECK(html.find("<title>Runs &lt;1&gt; &amp; 2</title>") != std::string::npos);
+    CHECK(html.find("<p>5 &lt; 6 &amp; &quot;quotes&quot;</p>") != std::string::npos);
+    CHECK(html.find("<a href=\"#s2\">docclass</a>") != std::string::npos);
+    CHECK(html.find("<td class=\"num\">0.9825</td><td class=\"num\">12</td>") != std::string::npos);
+    CHECK(html.find("<td>dot &lt;d&gt;</td>") != std::string::npos);
+    // Words are shaded relative to the largest weight of their sentence.
+    CHECK(html.find("background-color:rgba(255,127,14,1.000)\" title=\"0.500\">&lt;b&gt;</span>") !=
+          std::string::npos);
+    CHECK(html.find("background-color:rgba(255,127,14,0.500)\" title=\"0.250\">good</span>") != std::string::npos);
+    CHECK(count(html, "class=\"sent\"") == 2);
+    CHECK(html.find("border-left-color:rgba(31,119,180,0.250)") != std::string::npos);  // 0.2 / 0.8
+    CHECK(html.find("<figcaption>a dog</figcaption>") != std::string::npos);
+
+    CHECK_THROWS_WITH(report.table({"a", "b"}, {{1}}), "HtmlReport::table: row 0 has 1 cells, the header 2");
+    CHECK_THROWS_AS(report.highlighted_text({"a"}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(report.highlighted_document({{"a"}}, {1.0}, {{}}), std::invalid_argument);
+}
+
+TEST_CASE("report: written atomically, creating the directory") {
+    TempDir dir;
+    HtmlReport report("r");
+    report.paragraph("hello");
+    report.write(dir / "out/report.html");
+    CHECK(read_file(dir / "out/report.html") == report.html());
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "out")) names.push_back(e.path().filename());
+    CHECK(names == std::vector<std::string>{"report.html"});
+    CHECK(html_escape("<a href='x'>&</a>") == "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;");
+}
