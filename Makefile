@@ -3,6 +3,8 @@
 #   make              build the library, tests, benchmarks and examples into build/
 #   make test         build and run every test (installs doctest if it is missing)
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make run          train the example models on built-in data; out/report.html
+#   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
 #   make clean
@@ -109,7 +111,7 @@ test: $(UNIT_BIN) $(GRAD_BIN)
 	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- benchmarks and examples -------------------------------------------------
-$(B)/bench/%: $(B)/obj/float/bench/%.o $(LIB_F)
+$(B)/bench/%: $(B)/obj/float/bench/%.o $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS) -ldl
 
@@ -120,6 +122,14 @@ bench: $(BENCH_BINS)
 $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+
+# make run: trains each example on its built-in data (a minute or two each)
+# and writes out/report.html. make data: the real data sets, into data/.
+run: $(EXAMPLE_BINS)
+	@sh scripts/run-examples.sh "$(B)"
+
+data:
+	@sh scripts/fetch-data.sh data
 
 clean:
 	rm -rf build

@@ -1,0 +1,249 @@
+// caption: Show, Attend and Tell (Xu et al. 2015) with soft or hard attention.
+//
+//   build/examples/caption                          built-in shapes, soft attention
+//   build/examples/caption --attention hard         hard attention, REINFORCE
+//   build/examples/caption --data fashion           2×2 Fashion-MNIST scenes (make data first)
+//
+// The model, the loss (with REINFORCE's variance-reduction terms), decoding and
+// metrics are in examples/common/caption_model.hpp; the data in
+// examples/common/caption_data.hpp. docs/examples/caption.md shows what it prints.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <numeric>
+
+#include "autograd/ops.hpp"
+#include "examples/caption/report.hpp"
+#include "examples/common/caption_data.hpp"
+#include "examples/common/caption_model.hpp"
+#include "examples/common/flags.hpp"
+#include "examples/common/metrics.hpp"
+#include "examples/common/progress.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/optim.hpp"
+#include "tensor/parallel.hpp"
+
+using namespace attn;
+
+namespace {
+
+// Greedy captions and metrics over a whole split, in batches.
+struct Evaluation {
+    CaptionMetrics metrics;
+    std::vector<Decoded> decoded;
+};
+Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vector<CaptionExample>& split,
+                    int64_t batch_size) {
+    model.eval();
+    Evaluation e;
+    std::vector<const CaptionExample*> examples;
+    for (size_t start = 0; start < split.size(); start += static_cast<size_t>(batch_size)) {
+        std::vector<int64_t> idx;
+        for (size_t i = start; i < std::min(split.size(), start + static_cast<size_t>(batch_size)); ++i)
+            idx.push_back(static_cast<int64_t>(i));
+        const CaptionBatch batch = make_caption_batch(split, idx);
+        for (Decoded& d : greedy_decode(model, batch.images, batch.captions.size(1))) e.decoded.push_back(std::move(d));
+        examples.insert(examples.end(), batch.examples.begin(), batch.examples.end());
+    }
+    e.metrics = caption_metrics(e.decoded, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
+    model.train();
+    return e;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    CommonFlags common{.data = "shapes", .epochs = 6};
+    std::string attention_kind = "soft", data_dir = "data/fashion-mnist", hard_eval = "argmax";
+    int64_t batch_size = 32, beam = 3, hidden = 256, embedding = 64, attention_dim = 128;
+    int64_t channels1 = 32, channels2 = 64, cell_size = 16, num_shapes = 8;
+    int64_t n_train = 0, n_valid = 300, n_test = 500;
+    double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, soft_probability = 0.5, clip = 5;
+    FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
+    flags.add_common(common);
+    flags.add("--attention", &attention_kind, "soft | hard");
+    flags.add("--data-dir", &data_dir, "where --data fashion finds the IDX files");
+    flags.add("--batch", &batch_size, "images per batch");
+    flags.add("--lr", &lr, "Adam's learning rate");
+    flags.add("--hidden", &hidden, "LSTM hidden size d_h");
+    flags.add("--embedding", &embedding, "word embedding width E");
+    flags.add("--attention-dim", &attention_dim, "additive attention width");
+    flags.add("--channels1", &channels1, "first conv layer's channels");
+    flags.add("--channels2", &channels2, "second conv layer's channels (the annotation width D)");
+    flags.add("--cell-size", &cell_size, "shapes: pixels per cell (2×2 cells; a multiple of 2)");
+    flags.add("--shapes", &num_shapes, "shapes: how many kinds of shape (2..8)");
+    flags.add("--train-size", &n_train, "training scenes (0: 3000 for shapes, 15000 for fashion)");
+    flags.add("--valid-size", &n_valid, "validation scenes (picks best.safetensors)");
+    flags.add("--test-size", &n_test, "test scenes");
+    flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
+    flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
+    flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
+    flags.add("--hard-eval", &hard_eval, "hard, at test time: attend to the argmax location, or use the expected context");
+    flags.add("--beam", &beam, "beam width for the beam-search test metrics");
+    flags.add("--clip", &clip, "gradient norm clipping (0: off)");
+    if (!flags.parse(argc, argv)) return 0;
+    std::cerr << "seed " << common.seed << "\n";
+    if (attention_kind != "soft" && attention_kind != "hard")
+        throw std::invalid_argument("--attention expects soft or hard, got '" + attention_kind + "'");
+    const bool hard = attention_kind == "hard";
+    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
+
+    // ---- data ------------------------------------------------------------------------------
+    CaptionDataset data;
+    if (n_train <= 0) n_train = common.data == "fashion" ? 15000 : 3000;
+    if (common.data == "shapes")
+        data = make_shape_dataset({.rows = 2, .cols = 2, .cell_size = cell_size, .num_shapes = num_shapes}, n_train,
+                                  n_valid, n_test);
+    else if (common.data == "fashion")
+        data = make_fashion_dataset(data_dir, n_train, n_valid, n_test);
+    else
+        throw std::invalid_argument("--data expects shapes or fashion, got '" + common.data + "'");
+    std::cerr << "data " << common.data << ": " << data.train.size() << " train, " << data.valid.size() << " valid, "
+              << data.test.size() << " test scenes of " << data.height << "×" << data.width << ", "
+              << data.vocab.size() << " words; e.g. \"" << data.vocab.text(data.train[0].caption) << "\"\n";
+
+    // ---- model -----------------------------------------------------------------------------
+    Generator gen(static_cast<uint64_t>(common.seed));
+    CaptionerConfig config{.channels1 = channels1, .channels2 = channels2, .hidden = hidden, .embedding = embedding,
+                           .attention = attention_dim, .vocab = std::max<int64_t>(16, data.vocab.size()),
+                           .hard = hard, .soft_probability = soft_probability,
+                           .hard_eval_expected = hard_eval == "expected"};
+    if (hard_eval != "argmax" && hard_eval != "expected")
+        throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
+    Captioner model(config, gen);
+    Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr});
+    std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
+              << data.height / 4 << "×" << data.width / 4 << "\n";
+
+    const std::string dir = common.out + "/caption";
+    std::filesystem::create_directories(dir);
+    const std::string best_path = dir + "/best.safetensors", last_path = dir + "/last.safetensors";
+    TrainingState state{.seed = static_cast<uint64_t>(common.seed)};
+    MovingAverageBaseline baseline;
+    double best_valid = -1;
+    if (common.resume || common.eval_only) {
+        state = load_checkpoint(common.eval_only ? best_path : last_path, model, optimizer);
+        if (state.extra.count("baseline")) baseline.value = std::stod(state.extra["baseline"]);
+        baseline.started = state.step > 0;
+        if (state.extra.count("best_valid")) best_valid = std::stod(state.extra["best_valid"]);
+        std::cerr << "loaded " << (common.eval_only ? best_path : last_path) << ": epoch " << state.epoch << ", step "
+                  << state.step << "\n";
+    }
+    MetricsLog log(dir + "/metrics.jsonl", common.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
+    auto save = [&](const std::string& path) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g", baseline.value);  // every digit: a resumed run continues exactly
+        state.extra["baseline"] = text;
+        std::snprintf(text, sizeof text, "%.17g", best_valid);
+        state.extra["best_valid"] = text;
+        if (common.save) save_checkpoint(path, model, optimizer, state);
+    };
+
+    // ---- training --------------------------------------------------------------------------
+    const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /
+                                                        static_cast<size_t>(batch_size));
+    double train_seconds = 0;
+    bool stop = common.eval_only;
+    for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
+        const auto t0 = std::chrono::steady_clock::now();
+        model.train();
+        // This epoch's order, from (seed, epoch): a resumed run repeats it.
+        std::vector<int64_t> order(data.train.size());
+        std::iota(order.begin(), order.end(), 0);
+        Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
+        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
+
+        ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(common.epochs), batches_per_epoch);
+        double sum_loss = 0, sum_ce = 0, sum_reward = 0;
+        int64_t done = 0;
+        for (int64_t b = 0; b < batches_per_epoch; ++b) {
+            const auto first = order.begin() + b * batch_size;
+            const std::vector<int64_t> idx(first, first + std::min<int64_t>(batch_size, order.end() - first));
+            const CaptionBatch batch = make_caption_batch(data.train, idx);
+            model.seed_sampler(static_cast<uint64_t>(common.seed) * 7919u + static_cast<uint64_t>(state.step));
+
+            optimizer.zero_grad();
+            const Captioner::Forward f = model.forward(batch.images, batch.captions);
+            CaptionLoss loss = caption_loss(f, batch.captions, {.penalty = penalty, .entropy_bonus = entropy_bonus},
+                                                  hard, baseline);
+            loss.total.backward();
+            if (clip > 0) clip_grad_norm_(model.parameters(), clip);
+            optimizer.step();
+            ++state.step;
+
+            sum_loss += loss.total.item();
+            sum_ce += loss.cross_entropy;
+            sum_reward += loss.mean_reward;
+            ++done;
+            ProgressFields fields = {{"loss", sum_loss / static_cast<double>(done)}, {"ce", sum_ce / static_cast<double>(done)}};
+            if (hard) fields.push_back({"baseline", baseline.value});
+            bar.update(b + 1, fields);
+            if (common.steps > 0 && state.step >= common.steps) {
+                stop = true;
+                break;
+            }
+        }
+        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const Evaluation valid = evaluate(model, data, data.valid, 64);
+        bar.finish(done, {{"loss", sum_loss / static_cast<double>(done)},
+                          {"valid_word_acc", valid.metrics.word_accuracy},
+                          {"valid_loc", valid.metrics.localization}});
+        if (!stop) state.epoch = epoch + 1;
+        Json record = Json::object({{"epoch", epoch + 1}, {"step", state.step},
+                                    {"train_loss", sum_loss / static_cast<double>(done)},
+                                    {"train_ce", sum_ce / static_cast<double>(done)},
+                                    {"valid_word_acc", valid.metrics.word_accuracy},
+                                    {"valid_exact", valid.metrics.exact},
+                                    {"valid_bleu4", valid.metrics.bleu[3]},
+                                    {"valid_localization", valid.metrics.localization},
+                                    {"seconds", train_seconds}});
+        if (hard) record.set("mean_reward", sum_reward / static_cast<double>(done)).set("baseline", baseline.value);
+        log.write(record);
+        if (valid.metrics.word_accuracy > best_valid) {
+            best_valid = valid.metrics.word_accuracy;
+            save(best_path);
+        }
+        save(last_path);
+    }
+
+    // ---- test: the best checkpoint, greedy and beam search --------------------------------
+    if (common.save && std::filesystem::exists(best_path)) load_model(best_path, model);
+    model.eval();
+    const Evaluation test = evaluate(model, data, data.test, 64);
+    std::vector<Decoded> beamed;
+    std::vector<const CaptionExample*> examples;
+    for (const CaptionExample& ex : data.test) {
+        beamed.push_back(beam_search(model, ex.image, beam, static_cast<int64_t>(ex.caption.size())));
+        examples.push_back(&ex);
+    }
+    const CaptionMetrics beam_m =
+        caption_metrics(beamed, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
+    const CaptionMetrics& m = test.metrics;
+    std::fprintf(stderr, "test (greedy): word acc %.4f  exact %.4f  BLEU-1..4 %.4f %.4f %.4f %.4f  localization %.4f\n",
+                 m.word_accuracy, m.exact, m.bleu[0], m.bleu[1], m.bleu[2], m.bleu[3], m.localization);
+    std::fprintf(stderr, "test (beam %lld): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
+                 static_cast<long long>(beam), beam_m.word_accuracy, beam_m.exact, beam_m.bleu[3], beam_m.localization);
+    for (size_t i = 0; i < 3 && i < data.test.size(); ++i)
+        std::cerr << "  \"" << data.vocab.text(test.decoded[i].words) << "\"  (reference \""
+                  << data.vocab.text(data.test[i].caption) << "\")\n";
+
+    write_caption_report(common.out, dir, data, test.decoded, attention_kind, m, beam_m, beam);
+
+    Json result = Json::object({{"test_word_acc", m.word_accuracy}, {"test_exact", m.exact},
+                                {"test_bleu4", m.bleu[3]}, {"test_localization", m.localization},
+                                {"test_bleu1", m.bleu[0]}, {"test_beam_word_acc", beam_m.word_accuracy},
+                                {"test_beam_exact", beam_m.exact}, {"test_beam_bleu4", beam_m.bleu[3]},
+                                {"train_seconds", train_seconds}, {"params", model.num_parameters()},
+                                {"steps", state.step}});
+    Json settings = Json::object();
+    for (const auto& [name, value] : flags.values()) settings.set(name, value);
+    result.set("settings", settings);
+    std::cout << "RESULT " << result.dump() << std::endl;
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "caption: " << e.what() << "\n";
+    return 1;
+}

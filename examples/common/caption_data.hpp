@@ -1,0 +1,112 @@
+// Data for the caption example (examples/caption/): images of a few items laid
+// out in a grid of cells, each with a caption naming the items in reading order
+// (left to right, top to bottom), then <end>.
+//
+//   built-in "shapes"   procedurally drawn shapes (circle, square, triangle, cross,
+//                       ...) on a grayscale canvas; no download
+//   "fashion"           Fashion-MNIST items (28×28) composed 2×2 on a 56×56 canvas;
+//                       train scenes use only Fashion-MNIST's training images,
+//                       test scenes only its test images
+//
+// Shapes: an image H×W (values in [0, 1]), a caption of T = rows·cols + 1 word
+// ids (the items, then <end>), and for each item word the cell it names.
+// Fixed seeds give fixed splits: the same data whatever the run's --seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/random.hpp"
+#include "tensor/tensor.hpp"
+
+namespace attn {
+
+// Word ids: 0 = <start> (the decoder's first input), 1 = <end>, 2.. = items.
+struct CaptionVocab {
+    std::vector<std::string> words;  // id → word
+    static constexpr int64_t start = 0;
+    static constexpr int64_t end = 1;
+    int64_t size() const { return static_cast<int64_t>(words.size()); }
+    // "circle square <end>" (stops after <end>; <start> is not shown).
+    std::string text(const std::vector<int64_t>& ids) const;
+};
+
+struct CaptionExample {
+    Tensor image;                 // H×W, values in [0, 1]
+    std::vector<int64_t> caption; // T word ids: items in reading order, then <end>
+    std::vector<int64_t> cells;   // T: the cell (row·cols + col) each word names; −1 for <end>
+};
+
+struct CaptionDataset {
+    CaptionVocab vocab;
+    std::vector<CaptionExample> train, valid, test;
+    int64_t rows = 2, cols = 2;   // the grid of cells
+    int64_t height = 0, width = 0;
+};
+
+// ---- built-in shapes ------------------------------------------------------------
+
+// The shapes the built-in scenes draw, in word order (ids 2, 3, ...).
+const std::vector<std::string>& shape_names();
+
+struct ShapeSceneOptions {
+    int64_t rows = 2, cols = 2;   // cells; the caption has rows·cols items
+    int64_t cell_size = 28;       // pixels per cell side: a 2×2 scene is 56×56
+    int64_t num_shapes = 8;       // use num_shapes of shape_names(), from first_shape on
+    int64_t first_shape = 0;
+    double noise = 0.05;          // std of the Gaussian pixel noise
+};
+
+// One scene: a random shape in every cell, with jittered size, position and
+// brightness, and noise. Deterministic given the generator's state.
+CaptionExample draw_shape_scene(const ShapeSceneOptions& options, Generator& gen);
+
+// Draws shape `shape` (an index into shape_names()) into image H×W, centred at
+// (cy, cx) with half-size r pixels, at brightness `ink` (pixels keep the maximum).
+void draw_shape(Tensor& image, int64_t shape, double cy, double cx, double r, double ink);
+
+// Splits of n_train, n_valid, n_test scenes, each from its own fixed seed.
+CaptionDataset make_shape_dataset(const ShapeSceneOptions& options, int64_t n_train, int64_t n_valid,
+                                  int64_t n_test);
+
+// ---- Fashion-MNIST ----------------------------------------------------------------
+
+// An IDX file (LeCun's MNIST format): big-endian magic 0x00000803 (images:
+// count, rows, cols, then bytes) or 0x00000801 (labels: count, then bytes).
+struct IdxImages {
+    int64_t count = 0, rows = 0, cols = 0;
+    std::vector<uint8_t> pixels;  // count·rows·cols, row-major
+};
+// Throw std::runtime_error naming the file and what was wrong: missing file,
+// gzip-compressed file, wrong magic number, a header that does not fit, or a
+// truncated body ("...: truncated: expected 47040016 bytes (60000 images of
+// 28×28 after a 16-byte header), found 1000").
+IdxImages read_idx_images(const std::string& path);
+std::vector<uint8_t> read_idx_labels(const std::string& path);
+
+// The ten Fashion-MNIST classes as caption words ("tshirt", "trouser", ...).
+const std::vector<std::string>& fashion_class_names();
+
+// Composes n scenes of rows×cols items (each a random item of `images`, with
+// its label as the word) from the items with indices in [first, last).
+std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, const std::vector<uint8_t>& labels,
+                                                   int64_t first, int64_t last, int64_t n, int64_t rows,
+                                                   int64_t cols, Generator& gen);
+
+// Reads DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte and composes 2×2
+// scenes: train from training items 0..54999, valid from 55000..59999, test
+// from the test items only.
+CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int64_t n_valid, int64_t n_test);
+
+// ---- batches ------------------------------------------------------------------------
+
+// Examples [indices] stacked: images B×1×H×W, captions B×T (word ids as reals).
+struct CaptionBatch {
+    Tensor images;
+    Tensor captions;
+    std::vector<const CaptionExample*> examples;
+};
+CaptionBatch make_caption_batch(const std::vector<CaptionExample>& data, const std::vector<int64_t>& indices);
+
+}  // namespace attn

@@ -1,0 +1,334 @@
+#include "examples/common/caption_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "autograd/ops.hpp"
+#include "examples/common/bleu.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn {
+
+Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
+    : config_(c),
+      sampler_gen_(gen.fork()),
+      conv1(1, c.channels1, 3, gen, 1, 1),
+      conv2(c.channels1, c.channels2, 3, gen, 1, 1),
+      pool(2),
+      init_h(c.channels2, c.hidden, gen),
+      init_c(c.channels2, c.hidden, gen),
+      attention(c.channels2, c.hidden, c.attention, gen),
+      hard_alignment(sampler_gen_, HardAlignment::Options{.sample_in_eval = false,
+                                                          .soft_probability = c.soft_probability}),
+      embed(c.vocab, c.embedding, gen),
+      cell(c.embedding + c.channels2, c.hidden, gen),
+      out(c.hidden + c.channels2 + c.embedding, c.vocab, gen) {
+    register_module("conv1", conv1);
+    register_module("conv2", conv2);
+    register_module("init_h", init_h);
+    register_module("init_c", init_c);
+    register_module("attention", attention);
+    register_module("hard_alignment", hard_alignment);  // no parameters: for train()/eval()
+    register_module("embed", embed);
+    register_module("cell", cell);
+    register_module("out", out);
+}
+
+Var Captioner::encode(const Var& images) {
+    if (images.rank() != 4 || images.size(1) != 1 || images.size(2) % 4 != 0 || images.size(3) % 4 != 0)
+        throw std::invalid_argument("Captioner::encode: images " + images.shape().str() +
+                                    " must be B×1×H×W with H and W multiples of 4");
+    const Var x1 = pool.forward(relu(conv1.forward(images)));  // B×C1×H/2×W/2
+    const Var x2 = pool.forward(relu(conv2.forward(x1)));      // B×D×H/4×W/4
+    const int64_t B = x2.size(0), D = x2.size(1);
+    // One row per grid location: B×D×L → B×L×D
+    const Var features = transpose(reshape(x2, {B, D, -1}), 1, 2);
+    if (!config_.position_code) return features;
+    return add(features, Var(grid_position_code(x2.size(2), x2.size(3), D)));  // + where, L×D broadcast
+}
+
+Tensor grid_position_code(int64_t h, int64_t w, int64_t D) {
+    Tensor code = Tensor::zeros(Shape{h * w, D});
+    const int64_t quarter = std::max<int64_t>(D / 4, 1);
+    for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+            for (int64_t c = 0; c + 1 < D; c += 2) {
+                const bool row = c < D / 2;
+                const int64_t i = (row ? c : c - D / 2) / 2;
+                const double omega = std::pow(100.0, -static_cast<double>(i) / static_cast<double>(quarter));
+                const double pos = static_cast<double>(row ? y : x);
+                code[(y * w + x) * D + c] = static_cast<real>(std::sin(pos * omega));
+                code[(y * w + x) * D + c + 1] = static_cast<real>(std::cos(pos * omega));
+            }
+    return code;
+}
+
+LSTMState Captioner::initial_state(const Var& annotations) {
+    const Var mean_annotation = mean(annotations, 1);  // ā  B×D
+    return {init_h.forward(mean_annotation), init_c.forward(mean_annotation)};
+}
+
+Captioner::Step Captioner::step(const DoublyStochasticSoftAttention::Memory& memory, const Tensor& words,
+                                const LSTMState& state) {
+    Step s;
+    const Var emb = embed.forward(words);  // E y_{t−1}  B×E
+    Var z;                                  // ẑ_t  B×D
+    if (!config_.hard || (config_.hard_eval_expected && !is_training())) {
+        // soft: ẑ_t = β_t Σ_i α_ti a_i
+        const auto att = attention.step(state.h, memory);
+        z = att.output;
+        s.alpha = att.weights;
+        s.beta = att.gate;
+    } else {
+        // hard: s_t ~ Categorical(α_t), ẑ_t = β_t a_{s_t} (or the expected context, p = 0.5)
+        const Var e = unsqueeze(attention.scores(state.h, memory), 1);  // B×1×L
+        AlignmentInput in;
+        in.scores = e;
+        const HardAlignment::Sample sample = hard_alignment.sample(in);
+        s.beta = attention.gate(state.h);
+        z = mul(s.beta, squeeze(attend(sample.weights, memory.annotations), 1));
+        s.alpha = squeeze(sample.probs, 1);
+        s.log_prob = squeeze(sample.log_prob, 1);
+        s.entropy = squeeze(sample.entropy, 1);
+        s.location = sample.indices.reshape(Shape{words.numel()});
+    }
+    s.state = cell.forward(concat({emb, z}, -1), state);
+    s.logits = out.forward(concat({s.state.h, z, emb}, -1));
+    return s;
+}
+
+Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captions) {
+    const int64_t B = captions.size(0), T = captions.size(1);
+    if (images.size(0) != B)
+        throw std::invalid_argument("Captioner::forward: " + images.shape().str() + " images but captions " +
+                                    captions.shape().str());
+    const Var annotations = encode(Var(images));
+    const auto memory = attention.precompute(annotations);
+    LSTMState state = initial_state(annotations);
+    std::vector<Var> logits, alphas, log_probs, entropies;
+    Tensor words = Tensor::full(Shape{B}, static_cast<real>(CaptionVocab::start));
+    for (int64_t t = 0; t < T; ++t) {
+        const Step s = step(memory, words, state);
+        state = s.state;
+        logits.push_back(s.logits);
+        alphas.push_back(s.alpha);
+        if (config_.hard) {
+            log_probs.push_back(s.log_prob);
+            entropies.push_back(s.entropy);
+        }
+        for (int64_t b = 0; b < B; ++b) words[b] = captions[b * T + t];  // teacher forcing
+    }
+    Forward f;
+    f.logits = stack(logits, 1);
+    f.alphas = stack(alphas, 1);
+    if (config_.hard) {
+        f.log_probs = stack(log_probs, 1);
+        f.entropies = stack(entropies, 1);
+    }
+    return f;
+}
+
+// ---- the loss ------------------------------------------------------------------------------
+
+Var reinforce_loss(const Var& log_probs, const Tensor& rewards, double baseline) {
+    // (R_b − b): the advantage, a constant for autograd   B×1
+    Tensor advantage = Tensor::empty(Shape{rewards.numel(), 1});
+    for (int64_t b = 0; b < rewards.numel(); ++b) advantage[b] = rewards[b] - static_cast<real>(baseline);
+    // −mean_b[(R_b − b) · Σ_t log α_t[s_t]]
+    const Var log_p = reshape(log_probs, {rewards.numel(), -1});
+    return neg(mean(sum(mul(log_p, Var(advantage)), -1)));
+}
+
+CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, const CaptionLossOptions& options,
+                         bool hard, MovingAverageBaseline& baseline) {
+    CaptionLoss L;
+    const Var ce = cross_entropy(f.logits, captions);  // mean over B·T words
+    const Var penalty = doubly_stochastic_penalty(f.alphas, static_cast<real>(options.penalty));
+    L.total = add(ce, penalty);
+    L.cross_entropy = ce.item();
+    L.penalty = penalty.item();
+    if (!hard) return L;
+
+    // The reward R_b = log p(y_b | image, s) = Σ_t log p(y_bt | …), no gradient.
+    const int64_t B = captions.size(0), T = captions.size(1);
+    const Tensor log_p = log_softmax(f.logits.value(), -1);  // B×T×V
+    const int64_t V = log_p.size(2);
+    Tensor rewards = Tensor::zeros(Shape{B});
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            rewards[b] += log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])];
+    L.mean_reward = mean(rewards).item();
+
+    // Variance reduction 1: subtract the moving-average baseline (the b of
+    // before this batch), then update it.
+    L.baseline = baseline.before(L.mean_reward);
+    const Var reinforce = reinforce_loss(f.log_probs, rewards, L.baseline);
+    baseline.update(L.mean_reward);
+    // Variance reduction 2: the entropy bonus −λ_e·mean_b Σ_t H(α_t) keeps the
+    // sampler from collapsing early onto one location.
+    const Var entropy = mean(sum(f.entropies, -1));
+    L.total = add(add(L.total, reinforce), mul(entropy, static_cast<real>(-options.entropy_bonus)));
+    L.reinforce = reinforce.item();
+    L.entropy = entropy.item();
+    return L;
+}
+
+// ---- decoding ------------------------------------------------------------------------------
+
+std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64_t max_length) {
+    NoGradGuard no_grad;
+    const int64_t B = images.size(0);
+    const Var annotations = model.encode(Var(images));
+    const auto memory = model.attention.precompute(annotations);
+    LSTMState state = model.initial_state(annotations);
+    std::vector<Decoded> out(static_cast<size_t>(B));
+    Tensor words = Tensor::full(Shape{B}, static_cast<real>(CaptionVocab::start));
+    for (int64_t t = 0; t < max_length; ++t) {
+        const Captioner::Step s = model.step(memory, words, state);
+        state = s.state;
+        const Tensor log_p = log_softmax(s.logits.value(), -1);  // B×V
+        const Tensor best = argmax(log_p, -1);
+        const int64_t V = log_p.size(1), L = s.alpha.size(1);
+        for (int64_t b = 0; b < B; ++b) {
+            Decoded& d = out[static_cast<size_t>(b)];
+            const auto w = static_cast<int64_t>(best[b]);
+            // the caption's log-probability counts the words up to and with <end>
+            if (std::find(d.words.begin(), d.words.end(), CaptionVocab::end) == d.words.end())
+                d.log_prob += log_p[b * V + w];
+            d.words.push_back(w);
+            const real* a = s.alpha.value().data() + b * L;
+            d.alphas.emplace_back(a, a + L);
+            words[b] = static_cast<real>(w);
+        }
+    }
+    return out;
+}
+
+Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length) {
+    NoGradGuard no_grad;
+    if (beam < 1) throw std::invalid_argument("beam_search: beam width must be >= 1");
+    const int64_t H = image.size(-2), W = image.size(-1);
+    // The image repeated `beam` times: every beam is one row of the batch.
+    Tensor images = Tensor::empty(Shape{beam, 1, H, W});
+    for (int64_t k = 0; k < beam; ++k) std::copy(image.data(), image.data() + H * W, images.data() + k * H * W);
+    const Var annotations = model.encode(Var(images));
+    const auto memory = model.attention.precompute(annotations);
+    LSTMState state = model.initial_state(annotations);
+
+    constexpr double dead = -std::numeric_limits<double>::infinity();
+    std::vector<Decoded> live(static_cast<size_t>(beam));
+    std::vector<double> score(static_cast<size_t>(beam), dead);
+    score[0] = 0;  // at the start the beams are identical: keep one
+    std::vector<Decoded> finished;
+    Tensor words = Tensor::full(Shape{beam}, static_cast<real>(CaptionVocab::start));
+    for (int64_t t = 0; t < max_length; ++t) {
+        const Captioner::Step s = model.step(memory, words, state);
+        const Tensor log_p = log_softmax(s.logits.value(), -1);  // beam×V
+        const int64_t V = log_p.size(1), L = s.alpha.size(1);
+        // Every extension (beam k, word w) with its total log-probability, best first.
+        struct Candidate { double score; int64_t k, w; };
+        std::vector<Candidate> cands;
+        for (int64_t k = 0; k < beam; ++k)
+            if (score[static_cast<size_t>(k)] != dead)
+                for (int64_t w = 0; w < V; ++w)
+                    if (w != CaptionVocab::start) cands.push_back({score[static_cast<size_t>(k)] + log_p[k * V + w], k, w});
+        std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+        std::vector<Decoded> next;
+        std::vector<double> next_score;
+        std::vector<int64_t> parents;
+        // The `beam` best extensions: those ending in <end> are finished, the rest live on.
+        for (size_t i = 0; i < std::min(cands.size(), static_cast<size_t>(beam)); ++i) {
+            const Candidate& c = cands[i];
+            Decoded d = live[static_cast<size_t>(c.k)];
+            d.words.push_back(c.w);
+            const real* a = s.alpha.value().data() + c.k * L;
+            d.alphas.emplace_back(a, a + L);
+            d.log_prob = c.score;
+            if (c.w == CaptionVocab::end || t + 1 == max_length) {
+                finished.push_back(std::move(d));
+            } else {
+                next.push_back(std::move(d));
+                next_score.push_back(c.score);
+                parents.push_back(c.k);
+            }
+        }
+        // Log-probabilities only fall: stop once no live beam can beat the best finished one.
+        double best_finished = dead;
+        for (const Decoded& d : finished) best_finished = std::max(best_finished, d.log_prob);
+        if (next.empty() || next_score[0] <= best_finished) break;
+        // Reorder the states to follow their parents; pad with dead beams.
+        while (static_cast<int64_t>(next.size()) < beam) {
+            next.push_back(next[0]);
+            next_score.push_back(dead);
+            parents.push_back(parents[0]);
+        }
+        state = {index_select(s.state.h, 0, parents), index_select(s.state.c, 0, parents)};
+        for (int64_t k = 0; k < beam; ++k) words[k] = static_cast<real>(next[static_cast<size_t>(k)].words.back());
+        live = std::move(next);
+        score = std::move(next_score);
+    }
+    if (finished.empty()) throw std::logic_error("beam_search: no caption finished");
+    return *std::max_element(finished.begin(), finished.end(),
+                             [](const Decoded& a, const Decoded& b) { return a.log_prob < b.log_prob; });
+}
+
+// ---- metrics -------------------------------------------------------------------------------
+
+int64_t location_cell(int64_t location, int64_t grid_h, int64_t grid_w, int64_t rows, int64_t cols) {
+    const int64_t gy = location / grid_w, gx = location % grid_w;
+    // the location's centre, in units of cells
+    const auto row = static_cast<int64_t>((static_cast<double>(gy) + 0.5) * static_cast<double>(rows) / static_cast<double>(grid_h));
+    const auto col = static_cast<int64_t>((static_cast<double>(gx) + 0.5) * static_cast<double>(cols) / static_cast<double>(grid_w));
+    return row * cols + col;
+}
+
+CaptionMetrics caption_metrics(const std::vector<Decoded>& decoded, const std::vector<const CaptionExample*>& examples,
+                               const CaptionVocab& vocab, int64_t grid_h, int64_t grid_w, int64_t rows, int64_t cols) {
+    if (decoded.size() != examples.size())
+        throw std::invalid_argument("caption_metrics: " + std::to_string(decoded.size()) + " captions for " +
+                                    std::to_string(examples.size()) + " examples");
+    CaptionMetrics m;
+    int64_t words = 0, correct = 0, exact = 0, located = 0;
+    std::vector<Tokens> candidates;
+    std::vector<std::vector<Tokens>> references;
+    auto item_tokens = [&](const std::vector<int64_t>& ids) {
+        Tokens out;
+        for (int64_t id : ids) {
+            if (id == CaptionVocab::end) break;
+            out.push_back(id >= 0 && id < vocab.size() ? vocab.words[static_cast<size_t>(id)] : "<?>");
+        }
+        return out;
+    };
+    for (size_t i = 0; i < decoded.size(); ++i) {
+        const Decoded& d = decoded[i];
+        const CaptionExample& ex = *examples[i];
+        bool same = true;
+        for (size_t t = 0; t < ex.caption.size(); ++t) {
+            const int64_t got = t < d.words.size() ? d.words[t] : -1;
+            if (got != ex.caption[t]) same = false;
+            if (ex.cells[t] < 0) continue;  // <end>: not an item word
+            ++words;
+            if (got == ex.caption[t]) ++correct;
+            // Localisation: is the most attended location inside the named item's cell?
+            if (t < d.alphas.size()) {
+                const std::vector<real>& a = d.alphas[t];
+                const auto peak = static_cast<int64_t>(std::max_element(a.begin(), a.end()) - a.begin());
+                if (location_cell(peak, grid_h, grid_w, rows, cols) == ex.cells[t]) ++located;
+            }
+        }
+        if (same) ++exact;
+        candidates.push_back(item_tokens(d.words));
+        references.push_back({item_tokens(ex.caption)});
+    }
+    const BleuScore bleu = corpus_bleu(candidates, references);
+    m.count = static_cast<int64_t>(decoded.size());
+    m.word_accuracy = words ? static_cast<double>(correct) / static_cast<double>(words) : 0;
+    m.localization = words ? static_cast<double>(located) / static_cast<double>(words) : 0;
+    m.exact = m.count ? static_cast<double>(exact) / static_cast<double>(m.count) : 0;
+    for (int n = 0; n < 4; ++n) m.bleu[n] = bleu.bleu[static_cast<size_t>(n)];
+    return m;
+}
+
+}  // namespace attn

@@ -1,0 +1,303 @@
+#include "examples/common/seq2seq_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "attention/alignments.hpp"
+#include "attention/scores.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn::seq2seq {
+
+// ---- configuration --------------------------------------------------------------------
+
+std::string ModelConfig::str() const {
+    std::ostringstream s;
+    s << "source_vocab=" << source_vocab << " target_vocab=" << target_vocab << " embedding=" << embedding
+      << " encoder_hidden=" << encoder_hidden << " decoder_hidden=" << decoder_hidden
+      << " attention_dim=" << attention_dim << " attention=" << attention << " align=" << align
+      << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window;
+    return s.str();
+}
+
+ModelConfig ModelConfig::parse(const std::string& text) {
+    ModelConfig c;
+    std::istringstream in(text);
+    for (std::string item; in >> item;) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) throw std::runtime_error("seq2seq config: expected key=value, got '" + item + "'");
+        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        auto number = [&] { return static_cast<int64_t>(std::stoll(value)); };
+        if (key == "source_vocab") c.source_vocab = number();
+        else if (key == "target_vocab") c.target_vocab = number();
+        else if (key == "embedding") c.embedding = number();
+        else if (key == "encoder_hidden") c.encoder_hidden = number();
+        else if (key == "decoder_hidden") c.decoder_hidden = number();
+        else if (key == "attention_dim") c.attention_dim = number();
+        else if (key == "attention") c.attention = value;
+        else if (key == "align") c.align = value;
+        else if (key == "input_feeding") c.input_feeding = value == "1";
+        else if (key == "window") c.window = number();
+        else throw std::runtime_error("seq2seq config: unknown key '" + key + "'");
+    }
+    return c;
+}
+
+namespace {
+
+bool is_additive(const ModelConfig& c) { return c.attention == "additive"; }
+// F: the fed-back vector is c_t (additive, 2H wide) or h̃_t (Luong, S wide).
+int64_t feed_dim(const ModelConfig& c) { return is_additive(c) ? 2 * c.encoder_hidden : c.decoder_hidden; }
+int64_t decoder_input(const ModelConfig& c) { return c.embedding + (c.input_feeding ? feed_dim(c) : 0); }
+// o_t: [s_t ; c_t] (additive) or h̃_t (Luong).
+int64_t output_input(const ModelConfig& c) {
+    return is_additive(c) ? c.decoder_hidden + 2 * c.encoder_hidden : c.decoder_hidden;
+}
+
+const ModelConfig& checked(const ModelConfig& c) {
+    const std::string a = c.attention, g = c.align;
+    if (a != "additive" && a != "dot" && a != "general" && a != "concat" && a != "scaled")
+        throw std::invalid_argument("seq2seq: --attention must be additive, dot, general, concat or scaled, got '" +
+                                    a + "'");
+    if (g != "global" && g != "local-m" && g != "local-p")
+        throw std::invalid_argument("seq2seq: --align must be global, local-m or local-p, got '" + g + "'");
+    if (a == "additive" && g != "global")
+        throw std::invalid_argument("seq2seq: Bahdanau's additive attention is global; for " + g +
+                                    " use Luong's scores (--attention concat|dot|general|scaled)");
+    if ((a == "dot" || a == "scaled") && c.decoder_hidden != 2 * c.encoder_hidden)
+        throw std::invalid_argument("seq2seq: the " + a + " score needs decoder hidden = 2 × encoder hidden, got " +
+                                    std::to_string(c.decoder_hidden) + " and 2 × " +
+                                    std::to_string(c.encoder_hidden));
+    return c;
+}
+
+// Column t of a B×T id tensor → B.
+Tensor column(const Tensor& ids, int64_t t) {
+    const int64_t B = ids.size(0), T = ids.size(1);
+    Tensor out = Tensor::empty(Shape{B});
+    for (int64_t b = 0; b < B; ++b) out[b] = ids[b * T + t];
+    return out;
+}
+
+}  // namespace
+
+// ---- the model ---------------------------------------------------------------------------
+
+Encoded Encoded::select(const std::vector<int64_t>& rows) const {
+    Encoded e;
+    e.states = index_select(states, 0, rows);
+    e.mask = attn::index_select(mask, 0, rows);
+    e.summary = index_select(summary, 0, rows);
+    if (memory.states.defined()) {
+        e.memory.states = e.states;
+        e.memory.projected = index_select(memory.projected, 0, rows);
+        if (memory.keep.defined()) e.memory.keep = attn::index_select(memory.keep, 0, rows);
+    }
+    return e;
+}
+
+Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
+    : source_embedding(checked(config).source_vocab, config.embedding, gen, kPad),
+      target_embedding(config.target_vocab, config.embedding, gen, kPad),
+      encoder(config.embedding, config.encoder_hidden, gen, {.bidirectional = true}),
+      init(2 * config.encoder_hidden, config.decoder_hidden, gen),
+      decoder(decoder_input(config), config.decoder_hidden, gen),
+      output(output_input(config), config.target_vocab, gen),
+      config_(config) {
+    register_module("source_embedding", source_embedding);
+    register_module("encoder", encoder);
+    register_module("init", init);
+    register_module("target_embedding", target_embedding);
+    register_module("decoder", decoder);
+    const int64_t S = config.decoder_hidden, D = 2 * config.encoder_hidden, A = config.attention_dim;
+    if (is_additive(config)) {
+        additive_ = std::make_unique<BahdanauAttention>(S, D, A, gen);
+        register_module("attention", *additive_);
+    } else {
+        if (config.attention == "dot") score_ = std::make_unique<DotScore>();
+        if (config.attention == "scaled") score_ = std::make_unique<ScaledDotScore>();
+        if (config.attention == "general") score_ = std::make_unique<GeneralScore>(S, D, gen);
+        if (config.attention == "concat") {  // v_aᵀ tanh(W_a [s; h̄]): the additive score, b starting at 0
+            auto concat_score = std::make_unique<AdditiveScore>(S, D, A, gen);
+            concat_score->b.value().fill_(0);
+            score_ = std::move(concat_score);
+        }
+        if (config.align == "global") align_ = std::make_unique<SoftAlignment>();
+        if (config.align == "local-m") align_ = std::make_unique<LocalMonotonicAlignment>(config.window);
+        if (config.align == "local-p") align_ = std::make_unique<LocalPredictiveAlignment>(S, A, config.window, gen);
+        combine_ = std::make_unique<Linear>(D + S, S, gen, /*with_bias=*/false);
+        register_module("score", *score_);
+        register_module("align", *align_);
+        register_module("combine", *combine_);
+    }
+    register_module("output", output);
+}
+
+std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.str() + ")"; }
+
+Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& lengths) {
+    Encoded enc;
+    const Var x = source_embedding(source);              // B×n×E
+    const GRUOutput out = encoder(x, Var(), lengths);    // h̄ B×n×2H, h_n 2×B×H
+    enc.states = out.output;
+    enc.mask = length_mask(lengths, source.size(1));     // B×n
+    // [h→ after the last real step ; h← after reading back to position 0]   B×2H
+    enc.summary = concat({squeeze(narrow(out.h_n, 0, 0, 1), 0), squeeze(narrow(out.h_n, 0, 1, 1), 0)}, -1);
+    if (additive_) enc.memory = additive_->precompute(enc.states, enc.mask);  // U_a h̄, once
+    return enc;
+}
+
+DecoderState Seq2SeqModel::initial_state(const Encoded& enc) {
+    DecoderState st;
+    st.s = tanh(init(enc.summary));  // s_0 = tanh(W_init [h→; h←] + b)   B×S
+    if (config_.input_feeding) st.feed = Var(Tensor::zeros(Shape{enc.states.size(0), feed_dim(config_)}));
+    return st;
+}
+
+Seq2SeqModel::Attended Seq2SeqModel::attend_step(const Encoded& enc, const Var& s, int64_t t) {
+    if (additive_) {
+        const AttentionOutput a = additive_->step(s, enc.memory);  // c_t B×2H, α_t B×n
+        return {concat({s, a.output}, -1), a.output, a.weights};
+    }
+    const int64_t B = s.size(0), n = enc.states.size(1);
+    const Var q = unsqueeze(s, 1);                                       // B×1×S
+    const Var e = score_->score(q, enc.states);                          // B×1×n
+    const Tensor keep = scores_keep_mask("seq2seq", enc.mask, B, n);     // B×1×n
+    const Tensor position = Tensor::full(Shape{B, 1}, static_cast<real>(t));  // local-m: p_t = t
+    const Var a = align_->align({e, keep, q, position});                // B×1×n
+    const Var c = squeeze(attend(a, enc.states), 1);                     // c_t = Σ_s a_ts h̄_s   B×2H
+    const Var h_tilde = tanh((*combine_)(concat({c, s}, -1)));           // h̃_t = tanh(W_c [c_t; s_t])   B×S
+    return {h_tilde, h_tilde, squeeze(a, 1)};
+}
+
+StepOutput Seq2SeqModel::step(const Encoded& enc, const DecoderState& state, const Tensor& previous, int64_t t) {
+    Var x = target_embedding(previous);                                  // B×E
+    if (config_.input_feeding) x = concat({x, state.feed}, -1);          // [emb(y_{t−1}); f_{t−1}]
+    const Var s = decoder(x, state.s);                                   // s_t   B×S
+    const Attended a = attend_step(enc, s, t);
+    return {output(a.out), a.weights, {s, a.feed}};                      // logits B×V
+}
+
+Var Seq2SeqModel::forward(const Batch& batch, Tensor* weights) {
+    const Encoded enc = encode(batch.source, batch.source_lengths);
+    DecoderState state = initial_state(enc);
+    std::vector<Var> logits, alphas;
+    for (int64_t t = 0; t < batch.target_in.size(1); ++t) {
+        StepOutput out = step(enc, state, column(batch.target_in, t), t);
+        logits.push_back(out.logits);
+        if (weights) alphas.push_back(out.weights);
+        state = out.state;
+    }
+    if (weights) *weights = stack(alphas, 1).value();  // B×T×n
+    return stack(logits, 1);                             // B×T×V
+}
+
+Var Seq2SeqModel::loss(const Batch& batch) { return cross_entropy(forward(batch), batch.target_out, kPad); }
+
+// ---- decoding ---------------------------------------------------------------------------
+
+std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths,
+                                      int64_t max_length) {
+    NoGradGuard no_grad;
+    const Encoded enc = model.encode(source, lengths);
+    DecoderState state = model.initial_state(enc);
+    const int64_t B = source.size(0), n = source.size(1);
+    std::vector<Hypothesis> hyps(static_cast<size_t>(B));
+    std::vector<bool> done(static_cast<size_t>(B), false);
+    Tensor previous = Tensor::full(Shape{B}, static_cast<real>(kBos));
+    for (int64_t t = 0; t < max_length; ++t) {
+        StepOutput out = model.step(enc, state, previous, t);
+        const Tensor lp = log_softmax(out.logits.value(), -1);  // B×V
+        const Tensor w = out.weights.value();
+        const int64_t V = lp.size(1);
+        bool all_done = true;
+        for (int64_t b = 0; b < B; ++b) {
+            const real* row = lp.data() + b * V;
+            const int64_t best = std::max_element(row, row + V) - row;  // the first maximum
+            previous[b] = static_cast<real>(best);
+            auto& h = hyps[static_cast<size_t>(b)];
+            if (done[static_cast<size_t>(b)]) continue;
+            h.log_prob += row[best];
+            h.attention.emplace_back(w.data() + b * n, w.data() + (b + 1) * n);
+            if (best == kEos) done[static_cast<size_t>(b)] = true;
+            else h.tokens.push_back(best);
+            all_done = all_done && done[static_cast<size_t>(b)];
+        }
+        state = out.state;
+        if (all_done) break;
+    }
+    return hyps;
+}
+
+Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, int64_t max_length,
+                       double length_penalty) {
+    NoGradGuard no_grad;
+    const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(source.size()));
+    Tensor src = Tensor::zeros(Shape{1, n});
+    for (size_t j = 0; j < source.size(); ++j) src[static_cast<int64_t>(j)] = static_cast<real>(source[j]);
+    const Encoded one = model.encode(src, {static_cast<int64_t>(std::max<size_t>(1, source.size()))});
+    DecoderState state = model.initial_state(one);
+    std::vector<Hypothesis> alive(1), finished;
+    auto normalised = [&](const Hypothesis& h) {
+        return h.log_prob / std::pow(static_cast<double>(h.tokens.size() + 1), length_penalty);
+    };
+    for (int64_t t = 0; t < max_length && !alive.empty() && static_cast<int64_t>(finished.size()) < beam; ++t) {
+        const int64_t K = static_cast<int64_t>(alive.size());
+        Tensor previous = Tensor::empty(Shape{K});
+        for (int64_t k = 0; k < K; ++k) {
+            const auto& toks = alive[static_cast<size_t>(k)].tokens;
+            previous[k] = static_cast<real>(toks.empty() ? kBos : toks.back());
+        }
+        StepOutput out = model.step(one.select(std::vector<int64_t>(static_cast<size_t>(K), 0)), state, previous, t);
+        const Tensor lp = log_softmax(out.logits.value(), -1);  // K×V
+        const Tensor w = out.weights.value();
+        const int64_t V = lp.size(1);
+        // every extension (k, v), best first; ties: the larger log p of the step, then the smaller (k, v)
+        struct Candidate {
+            double score;
+            real step;
+            int64_t k, v;
+        };
+        std::vector<Candidate> cands;
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t v = 0; v < V; ++v)
+                cands.push_back({alive[static_cast<size_t>(k)].log_prob + lp[k * V + v], lp[k * V + v], k, v});
+        const size_t keep = std::min(cands.size(), static_cast<size_t>(beam));
+        std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end(),
+                          [](const Candidate& a, const Candidate& b) {
+                              if (a.score != b.score) return a.score > b.score;
+                              if (a.step != b.step) return a.step > b.step;
+                              return a.k != b.k ? a.k < b.k : a.v < b.v;
+                          });
+        std::vector<Hypothesis> next;
+        std::vector<int64_t> parents;
+        for (size_t i = 0; i < keep; ++i) {
+            const Candidate& c = cands[i];
+            Hypothesis h = alive[static_cast<size_t>(c.k)];
+            h.log_prob = c.score;
+            h.attention.emplace_back(w.data() + c.k * n, w.data() + (c.k + 1) * n);
+            if (c.v == kEos) {
+                finished.push_back(std::move(h));
+            } else {
+                h.tokens.push_back(c.v);
+                next.push_back(std::move(h));
+                parents.push_back(c.k);
+            }
+        }
+        alive = std::move(next);
+        if (!alive.empty()) {
+            state.s = index_select(out.state.s, 0, parents);
+            if (out.state.feed.defined()) state.feed = index_select(out.state.feed, 0, parents);
+        }
+    }
+    for (auto& h : alive) finished.push_back(std::move(h));  // ran out of steps
+    size_t best = 0;
+    for (size_t i = 1; i < finished.size(); ++i)
+        if (normalised(finished[i]) > normalised(finished[best])) best = i;
+    return finished.at(best);
+}
+
+}  // namespace attn::seq2seq

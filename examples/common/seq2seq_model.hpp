@@ -1,0 +1,128 @@
+// The encoder–decoder with attention of the seq2seq example (Bahdanau et al.,
+// 2015; Luong et al., 2015), batched with padding masks, and its decoders
+// (greedy and beam search).
+//
+// Shape legend: B batch, n source length, T target length, E embedding,
+// H encoder hidden per direction (encoder states d_h = 2H), S decoder hidden
+// d_s, A attention width, V target vocabulary, F the fed-back vector's width.
+//
+//   encoder   x B×n → Embedding B×n×E → bidirectional GRU → h̄ B×n×2H (padding rows 0)
+//   init      s_0 = tanh(W_init [h→_last ; h←_first] + b)                 B×S
+//   decoder   s_t = GRUCell([emb(y_{t−1}) ; f_{t−1}], s_{t−1})          B×S  (f_0 = 0)
+//   attention queried by the new state s_t, over h̄ with the padding masked:
+//     additive (Bahdanau)  e = vᵀ tanh(W_a s_t + U_a h̄_j)    o_t = [s_t ; c_t]   f_t = c_t
+//     dot | general | concat | scaled (Luong), align global | local-m | local-p
+//                          h̃_t = tanh(W_c [c_t ; s_t])       o_t = h̃_t          f_t = h̃_t
+//   output    logits_t = W_out o_t + b_out                               B×V
+// Input feeding (on by default) is the f_{t−1} half of the decoder input;
+// --no-input-feeding leaves it out.
+//
+// The defaults are workload W2 of bench/WORKLOADS.md (819,760 parameters
+// with source vocabulary 32 and target vocabulary 48).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/query_types.hpp"
+#include "examples/common/seq2seq_data.hpp"
+#include "nn/embedding.hpp"
+#include "nn/linear.hpp"
+#include "nn/rnn.hpp"
+
+namespace attn::seq2seq {
+
+struct ModelConfig {
+    int64_t source_vocab = 32;
+    int64_t target_vocab = 48;
+    int64_t embedding = 64;        // E (source and target)
+    int64_t encoder_hidden = 128;  // H per direction
+    int64_t decoder_hidden = 256;  // S
+    int64_t attention_dim = 256;   // A (additive, concat, local-p's predictor)
+    std::string attention = "additive";  // additive | dot | general | concat | scaled
+    std::string align = "global";        // global | local-m | local-p
+    bool input_feeding = true;
+    int64_t window = 4;  // D, the half-width of the local windows
+
+    // "attention=additive align=global ..." and back (checkpoint metadata).
+    std::string str() const;
+    static ModelConfig parse(const std::string& text);
+};
+
+// What the decoder needs from the source, computed once per batch.
+struct Encoded {
+    Var states;                          // h̄  B×n×2H
+    Tensor mask;                         // B×n, 1 = a real source position
+    Var summary;                         // [h→_last ; h←_first]  B×2H
+    BahdanauAttention::Memory memory{};  // additive only: U_a h̄ precomputed
+    // The rows `rows` of every part (beam search replicates one source).
+    Encoded select(const std::vector<int64_t>& rows) const;
+};
+
+struct DecoderState {
+    Var s;     // B×S
+    Var feed;  // B×F (undefined without input feeding)
+};
+
+struct StepOutput {
+    Var logits;   // B×V
+    Var weights;  // B×n, the attention of this step
+    DecoderState state;
+};
+
+class Seq2SeqModel : public Module {
+public:
+    Seq2SeqModel(const ModelConfig& config, Generator& gen);
+
+    // source B×n ids, lengths B → h̄ and the mask.
+    Encoded encode(const Tensor& source, const std::vector<int64_t>& lengths);
+    DecoderState initial_state(const Encoded& enc);
+    // One decoder step: previous tokens B (ids as reals), at target position t.
+    StepOutput step(const Encoded& enc, const DecoderState& state, const Tensor& previous, int64_t t);
+    // Teacher forcing over a whole batch: logits B×T×V; the weights B×T×n if asked.
+    Var forward(const Batch& batch, Tensor* weights = nullptr);
+    // Mean cross-entropy over the real target tokens (padding ignored).
+    Var loss(const Batch& batch);
+
+    const ModelConfig& config() const { return config_; }
+    std::string describe() const override;
+
+    Embedding source_embedding, target_embedding;
+    GRU encoder;
+    Linear init;
+    GRUCell decoder;
+    Linear output;
+
+private:
+    // o_t, f_t, α_t from the new state s_t
+    struct Attended {
+        Var out, feed, weights;
+    };
+    Attended attend_step(const Encoded& enc, const Var& s, int64_t t);
+
+    ModelConfig config_;
+    std::unique_ptr<BahdanauAttention> additive_;  // additive
+    std::unique_ptr<ScoreFunction> score_;         // Luong's scores
+    std::unique_ptr<Alignment> align_;
+    std::unique_ptr<Linear> combine_;              // W_c (no bias)
+};
+
+// ---- decoding ---------------------------------------------------------------------------
+struct Hypothesis {
+    std::vector<int64_t> tokens;                // without <s> and </s>
+    std::vector<std::vector<real>> attention;   // one row of n weights per output step (incl. </s>)
+    double log_prob = 0;
+};
+// Greedy decoding of a batch (argmax at every step, at most max_length steps).
+std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source,
+                                      const std::vector<int64_t>& lengths, int64_t max_length);
+// Beam search for one source (ids), keeping `beam` hypotheses; a finished
+// hypothesis scores log p / len^length_penalty (len counts </s>); the best one
+// is returned. beam = 1 gives exactly greedy_decode's output.
+Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, int64_t max_length,
+                       double length_penalty = 1.0);
+
+}  // namespace attn::seq2seq

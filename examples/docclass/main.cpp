@@ -1,0 +1,205 @@
+// docclass: document classification with a hierarchical attention network
+// (Yang et al., 2016) and the paper's baselines.
+//
+//   build/examples/docclass                          HAN on the built-in needle corpus
+//   build/examples/docclass --model flat             a flat bi-GRU with attention
+//   build/examples/docclass --data fortunes          Debian's fortunes by category (make data)
+//   build/examples/docclass --data reviews.tsv       any label<TAB>text file
+//
+// The last line on stdout is RESULT {json}: test_acc, test_macro_f1,
+// key_sentence_precision (needle corpus, attention models), train_seconds,
+// params and the settings. docs/examples/docclass.md.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+
+#include "autograd/ops.hpp"
+#include "examples/common/docclass_data.hpp"
+#include "examples/common/docclass_models.hpp"
+#include "examples/common/flags.hpp"
+#include "examples/common/metrics.hpp"
+#include "examples/common/progress.hpp"
+#include "examples/docclass/evaluate.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/optim.hpp"
+#include "tensor/parallel.hpp"
+
+using namespace attn;
+
+namespace {
+
+// --data needle | fortunes | DIR (fortune files) | FILE.tsv
+Corpus load_corpus(const std::string& data, int64_t needle_train, int64_t fortune_classes) {
+    if (data == "needle") {
+        NeedleOptions o;
+        o.train = needle_train;
+        return make_needle_corpus(o);  // fixed seed: every run and model sees the same corpus
+    }
+    if (data == "fortunes") {
+        for (const char* dir : {"data/fortunes", "/usr/share/games/fortunes"})
+            if (std::filesystem::is_directory(dir)) return load_fortunes_corpus(dir, fortune_classes);
+        throw std::runtime_error("--data fortunes: no data/fortunes (run `make data`) and no /usr/share/games/fortunes");
+    }
+    if (std::filesystem::is_directory(data)) return load_fortunes_corpus(data, fortune_classes);
+    return load_tsv_corpus(data);
+}
+
+std::vector<int64_t> shuffled(int64_t n, Generator& gen) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[gen.randint(i)]);
+    return order;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    CommonFlags common{.data = "needle", .epochs = 0};
+    std::string model_name = "han";
+    int64_t batch_size = 32, max_sentences = 8, max_words = 16, vocab_size = 20000, min_count = 0;
+    int64_t embed = 200, hidden = 50, attention_dim = 100, needle_train = 2000, fortune_classes = 10, examples = 4;
+    double lr = 0, clip = 5;
+    FlagParser flags("docclass", "Trains a hierarchical attention network (or a baseline) to classify documents.");
+    flags.add_common(common);
+    flags.add("--model", &model_name, "han | hn-ave | hn-max | flat | bow");
+    flags.add("--batch", &batch_size, "documents per batch");
+    flags.add("--max-sentences", &max_sentences, "sentences kept per document (longer documents are cut)");
+    flags.add("--max-words", &max_words, "words kept per sentence");
+    flags.add("--vocab-size", &vocab_size, "largest vocabulary, <pad> and <unk> included");
+    flags.add("--min-count", &min_count, "least count of a word in the training set (0: 1 on needle, 2 otherwise)");
+    flags.add("--embed", &embed, "word embedding width");
+    flags.add("--hidden", &hidden, "GRU hidden size per direction (word and sentence)");
+    flags.add("--attention-dim", &attention_dim, "attention width (word and sentence)");
+    flags.add("--lr", &lr, "Adam learning rate (0: 2e-3, or 2e-2 for bow)");
+    flags.add("--clip", &clip, "gradient-norm clipping (0: none)");
+    flags.add("--needle-train", &needle_train, "training documents of the needle corpus");
+    flags.add("--fortune-classes", &fortune_classes, "the largest fortune categories used as classes");
+    flags.add("--examples", &examples, "highlighted test documents in the report");
+    if (!flags.parse(argc, argv)) return 0;
+    const bool needle = common.data == "needle";
+    if (common.epochs <= 0) common.epochs = model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
+    if (min_count <= 0) min_count = needle ? 1 : 2;
+    if (lr <= 0) lr = model_name == "bow" ? 2e-2 : 2e-3;
+    std::cerr << "seed " << common.seed << "\n";
+    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
+
+    // ---- data -------------------------------------------------------------------
+    const Corpus corpus = load_corpus(common.data, needle_train, fortune_classes);
+    const Vocabulary vocab = Vocabulary::build(corpus.train, min_count, vocab_size);
+    const auto C = static_cast<int64_t>(corpus.class_names.size());
+    std::cerr << "data " << common.data << ": " << corpus.train.size() << " train, " << corpus.valid.size()
+              << " valid, " << corpus.test.size() << " test documents, " << C << " classes, vocabulary "
+              << vocab.size() << "\n";
+
+    // ---- model ------------------------------------------------------------------
+    Generator gen(static_cast<uint64_t>(common.seed));
+    const DocModelConfig config{.vocab_size = vocab.size(), .embed_dim = embed, .word_hidden = hidden,
+                                .word_attention = attention_dim, .sentence_hidden = hidden,
+                                .sentence_attention = attention_dim, .num_classes = C};
+    std::unique_ptr<DocModel> model = make_doc_model(model_name, config, gen);
+    Adam optimizer(model->named_parameters(), {.lr = lr});
+    std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n";
+
+    const std::string dir = common.out + "/docclass";
+    std::filesystem::create_directories(dir);
+    TrainingState state{.seed = static_cast<uint64_t>(common.seed)};
+    double best_valid = -1, train_seconds = 0;
+    if (common.resume || common.eval_only) {
+        if (common.eval_only) {
+            load_model(dir + "/best.safetensors", *model);
+        } else {
+            state = load_checkpoint(dir + "/last.safetensors", *model, optimizer);
+            best_valid = std::stod(state.extra.at("best_valid_acc"));
+            train_seconds = std::stod(state.extra.at("train_seconds"));
+            std::cerr << "resumed at epoch " << state.epoch << ", step " << state.step << "\n";
+        }
+    }
+    MetricsLog log(dir + "/metrics.jsonl",
+                  common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
+
+    // ---- training -----------------------------------------------------------------
+    const auto start = std::chrono::steady_clock::now() - std::chrono::duration<double>(train_seconds);
+    const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;
+    bool out_of_steps = common.steps > 0 && state.step >= common.steps;
+    for (int64_t epoch = state.epoch; !common.eval_only && !out_of_steps && epoch < common.epochs; ++epoch) {
+        // This epoch's order, from (seed, epoch): a resumed run repeats it.
+        Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
+        const std::vector<int64_t> order = shuffled(static_cast<int64_t>(corpus.train.size()), shuffle);
+        ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(common.epochs), batches);
+        double loss_sum = 0;
+        int64_t seen = 0;
+        for (int64_t i = 0; i < batches && !out_of_steps; ++i) {
+            const auto first = order.begin() + i * batch_size;
+            const std::vector<int64_t> idx(first, first + std::min(batch_size, static_cast<int64_t>(order.end() - first)));
+            const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, max_sentences, max_words);
+
+            const DocOutput out = model->forward(batch);
+            Var loss = cross_entropy(out.logits, batch.labels);
+            optimizer.zero_grad();
+            loss.backward();
+            if (clip > 0) clip_grad_norm_(model->parameters(), clip);
+            optimizer.step();
+
+            loss_sum += loss.item() * static_cast<double>(idx.size());
+            seen += static_cast<int64_t>(idx.size());
+            ++state.step;
+            out_of_steps = common.steps > 0 && state.step >= common.steps;
+            bar.update(i + 1, {{"loss", loss_sum / static_cast<double>(seen)}});
+        }
+        const Evaluation valid = evaluate(*model, corpus.valid, C, vocab, max_sentences, max_words, 64);
+        ProgressFields fields{{"loss", loss_sum / static_cast<double>(seen)}, {"valid_acc", valid.confusion.accuracy()}};
+        if (valid.key_total > 0) fields.push_back({"valid_key", valid.key_sentence_precision()});
+        bar.finish(fields);
+        train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+        Json record = Json::object({{"epoch", epoch + 1}, {"step", state.step},
+                                    {"train_loss", loss_sum / static_cast<double>(seen)}, {"valid_loss", valid.loss},
+                                    {"valid_acc", valid.confusion.accuracy()},
+                                    {"valid_macro_f1", valid.confusion.macro_f1()}, {"seconds", train_seconds}});
+        if (valid.key_total > 0) record.set("valid_key_sentence_precision", valid.key_sentence_precision());
+        log.write(record);
+        state.epoch = epoch + 1;
+        if (valid.confusion.accuracy() > best_valid) {
+            best_valid = valid.confusion.accuracy();
+            if (common.save) save_model(dir + "/best.safetensors", *model);
+        }
+        state.extra = {{"best_valid_acc", std::to_string(best_valid)}, {"train_seconds", std::to_string(train_seconds)}};
+        if (common.save) save_checkpoint(dir + "/last.safetensors", *model, optimizer, state);
+    }
+
+    // ---- test, with the best model on the validation set --------------------------
+    if (common.save && !common.eval_only && std::filesystem::exists(dir + "/best.safetensors"))
+        load_model(dir + "/best.safetensors", *model);
+    const Evaluation test = evaluate(*model, corpus.test, C, vocab, max_sentences, max_words, 64);
+    std::fprintf(stderr, "test: accuracy %.4f  macro-F1 %.4f", test.confusion.accuracy(), test.confusion.macro_f1());
+    if (test.key_total > 0) std::fprintf(stderr, "  key-sentence precision %.4f", test.key_sentence_precision());
+    std::fprintf(stderr, "  (%zu documents)\n", corpus.test.size());
+
+    std::ostringstream command;
+    command << "build/examples/docclass";
+    for (int i = 1; i < argc; ++i) command << ' ' << argv[i];
+    write_docclass_report({.out = common.out, .data_name = common.data, .model_name = model_name,
+                           .command = command.str(), .corpus = &corpus, .test = &test,
+                           .metrics_path = dir + "/metrics.jsonl", .examples = examples,
+                           .max_sentences = max_sentences, .max_words = max_words, .train_seconds = train_seconds,
+                           .params = model->num_parameters()});
+
+    Json result = Json::object({{"test_acc", test.confusion.accuracy()}, {"test_macro_f1", test.confusion.macro_f1()}});
+    if (test.key_total > 0) result.set("key_sentence_precision", test.key_sentence_precision());
+    else if (needle) result.set("key_sentence_precision", Json());  // a model without attention
+    result.set("train_seconds", train_seconds);
+    result.set("params", model->num_parameters());
+    result.set("steps", state.step);
+    Json settings = Json::object();
+    for (const auto& [name, value] : flags.values()) settings.set(name, value);
+    result.set("settings", settings);
+    std::cout << "RESULT " << result.dump() << std::endl;
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "docclass: " << e.what() << "\n";
+    return 1;
+}

@@ -1,0 +1,71 @@
+#include "examples/seq2seq/report.hpp"
+
+#include <cstdio>
+
+#include "examples/common/metrics.hpp"
+#include "examples/common/report.hpp"
+#include "examples/common/svg.hpp"
+
+namespace attn::seq2seq {
+
+void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
+                          const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam) {
+    HtmlReport rep("seq2seq");
+    rep.set_anchor_prefix("seq2seq-");
+    rep.section(task.g2p ? "seq2seq: grapheme-to-phoneme conversion" : "seq2seq: date normalisation");
+    rep.paragraph(task.description + ".");
+    rep.paragraph("Model: bidirectional GRU encoder, GRU decoder with " + model.config().attention + " attention (" +
+                  model.config().align + " alignment" + (model.config().input_feeding ? ", input feeding" : "") + "), " +
+                  std::to_string(model.num_parameters()) + " parameters.");
+    char line[256];
+    std::snprintf(line, sizeof line, "Test (%s): exact match %.2f%%, WER %.2f%%, PER %.2f%% on %lld items; trained %.0f s.",
+                  beam > 1 ? "beam search" : "greedy", 100 * (1 - test.wer()), 100 * test.wer(), 100 * test.per(),
+                  static_cast<long long>(test.words), train_seconds);
+    rep.paragraph(line);
+
+    const auto records = read_metrics(run_dir + "/metrics.jsonl");
+    auto series = [&](const std::string& name, const std::string& key) {
+        Series s{name, {}, {}};
+        for (const auto& [x, y] : metric_series(records, key, "epoch")) {
+            s.x.push_back(x);
+            s.y.push_back(y);
+        }
+        return s;
+    };
+    const std::string curve = line_chart_svg({series("train loss", "train_loss"), series("dev WER", "dev_wer")},
+                                             {.title = "learning curves", .x_label = "epoch", .log_y = true});
+    write_svg(run_dir + "/curves.svg", curve);
+    rep.subsection("Learning curves");
+    rep.svg(curve);
+
+    // attention of a few test inputs, greedy
+    rep.subsection("What the decoder attended to");
+    rep.paragraph("Each row is one output symbol, each column one input symbol; a cell is the attention weight "
+                  "the decoder gave that input when it wrote that output.");
+    const size_t count = std::min<size_t>(task.test.size(), 4);
+    std::vector<std::string> svgs, captions;
+    model.eval();
+    for (size_t i = 0; i < count; ++i) {
+        const EvalItem& item = task.test[i];
+        const int64_t n = static_cast<int64_t>(item.source.size());
+        Tensor src = Tensor::zeros(Shape{1, n});
+        for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
+        const Hypothesis h = greedy_decode(model, src, {n}, 2 * n + 5)[0];
+        std::vector<std::string> rows = task.target_vocab.decode(h.tokens), cols;
+        if (h.attention.size() > h.tokens.size()) rows.push_back("</s>");  // not when it ran out of steps
+        for (int64_t id : item.source) cols.push_back(task.source_vocab.symbol(id) == " " ? "␣" : task.source_vocab.symbol(id));
+        Tensor w = Tensor::zeros(Shape{static_cast<int64_t>(h.attention.size()), n});
+        for (size_t r = 0; r < h.attention.size(); ++r)
+            for (int64_t j = 0; j < n; ++j) w[static_cast<int64_t>(r) * n + j] = h.attention[r][static_cast<size_t>(j)];
+        const std::string svg = heatmap_svg(w, rows, cols, {.title = item.text, .x_label = "input", .y_label = "output",
+                                                            .cell_size = 18});
+        write_svg(run_dir + "/attention_" + std::to_string(i) + ".svg", svg);
+        svgs.push_back(svg);
+        captions.push_back(item.text + " → " + join(task.target_vocab.decode(h.tokens), task.g2p ? " " : ""));
+    }
+    model.train();
+    rep.figure_row(svgs, captions);
+    write_report_part(out_dir, "seq2seq", rep);
+}
+
+}  // namespace attn::seq2seq

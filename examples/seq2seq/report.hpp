@@ -1,0 +1,16 @@
+// The seq2seq part of out/report.html: the learning curves and the attention
+// heatmaps of a few test inputs (rows: output symbols, columns: input symbols).
+#pragma once
+
+#include <string>
+
+#include "examples/common/edit_distance.hpp"
+#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/task.hpp"
+
+namespace attn::seq2seq {
+
+void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
+                          const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam);
+
+}  // namespace attn::seq2seq

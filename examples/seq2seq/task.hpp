@@ -1,0 +1,41 @@
+// The two tasks of the seq2seq trainer as one shape of data: training pairs,
+// and evaluation items that keep every reference (Sequitur's scoring picks
+// the closest). Dates: one reference, the ISO date; G2P: every pronunciation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "examples/common/seq2seq_data.hpp"
+
+namespace attn::seq2seq {
+
+struct EvalItem {
+    std::string text;                             // what the user typed
+    std::vector<int64_t> source;                  // its ids
+    std::vector<std::vector<std::string>> references;
+};
+
+struct TaskData {
+    std::string name;        // "dates" or "cmudict" (or the lexicon file)
+    bool g2p = false;        // symbols are joined with spaces and inputs case-folded
+    Vocab source_vocab, target_vocab;
+    std::vector<Pair> train;
+    std::vector<EvalItem> dev, test;
+    std::string description;  // one line for the log and the report
+};
+
+struct TaskOptions {
+    std::string data = "dates";  // dates | cmudict | a lexicon file
+    std::string train_file, dev_file, test_file;
+    int64_t train_size = 12000;  // dates only
+    int64_t dev_size = 1000, test_size = 2000;
+};
+TaskData load_task(const TaskOptions& options);
+
+// The source symbols of a typed input: characters (G2P: case-folded, no spaces).
+std::vector<std::string> source_symbols(const std::string& text, bool g2p);
+// Where cmudict-en-us.dict is: data/, then Debian's pocketsphinx-en-us path; "" if neither.
+std::string find_cmudict(const std::string& data_dir = "data");
+
+}  // namespace attn::seq2seq

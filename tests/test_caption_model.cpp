@@ -1,0 +1,148 @@
+// examples/common/caption_model: the Show-Attend-Tell captioner, its REINFORCE
+// estimator, decoding and metrics.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "examples/common/caption_model.hpp"
+#include "nn/optim.hpp"
+#include "tensor/ops.hpp"
+
+using namespace attn;
+
+TEST_CASE("caption model: the W4 sizes give 496,017 parameters") {
+    Generator gen(1);
+    Captioner model(CaptionerConfig{}, gen);
+    CHECK(model.num_parameters() == 496017);
+    Captioner hard(CaptionerConfig{.hard = true}, gen);
+    CHECK(hard.num_parameters() == 496017);
+}
+
+TEST_CASE("caption model: forward shapes, soft and hard") {
+    Generator gen(2);
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 3, 1, 1);
+    const CaptionBatch batch = make_caption_batch(d.train, {0, 1, 2});
+    for (bool hard : {false, true}) {
+        Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 4,
+                         .hard = hard}, gen);
+        const Captioner::Forward f = model.forward(batch.images, batch.captions);
+        CHECK(f.logits.shape() == Shape{3, 3, 4});
+        CHECK(f.alphas.shape() == Shape{3, 3, 8});  // 2×4 grid over 8×16 pixels
+        for (int64_t r = 0; r < 9; ++r) {
+            real total = 0;
+            for (int64_t l = 0; l < 8; ++l) total += f.alphas.value()[r * 8 + l];
+            CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+        }
+        CHECK(f.log_probs.defined() == hard);
+        MovingAverageBaseline baseline;
+        CaptionLoss loss = caption_loss(f, batch.captions, {}, hard, baseline);
+        CHECK(std::isfinite(loss.total.item()));
+        if (hard) {
+            CHECK(loss.mean_reward < 0);  // a log-likelihood
+            CHECK(baseline.value == doctest::Approx(loss.mean_reward));  // the first batch sets b
+            CHECK(loss.baseline == doctest::Approx(loss.mean_reward));
+            CHECK(loss.entropy > 0);
+        }
+        loss.total.backward();
+        CHECK(model.attention.W_a.grad().defined());
+    }
+}
+
+// The score-function estimator on a tiny categorical problem: s ~ softmax(θ)
+// over K = 4 outcomes with rewards f(s). The exact gradient of J(θ) = Σ_k p_k f_k
+// is ∂J/∂θ_j = p_j (f_j − J). REINFORCE's average of (f(s) − b) ∇ log p(s) over
+// many samples must match it, with or without a baseline b (the baseline only
+// changes the variance, not the expectation).
+TEST_CASE("caption model: the REINFORCE gradient matches the exact expected gradient") {
+    const std::vector<real> theta0 = {0.3f, -0.5f, 1.0f, 0.1f}, f = {1, -2, 0.5f, 3};
+    const int64_t K = 4, N = 40000;
+    // exact
+    std::vector<double> p(K), exact(K);
+    double z = 0, J = 0;
+    for (int64_t k = 0; k < K; ++k) z += std::exp(theta0[static_cast<size_t>(k)]);
+    for (int64_t k = 0; k < K; ++k) p[static_cast<size_t>(k)] = std::exp(theta0[static_cast<size_t>(k)]) / z;
+    for (int64_t k = 0; k < K; ++k) J += p[static_cast<size_t>(k)] * f[static_cast<size_t>(k)];
+    for (int64_t k = 0; k < K; ++k) exact[static_cast<size_t>(k)] = p[static_cast<size_t>(k)] * (f[static_cast<size_t>(k)] - J);
+
+    for (double baseline : {0.0, 1.0, J}) {
+        Generator gen(11);
+        HardAlignment hard(gen);  // training mode: samples
+        Var theta(Tensor::from(theta0, Shape{1, 1, K}), true);
+        AlignmentInput in;
+        in.scores = expand(theta, Shape{N, 1, K});  // N independent draws from the same θ
+        const HardAlignment::Sample s = hard.sample(in);
+        Tensor rewards = Tensor::empty(Shape{N});
+        for (int64_t i = 0; i < N; ++i) rewards[i] = f[static_cast<size_t>(s.indices[i])];
+        // loss = −mean[(R − b) log p(s)], so −∇loss estimates ∇J
+        reinforce_loss(s.log_prob, rewards, baseline).backward();
+        for (int64_t k = 0; k < K; ++k) {
+            INFO("baseline " << baseline << ", θ_" << k);
+            CHECK(-theta.grad()[k] == doctest::Approx(exact[static_cast<size_t>(k)]).epsilon(0).scale(0).epsilon(0.04));
+        }
+    }
+}
+
+TEST_CASE("caption model: location_cell and the metrics on a hand-made case") {
+    // a 4×4 grid over a 2×2 scene: location 5 = (1, 1) lies in cell 0, location 10 = (2, 2) in cell 3
+    CHECK(location_cell(5, 4, 4, 2, 2) == 0);
+    CHECK(location_cell(10, 4, 4, 2, 2) == 3);
+    CHECK(location_cell(3, 4, 4, 2, 2) == 1);
+    CHECK(location_cell(3, 2, 4, 1, 2) == 1);
+
+    CaptionVocab vocab{{"<start>", "<end>", "a", "b"}};
+    CaptionExample ex;
+    ex.caption = {2, 3, 1};
+    ex.cells = {0, 1, -1};
+    auto one_hot_at = [](int64_t l) {
+        std::vector<real> a(8, 0);
+        a[static_cast<size_t>(l)] = 1;
+        return a;
+    };
+    Decoded right{{2, 3, 1}, {one_hot_at(1), one_hot_at(6), one_hot_at(0)}, 0};  // 2×4 grid, 1×2 cells
+    Decoded wrong{{2, 2, 1}, {one_hot_at(3), one_hot_at(7), one_hot_at(0)}, 0};
+    const CaptionMetrics m = caption_metrics({right, wrong}, {&ex, &ex}, vocab, 2, 4, 1, 2);
+    CHECK(m.word_accuracy == doctest::Approx(0.75));
+    CHECK(m.exact == doctest::Approx(0.5));
+    CHECK(m.localization == doctest::Approx(0.75));  // locations 1, 6, 3 → cells 0, 1, 1; 7 → cell 1 ✓
+    CHECK(m.bleu[0] == doctest::Approx(0.75));
+}
+
+// A tiny captioner learns a two-cell task: an "x" or a "bar" in each of two
+// cells side by side (two shapes a small CNN tells apart after soft pooling).
+TEST_CASE("caption model: a tiny model learns a two-cell task; beam 1 agrees with greedy") {
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 16, .num_shapes = 2, .first_shape = 6, .noise = 0.02},
+                                                256, 1, 64);
+    Generator gen(3);
+    Captioner model({.channels1 = 8, .channels2 = 16, .hidden = 32, .embedding = 8, .attention = 8, .vocab = 4}, gen);
+    Adam opt(model.named_parameters(), AdamOptions{.lr = 3e-3});
+    MovingAverageBaseline baseline;
+    for (int64_t step = 0; step < 300; ++step) {
+        std::vector<int64_t> idx(32);
+        std::iota(idx.begin(), idx.end(), (step * 32) % 256);
+        const CaptionBatch b = make_caption_batch(d.train, idx);
+        opt.zero_grad();
+        caption_loss(model.forward(b.images, b.captions), b.captions, {.penalty = 0.1}, false, baseline).total.backward();
+        opt.step();
+    }
+    model.eval();
+    std::vector<int64_t> all(64);
+    std::iota(all.begin(), all.end(), 0);
+    const CaptionBatch test = make_caption_batch(d.test, all);
+    const std::vector<Decoded> greedy = greedy_decode(model, test.images, 3);
+    const CaptionMetrics m = caption_metrics(greedy, test.examples, d.vocab, 4, 8, 1, 2);
+    MESSAGE("two-cell task: word accuracy " << m.word_accuracy << ", localization " << m.localization);
+    CHECK(m.word_accuracy >= 0.9);
+
+    for (int64_t i = 0; i < 4; ++i) {
+        const Decoded beam1 = beam_search(model, d.test[static_cast<size_t>(i)].image, 1, 3);
+        const Decoded& g = greedy[static_cast<size_t>(i)];
+        REQUIRE(beam1.words.size() <= g.words.size());
+        for (size_t t = 0; t < beam1.words.size(); ++t) CHECK(beam1.words[t] == g.words[t]);
+        CHECK(beam1.log_prob == doctest::Approx(g.log_prob).epsilon(1e-4));
+        const Decoded beam3 = beam_search(model, d.test[static_cast<size_t>(i)].image, 3, 3);
+        CHECK(beam3.log_prob >= beam1.log_prob - 1e-5);
+    }
+}

@@ -1,0 +1,134 @@
+// The seq2seq example's data: date generation, the lexicon loader, the hash
+// split, batching, and Sequitur-style WER/PER.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "examples/common/edit_distance.hpp"
+#include "examples/common/seq2seq_data.hpp"
+
+using namespace attn;
+using namespace attn::seq2seq;
+
+TEST_CASE("seq2seq dates: generation is deterministic and the splits are disjoint") {
+    const auto a = generate_dates(200, 0, 7), b = generate_dates(200, 0, 7);
+    REQUIRE(a.size() == 200);
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].text == b[i].text);
+        CHECK(a[i].iso == b[i].iso);
+        const int y = std::stoi(a[i].iso.substr(0, 4)), m = std::stoi(a[i].iso.substr(5, 2)),
+                  d = std::stoi(a[i].iso.substr(8, 2));
+        CHECK(date_split(y, m, d) == 0);
+        CHECK(y >= 1950);
+        CHECK(y <= 2049);
+    }
+    for (const auto& t : generate_dates(100, 2, 7)) {
+        const int y = std::stoi(t.iso.substr(0, 4)), m = std::stoi(t.iso.substr(5, 2)), d = std::stoi(t.iso.substr(8, 2));
+        CHECK(date_split(y, m, d) == 2);
+    }
+    CHECK(generate_dates(5, 0, 8)[0].text != a[0].text);
+}
+
+TEST_CASE("seq2seq dates: formats and weekdays") {
+    Generator gen(1);
+    CHECK(day_of_week(2026, 11, 22) == 6);  // a Sunday
+    CHECK(day_of_week(2000, 1, 1) == 5);    // a Saturday
+    CHECK(format_date(2026, 11, 22, 6, gen) == "11/22/26");
+    CHECK(format_date(2026, 11, 22, 8, gen) == "22.11.2026");
+    CHECK(format_date(2026, 11, 22, 10, gen) == "2026/11/22");
+    CHECK(format_date(2026, 11, 3, 9, gen) == "3.11.26");
+    const std::string s = format_date(2026, 11, 22, 4, gen);  // Sunday, Nov 22 2026 in some case
+    CHECK(s.size() == std::string("Sunday, Nov 22 2026").size());
+    CHECK_THROWS_AS(format_date(2026, 11, 22, date_format_count(), gen), std::invalid_argument);
+}
+
+TEST_CASE("seq2seq lexicon: both forms, alternates merged, words case-folded") {
+    const Lexicon lex = parse_lexicon(
+        ";;; a comment\n"
+        "abandon AH B AE N D AH N\n"
+        "either IY DH ER\n"
+        "either(2) AY DH ER\n"
+        "\n"
+        "READ\tR IY D\tR EH D\n"
+        "Read\tR EH D\r\n",
+        "mem");
+    REQUIRE(lex.size() == 3);
+    CHECK(lex[0].word == "abandon");
+    CHECK(lex[0].pronunciations[0].size() == 7);
+    CHECK(lex[1].word == "either");
+    REQUIRE(lex[1].pronunciations.size() == 2);
+    CHECK(lex[1].pronunciations[1][0] == "AY");
+    CHECK(lex[2].word == "read");
+    CHECK(lex[2].pronunciations.size() == 3);
+}
+
+TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reason") {
+    auto message = [](const std::string& text) {
+        try {
+            parse_lexicon(text, "lex.dict");
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(message("ok OW K\nlonely\n") == "lex.dict:2: 'lonely' has no pronunciation (expected WORD PH PH ...)");
+    CHECK(message("word(x) W ER D\n").find("lex.dict:1: 'word(x)': an alternate must be written word(N)") == 0);
+    CHECK(message("word(2 W ER D\n").find("lex.dict:1:") == 0);
+    CHECK(message("(2) W ER D\n").find("lex.dict:1:") == 0);
+    CHECK(message("\tW ER D\n") == "lex.dict:1: the word is empty");
+    CHECK(message("a\x01 B\n").find("lex.dict:1: control character") == 0);
+    CHECK(message("a b\tB\n").find("lex.dict:1:") == 0);
+    CHECK_THROWS_WITH_AS(load_lexicon("/nonexistent/lex.dict"), "/nonexistent/lex.dict: cannot open the lexicon file",
+                         std::runtime_error);
+}
+
+TEST_CASE("seq2seq lexicon: the hash split is deterministic, about 90/5/5, and keeps a word's pronunciations together") {
+    Lexicon lex;
+    for (int i = 0; i < 4000; ++i) lex.push_back({"w" + std::to_string(i), {{"A"}, {"B"}}});
+    const LexiconSplit s = split_lexicon(lex);
+    CHECK(s.train.size() + s.dev.size() + s.test.size() == lex.size());
+    CHECK(s.train.size() > 3500);
+    CHECK(s.dev.size() > 120);
+    CHECK(s.test.size() > 120);
+    for (const auto& e : s.test) {
+        CHECK(word_split(e.word) == 2);
+        CHECK(e.pronunciations.size() == 2);
+    }
+    CHECK(word_split("abandon") == word_split("abandon"));
+}
+
+TEST_CASE("seq2seq batches: padding, teacher-forcing shift, bucketing covers every pair once") {
+    std::vector<Pair> pairs;
+    for (int i = 0; i < 50; ++i) pairs.push_back({std::vector<int64_t>(1 + i % 7, 5), std::vector<int64_t>(1 + i % 3, 6)});
+    Generator gen(3);
+    const auto batches = make_batches(pairs, 8, &gen);
+    std::vector<int> seen(50, 0);
+    for (const auto& b : batches) {
+        for (size_t r = 0; r < b.index.size(); ++r) {
+            ++seen[b.index[r]];
+            const Pair& p = pairs[b.index[r]];
+            const int64_t T = b.target_in.size(1);
+            CHECK(b.source_lengths[r] == static_cast<int64_t>(p.source.size()));
+            CHECK(b.target_in[static_cast<int64_t>(r) * T] == kBos);
+            CHECK(b.target_out[static_cast<int64_t>(r) * T + static_cast<int64_t>(p.target.size())] == kEos);
+        }
+    }
+    for (int c : seen) CHECK(c == 1);
+}
+
+TEST_CASE("seq2seq scoring: edit distance, closest reference, WER and PER by hand") {
+    using V = std::vector<std::string>;
+    CHECK(edit_distance(V{"K", "AE", "T"}, V{"K", "AE", "T"}) == 0);
+    CHECK(edit_distance(V{"K", "AE", "T"}, V{"K", "AH", "T"}) == 1);
+    CHECK(edit_distance(V{}, V{"A", "B"}) == 2);
+    CHECK(edit_distance(V{"A", "B", "C"}, V{"B", "C", "D"}) == 2);
+    ErrorRates e;
+    e.add(V{"IY", "DH", "ER"}, {V{"AY", "DH", "ER"}, V{"IY", "DH", "ER"}});  // matches the 2nd: 0 errors
+    e.add(V{"K", "AE"}, {V{"K", "AE", "T"}});                                 // one deletion of 3
+    e.add(V{"R", "AH", "D"}, {V{"R", "IY", "D", "Z"}, V{"R", "EH", "D"}});    // closest: R EH D, 1 of 3
+    CHECK(e.words == 3);
+    CHECK(e.word_errors == 2);
+    CHECK(e.wer() == doctest::Approx(2.0 / 3));
+    CHECK(e.per() == doctest::Approx(2.0 / 9));  // (0 + 1 + 1) / (3 + 3 + 3)
+}
