@@ -1,0 +1,443 @@
+// The fused scaled dot-product attention: forward and backward tile loops.
+// attention/fused_attention.hpp has the formulas; each loop below carries the
+// line of the formula it computes, and the shape of the tile it produces.
+//
+// Legend: batch = the leading axes flattened (B, or B·h for heads); m queries,
+// n keys; a tile is Br query rows × Bc key columns; S, P, dP are tiles stored
+// with a row stride of Bc.
+#include "attention/fused_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attention/transformer.hpp"
+#include "autograd/record.hpp"
+#include "tensor/gemm/gemm.hpp"
+#include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
+
+namespace attn {
+namespace {
+
+constexpr real kNegInf = -std::numeric_limits<real>::infinity();
+constexpr int64_t Br = kFusedBlockQueries;
+constexpr int64_t Bc = kFusedBlockKeys;
+const char* const kOp = "scaled_dot_product_attention_fused";
+
+// The sizes of the problem: `batch` independent attentions of m queries over n keys.
+struct Sizes {
+    int64_t batch = 0, m = 0, n = 0, d_k = 0, d_v = 0;
+    real scale = 1;  // 1/√d_k
+    bool causal = false;
+    // The last key query i may see: j ≤ i + n − m under the causal mask
+    // (negative: none), else every key.
+    int64_t last_key(int64_t i) const { return causal ? std::min(n - 1, i + n - m) : n - 1; }
+};
+
+// A keep mask broadcast to batch×m×n without being expanded: element (b, i, j)
+// is data[offset[b] + i·row + j·col]; a stride of 0 repeats a broadcast axis.
+struct BroadcastMask {
+    Tensor tensor;
+    std::vector<int64_t> offset;  // one per flat batch index
+    int64_t row = 0, col = 0;
+    bool defined() const { return tensor.defined(); }
+    const real* at(int64_t b, int64_t i, int64_t j) const { return tensor.data() + offset[b] + i * row + j * col; }
+};
+
+BroadcastMask broadcast_mask(const Tensor& mask, const Shape& scores, int64_t batch) {
+    BroadcastMask out;
+    if (!mask.defined()) return out;
+    const int R = scores.rank(), shift = R - mask.rank();
+    bool fits = shift >= 0;
+    for (int a = 0; fits && a < mask.rank(); ++a) fits = mask.shape()[a] == 1 || mask.shape()[a] == scores[a + shift];
+    if (!fits)
+        throw std::invalid_argument(std::string(kOp) + ": mask " + mask.shape().str() +
+                                    " does not broadcast to the scores " + scores.str());
+    // The stride of scores' axis a in the mask: 0 where the mask has no such
+    // axis or has size 1 (broadcast), else the mask's own contiguous stride.
+    auto stride = [&](int a) { return a < shift || mask.shape()[a - shift] == 1 ? 0 : mask.shape().stride(a - shift); };
+    out.tensor = mask;
+    out.row = stride(R - 2);
+    out.col = stride(R - 1);
+    out.offset.resize(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b) {
+        int64_t rest = b, offset = 0;
+        for (int a = R - 3; a >= 0; --a) {  // b's multi-index over the leading axes, last axis fastest
+            offset += (rest % scores[a]) * stride(a);
+            rest /= scores[a];
+        }
+        out.offset[static_cast<size_t>(b)] = offset;
+    }
+    return out;
+}
+
+// S_rc = −∞ where the keep mask is 0 or the causal rule hides key j0 + c from
+// query i0 + r. S is rows×cols with row stride lds.
+void mask_tile(const Sizes& p, const BroadcastMask& mask, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+               real* S, int64_t lds) {
+    const bool crosses_diagonal = p.causal && j0 + cols - 1 > p.last_key(i0);
+    if (!mask.defined() && !crosses_diagonal) return;
+    for (int64_t r = 0; r < rows; ++r) {
+        real* s = S + r * lds;
+        if (mask.defined()) {
+            const real* keep = mask.at(b, i0 + r, j0);
+            for (int64_t c = 0; c < cols; ++c)
+                if (keep[c * mask.col] == 0) s[c] = kNegInf;
+        }
+        if (crosses_diagonal)
+            for (int64_t c = std::max<int64_t>(0, p.last_key(i0 + r) + 1 - j0); c < cols; ++c) s[c] = kNegInf;
+    }
+}
+
+// ---- row kernels ------------------------------------------------------------------
+// The element-wise work on the rows of a tile, written on float vectors (the
+// GCC/Clang vector extension). Left to itself GCC keeps these loops scalar at
+// -O2 without -ffast-math (a float comparison may trap, a float sum may not be
+// reordered), and then the exponentials cost more than the tile products. The
+// exponentials, most of the work, use the vector width of the GEMM's path
+// (tensor/gemm/gemm.hpp: 16 lanes with AVX-512, 8 with AVX2, else 4: SSE2 on
+// any x86-64, NEON on ARM); the row maxima and the softmax backward use 4. The
+// double build (gradient checks) runs the same rows as plain loops with std::exp.
+
+#ifndef ATTN_DOUBLE
+
+using Vec4 = float __attribute__((vector_size(16)));
+using Int4 = int32_t __attribute__((vector_size(16)));
+constexpr float kInfF = std::numeric_limits<float>::infinity();
+
+inline Vec4 load4(const float* p) {
+    Vec4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof v); }
+
+// max_c x_c
+inline float row_max(const float* x, int64_t n) {
+    Vec4 m = Vec4{} - kInfF;
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        const Vec4 v = load4(x + c);
+        const Int4 greater = v > m;
+        m = __builtin_bit_cast(Vec4, (greater & __builtin_bit_cast(Int4, v)) | (~greater & __builtin_bit_cast(Int4, m)));
+    }
+    float best = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+    for (; c < n; ++c) best = std::max(best, x[c]);
+    return best;
+}
+
+// x_c ← e^(x_c − shift), returns Σ_c x_c; W values at a time. e^x to within
+// 1e-7 relative for x ≥ −87, and exactly 0 below (so e^−∞ = 0): x = n·ln2 + r
+// with |r| ≤ ln2/2 (Cody–Waite, ln2 split in two), e^r by Cephes' degree-6
+// polynomial, 2^n written into the exponent bits.
+// (Vector types of W lanes; spelled out per width because GCC ignores a
+// vector_size that depends on a template parameter.)
+template <int W>
+struct Lanes;
+template <>
+struct Lanes<4> {
+    using F = float __attribute__((vector_size(16)));
+    using I = int32_t __attribute__((vector_size(16)));
+};
+template <>
+struct Lanes<8> {
+    using F = float __attribute__((vector_size(32)));
+    using I = int32_t __attribute__((vector_size(32)));
+};
+template <>
+struct Lanes<16> {
+    using F = float __attribute__((vector_size(64)));
+    using I = int32_t __attribute__((vector_size(64)));
+};
+
+template <int W>
+[[gnu::always_inline]] inline float exp_shifted_sum_lanes(float* x, int64_t n, float shift) {
+    using F = typename Lanes<W>::F;
+    using I = typename Lanes<W>::I;
+    static_assert(sizeof(F) == W * sizeof(float));
+    F sum = {};
+    for (int64_t c = 0; c < n; c += W) {
+        const int64_t k = std::min<int64_t>(W, n - c);  // k < W: the row's tail, padded with −∞
+        float lanes[W];
+        std::fill(lanes, lanes + W, -kInfF);
+        F v;
+        std::memcpy(k == W ? static_cast<void*>(&v) : lanes, x + c, static_cast<size_t>(k) * sizeof(float));
+        if (k < W) std::memcpy(&v, lanes, sizeof v);
+        v -= shift;
+        const I under = v < -87.0f, over = v > 88.0f;
+        v = __builtin_bit_cast(F, (over & __builtin_bit_cast(I, F{} + 88.0f)) | (~over & __builtin_bit_cast(I, v)));
+        v = __builtin_bit_cast(F, (under & __builtin_bit_cast(I, F{} - 87.0f)) | (~under & __builtin_bit_cast(I, v)));
+        // t = x/ln2 + 1.5·2²³ rounds x/ln2 to the integer n, which sits in t's low mantissa bits
+        const F t = v * 1.44269504088896341f + 12582912.0f;
+        const F n_ln2 = t - 12582912.0f;
+        const F r = v - n_ln2 * 0.693359375f - n_ln2 * -2.12194440e-4f;
+        // e^r ≈ 1 + r + r²·P(r)
+        F p = F{} + 1.9875691500e-4f;
+        p = p * r + 1.3981999507e-3f;
+        p = p * r + 8.3334519073e-3f;
+        p = p * r + 4.1665795894e-2f;
+        p = p * r + 1.6666665459e-1f;
+        p = p * r + 5.0000001201e-1f;
+        p = p * r * r + r + 1.0f;
+        // e^x = e^r · 2^n, with 2^n's exponent field n + 127
+        const F two_n = __builtin_bit_cast(F, (__builtin_bit_cast(I, t) - 0x4B400000 + 127) << 23);
+        const F e = __builtin_bit_cast(F, ~under & __builtin_bit_cast(I, p * two_n));
+        std::memcpy(k == W ? static_cast<void*>(x + c) : lanes, &e, sizeof e);
+        if (k < W) std::memcpy(x + c, lanes, static_cast<size_t>(k) * sizeof(float));
+        sum += e;
+    }
+    float lanes[W] = {};
+    std::memcpy(lanes, &sum, sizeof sum);
+    float total = 0;
+    for (int u = 0; u < W; ++u) total += lanes[u];
+    return total;
+}
+#if defined(__x86_64__)
+[[gnu::target("avx512f")]] inline float exp_shifted_sum_avx512(float* x, int64_t n, float shift) {
+    return exp_shifted_sum_lanes<16>(x, n, shift);
+}
+[[gnu::target("avx2")]] inline float exp_shifted_sum_avx2(float* x, int64_t n, float shift) {
+    return exp_shifted_sum_lanes<8>(x, n, shift);
+}
+#endif
+inline float exp_shifted_sum(float* x, int64_t n, float shift) {
+#if defined(__x86_64__)
+    static const GemmPath path = gemm_default_path();
+    if (path == GemmPath::avx512) return exp_shifted_sum_avx512(x, n, shift);
+    if (path == GemmPath::avx2) return exp_shifted_sum_avx2(x, n, shift);
+#endif
+    return exp_shifted_sum_lanes<4>(x, n, shift);
+}
+
+// d_c ← p_c (d_c − D): the softmax backward on one row
+inline void softmax_backward_row(float* d, const float* p, int64_t n, float D) {
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) store4(d + c, load4(p + c) * (load4(d + c) - D));
+    for (; c < n; ++c) d[c] = p[c] * (d[c] - D);
+}
+
+#else  // the double build: plain loops
+
+inline double row_max(const double* x, int64_t n) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < n; ++c) m = std::max(m, x[c]);
+    return m;
+}
+inline double exp_shifted_sum(double* x, int64_t n, double shift) {
+    double sum = 0;
+    for (int64_t c = 0; c < n; ++c) sum += (x[c] = std::exp(x[c] - shift));
+    return sum;
+}
+inline void softmax_backward_row(double* d, const double* p, int64_t n, double D) {
+    for (int64_t c = 0; c < n; ++c) d[c] = p[c] * (d[c] - D);
+}
+
+#endif
+
+// How many (batch, block) tasks a thread takes at least: about 2^18
+// multiply-adds, so that tiny problems stay on one thread.
+int64_t grain_for(const Sizes& p, int64_t rows_per_task) {
+    const int64_t madds = std::max<int64_t>(1, rows_per_task * p.n * (p.d_k + p.d_v));
+    return std::max<int64_t>(1, (int64_t(1) << 18) / madds);
+}
+
+// ---- forward ---------------------------------------------------------------------
+
+struct ForwardScratch {
+    std::vector<real> tile = std::vector<real>(Br * Bc);  // S, then P in place
+    std::vector<real> mu = std::vector<real>(Br), ell = std::vector<real>(Br);
+};
+
+// Query rows [i0, i0 + rows) of attention b: their outputs O and log-sum-exps L.
+void forward_block(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V, real* O,
+                   real* L, int64_t b, int64_t i0, int64_t rows, ForwardScratch& s) {
+    const real* q = Q + (b * p.m + i0) * p.d_k;
+    real* o = O + (b * p.m + i0) * p.d_v;
+    real *mu = s.mu.data(), *ell = s.ell.data(), *S = s.tile.data();
+    std::fill(o, o + rows * p.d_v, real(0));
+    std::fill(mu, mu + rows, kNegInf);
+    std::fill(ell, ell + rows, real(0));
+    const int64_t key_end = p.last_key(i0 + rows - 1) + 1;  // later keys are hidden from every row
+    for (int64_t j0 = 0; j0 < key_end; j0 += Bc) {
+        const int64_t cols = std::min(Bc, key_end - j0);
+        // S = Q_i K_jᵀ / √d_k                                          rows×cols
+        gemm(false, true, rows, cols, p.d_k, p.scale, q, p.d_k, K + (b * p.n + j0) * p.d_k, p.d_k, real(0), S, Bc);
+        mask_tile(p, mask, b, i0, rows, j0, cols, S, Bc);
+        for (int64_t r = 0; r < rows; ++r) {
+            real* sr = S + r * Bc;
+            // μ' = max(μ, rowmax S)
+            const real mu_new = std::max(mu[r], row_max(sr, cols));
+            if (mu_new == kNegInf) {  // every key so far is masked: nothing to add
+                std::fill(sr, sr + cols, real(0));
+                continue;
+            }
+            // P = exp(S − μ')        ℓ = e^(μ−μ') ℓ + rowsum P        o = e^(μ−μ') o
+            const real rescale = std::exp(mu[r] - mu_new);
+            ell[r] = rescale * ell[r] + exp_shifted_sum(sr, cols, mu_new);
+            mu[r] = mu_new;
+            if (rescale != 1)
+                for (real *orow = o + r * p.d_v, *end = orow + p.d_v; orow != end; ++orow) *orow *= rescale;
+        }
+        // o += P V_j                                                   rows×d_v
+        gemm(false, false, rows, p.d_v, cols, real(1), S, Bc, V + (b * p.n + j0) * p.d_v, p.d_v, real(1), o, p.d_v);
+    }
+    // O_i = o / ℓ,  L_i = μ + log ℓ       (ℓ = 0: every key masked → O_i = 0, L_i = −∞)
+    for (int64_t r = 0; r < rows; ++r) {
+        real* orow = o + r * p.d_v;
+        real& lse = L[b * p.m + i0 + r];
+        if (ell[r] == 0) {
+            std::fill(orow, orow + p.d_v, real(0));
+            lse = kNegInf;
+            continue;
+        }
+        const real inv = 1 / ell[r];
+        for (int64_t c = 0; c < p.d_v; ++c) orow[c] *= inv;
+        lse = mu[r] + std::log(ell[r]);
+    }
+}
+
+void forward(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V, real* O,
+             real* L) {
+    const int64_t blocks = (p.m + Br - 1) / Br;
+    parallel_for(0, p.batch * blocks, grain_for(p, Br), [&](int64_t t0, int64_t t1) {
+        ForwardScratch scratch;
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t b = t / blocks, i0 = (t % blocks) * Br;
+            forward_block(p, mask, Q, K, V, O, L, b, i0, std::min(Br, p.m - i0), scratch);
+        }
+    });
+}
+
+// ---- backward --------------------------------------------------------------------
+
+struct BackwardScratch {
+    std::vector<real> P = std::vector<real>(Br * Bc), dP = std::vector<real>(Br * Bc), D;
+};
+
+// Adds the gradients of attention b into dQ, dK, dV (each null when that
+// input needs none).
+void backward_batch(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V,
+                    const real* O, const real* L, const real* dO, real* dQ, real* dK, real* dV, int64_t b,
+                    BackwardScratch& s) {
+    Q += b * p.m * p.d_k, K += b * p.n * p.d_k, V += b * p.n * p.d_v;
+    O += b * p.m * p.d_v, dO += b * p.m * p.d_v, L += b * p.m;
+    if (dQ) dQ += b * p.m * p.d_k;
+    if (dK) dK += b * p.n * p.d_k;
+    if (dV) dV += b * p.n * p.d_v;
+    // D_i = Σ_c dO_ic O_ic                                              m
+    s.D.assign(static_cast<size_t>(p.m), real(0));
+    for (int64_t i = 0; i < p.m; ++i) {
+        real d = 0;
+        for (int64_t c = 0; c < p.d_v; ++c) d += dO[i * p.d_v + c] * O[i * p.d_v + c];
+        s.D[static_cast<size_t>(i)] = d;
+    }
+    real *P = s.P.data(), *dS = s.dP.data();
+    for (int64_t j0 = 0; j0 < p.n; j0 += Bc) {
+        const int64_t cols = std::min(Bc, p.n - j0);
+        const real *Kj = K + j0 * p.d_k, *Vj = V + j0 * p.d_v;
+        // Queries before the first that sees key j0 (causal: j0 ≤ i + n − m) see none of this block.
+        const int64_t first_query = p.causal ? std::max<int64_t>(0, j0 - (p.n - p.m)) : 0;
+        for (int64_t i0 = first_query / Br * Br; i0 < p.m; i0 += Br) {
+            const int64_t rows = std::min(Br, p.m - i0);
+            const real *Qi = Q + i0 * p.d_k, *dOi = dO + i0 * p.d_v;
+            // P = exp(Q_i K_jᵀ / √d_k − L_i)                              rows×cols
+            gemm(false, true, rows, cols, p.d_k, p.scale, Qi, p.d_k, Kj, p.d_k, real(0), P, Bc);
+            mask_tile(p, mask, b, i0, rows, j0, cols, P, Bc);
+            for (int64_t r = 0; r < rows; ++r) {
+                const real lse = L[i0 + r];
+                if (lse == kNegInf)  // every key of this query is masked
+                    std::fill(P + r * Bc, P + r * Bc + cols, real(0));
+                else
+                    exp_shifted_sum(P + r * Bc, cols, lse);
+            }
+            // dV_j += Pᵀ dO_i                                              cols×d_v
+            if (dV) gemm(true, false, cols, p.d_v, rows, real(1), P, Bc, dOi, p.d_v, real(1), dV + j0 * p.d_v, p.d_v);
+            if (!dQ && !dK) continue;
+            // dP = dO_i V_jᵀ                                               rows×cols
+            gemm(false, true, rows, cols, p.d_v, real(1), dOi, p.d_v, Vj, p.d_v, real(0), dS, Bc);
+            // dS = P ∘ (dP − D_i)
+            for (int64_t r = 0; r < rows; ++r)
+                softmax_backward_row(dS + r * Bc, P + r * Bc, cols, s.D[static_cast<size_t>(i0 + r)]);
+            // dQ_i += dS K_j / √d_k                                        rows×d_k
+            if (dQ) gemm(false, false, rows, p.d_k, cols, p.scale, dS, Bc, Kj, p.d_k, real(1), dQ + i0 * p.d_k, p.d_k);
+            // dK_j += dSᵀ Q_i / √d_k                                       cols×d_k
+            if (dK) gemm(true, false, cols, p.d_k, rows, p.scale, dS, Bc, Qi, p.d_k, real(1), dK + j0 * p.d_k, p.d_k);
+        }
+    }
+}
+
+// ---- the weights, on request ----------------------------------------------------
+
+// A = exp(Q Kᵀ / √d_k − L) with masked entries 0: the same weights the
+// forward used, materialised batch×m×n for drawing.
+Tensor materialise_weights(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* L,
+                           const Shape& shape) {
+    Tensor A = Tensor::empty(shape);
+    real* a = A.data();
+    const int64_t blocks = (p.m + Br - 1) / Br;
+    parallel_for(0, p.batch * blocks, grain_for(p, Br), [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t b = t / blocks, i0 = (t % blocks) * Br, rows = std::min(Br, p.m - i0);
+            real* S = a + (b * p.m + i0) * p.n;
+            gemm(false, true, rows, p.n, p.d_k, p.scale, Q + (b * p.m + i0) * p.d_k, p.d_k, K + b * p.n * p.d_k, p.d_k,
+                 real(0), S, p.n);
+            mask_tile(p, mask, b, i0, rows, 0, p.n, S, p.n);
+            for (int64_t r = 0; r < rows; ++r) {
+                const real lse = L[b * p.m + i0 + r];
+                if (lse == kNegInf)
+                    std::fill(S + r * p.n, S + (r + 1) * p.n, real(0));
+                else
+                    exp_shifted_sum(S + r * p.n, p.n, lse);
+            }
+        }
+    });
+    return A;
+}
+
+}  // namespace
+
+AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var& keys, const Var& values,
+                                                   const Tensor& mask, const FusedAttentionOptions& options) {
+    check_sdpa_inputs(kOp, queries, keys, values);
+    const Shape& qs = queries.shape();
+    const int R = qs.rank();
+    Sizes p;
+    p.m = qs[R - 2], p.d_k = qs[R - 1], p.n = keys.size(-2), p.d_v = values.size(-1);
+    p.batch = 1;  // the leading axes, flattened
+    for (int a = 0; a < R - 2; ++a) p.batch *= qs[a];
+    p.scale = real(1) / std::sqrt(static_cast<real>(p.d_k));
+    p.causal = options.causal;
+    const Shape scores_shape = qs.with(R - 1, p.n);    // …×m×n
+    const Shape output_shape = qs.with(R - 1, p.d_v);  // …×m×d_v
+    const BroadcastMask bm = broadcast_mask(mask, scores_shape, p.batch);
+
+    const Tensor Q = queries.value(), K = keys.value(), V = values.value();
+    Tensor O = Tensor::empty(output_shape), L = Tensor::empty(Shape{p.batch, p.m});
+    forward(p, bm, Q.data(), K.data(), V.data(), O.data(), L.data());
+
+    Var weights;
+    if (options.need_weights) weights = Var(materialise_weights(p, bm, Q.data(), K.data(), L.data(), scores_shape));
+
+    // Backward keeps Q, K, V and L (…×m); the output O is the node's own value.
+    Var output = record(kOp, O, {queries, keys, values}, [p, bm, Q, K, V, L](Backward& bw) {
+        // ∂L/∂Q, ∂L/∂K, ∂L/∂V are added (the kernel only ever does +=) straight into
+        // the gradient buffers of the inputs that want them; null skips the others.
+        // Attention b only touches rows of b, and one thread does all of b, so this
+        // is safe even when two inputs are one variable (self-attention on X).
+        auto buffer = [&bw](int i) { return bw.needs(i) ? bw.grad_buffer(i).data() : nullptr; };
+        real *dq = buffer(0), *dk = buffer(1), *dv = buffer(2);
+        const real *dO = bw.grad().data(), *out = bw.output().data();
+        parallel_for(0, p.batch, grain_for(p, p.m), [&](int64_t b0, int64_t b1) {
+            BackwardScratch scratch;
+            for (int64_t b = b0; b < b1; ++b)
+                backward_batch(p, bm, Q.data(), K.data(), V.data(), out, L.data(), dO, dq, dk, dv, b, scratch);
+        });
+    });
+    return {output, weights};
+}
+
+}  // namespace attn

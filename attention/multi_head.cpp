@@ -1,0 +1,208 @@
+// Multi-head attention (entry 40), narrow and wide heads (41) and gated heads
+// (49). Formulas and the shape legend are in attention/multi_head.hpp.
+#include "attention/multi_head.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "attention/fused_attention.hpp"
+#include "attention/transformer.hpp"
+#include "nn/init.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn {
+
+namespace {
+
+Tensor xavier(const Shape& shape, Generator& gen) {
+    Tensor w = Tensor::empty(shape);
+    return init::xavier_uniform_(w, gen);
+}
+
+Taxonomy multi_head_taxonomy() {
+    Taxonomy t;
+    t.scoring = "scaled_dot_score";
+    t.query_multiplicity = "multi-head";
+    return t;
+}
+
+// [head_1, …, head_h]: B×h×m×w → B×m×h×w → B×m×(h·w)
+Var concat_heads(const Var& heads) {
+    const int64_t B = heads.size(0), h = heads.size(1), m = heads.size(2), w = heads.size(3);
+    return reshape(permute(heads, {0, 2, 1, 3}), {B, m, h * w});
+}
+
+}  // namespace
+
+// ---- entry 40: multi_head_attention ----------------------------------------------------
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator& gen)
+    : MultiHeadAttention(d_model, heads, gen, Options{}) {}
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator& gen, const Options& options)
+    : d_model_(d_model), h_(heads), options_(options) {
+    if (d_model <= 0 || heads <= 0 || ((options.d_k == 0 || options.d_v == 0) && d_model % heads != 0))
+        throw std::invalid_argument(id() + ": d_model = " + std::to_string(d_model) + " and h = " +
+                                    std::to_string(heads) + ": need h > 0 dividing d_model (or explicit d_k, d_v)");
+    d_k_ = options.d_k > 0 ? options.d_k : d_model / heads;
+    d_v_ = options.d_v > 0 ? options.d_v : d_model / heads;
+    W_Q = register_parameter("W_Q", xavier(Shape{d_model, h_ * d_k_}, gen));
+    W_K = register_parameter("W_K", xavier(Shape{d_model, h_ * d_k_}, gen));
+    W_V = register_parameter("W_V", xavier(Shape{d_model, h_ * d_v_}, gen));
+    W_O = register_parameter("W_O", xavier(Shape{h_ * d_v_, d_model}, gen));
+    if (options.bias) {
+        b_Q = register_parameter("b_Q", Tensor::zeros(Shape{h_ * d_k_}));
+        b_K = register_parameter("b_K", Tensor::zeros(Shape{h_ * d_k_}));
+        b_V = register_parameter("b_V", Tensor::zeros(Shape{h_ * d_v_}));
+        b_O = register_parameter("b_O", Tensor::zeros(Shape{d_model}));
+    }
+}
+
+Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
+    const int64_t B = x.size(0), m = x.size(1);
+    // X W + b, every head at once: one matmul                          B×m×(h·w)
+    Var y = matmul(x, W);
+    if (b.defined()) y = y + b;
+    // → B×m×h×w → B×h×m×w
+    return permute(reshape(y, {B, m, h_, width}), {0, 2, 1, 3});
+}
+
+AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
+                                          bool causal) const {
+    check_qkv(id(), queries, keys, values);
+    if (queries.size(2) != d_model_ || keys.size(2) != d_model_ || values.size(2) != d_model_)
+        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", keys " + keys.shape().str() +
+                                    " and values " + values.shape().str() + " need width d_model = " +
+                                    std::to_string(d_model_));
+    // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
+    const Var Q = project_to_heads(queries, W_Q, b_Q, d_k_);
+    const Var K = project_to_heads(keys, W_K, b_K, d_k_);
+    const Var V = project_to_heads(values, W_V, b_V, d_v_);
+    // head_j = Attn(Q W^Q_j, K W^K_j, V W^V_j)                          B×h×m×d_v, weights B×h×m×n
+    const Tensor M = mask_for_heads(mask);
+    if (options_.fused) {
+        FusedAttentionOptions fused;
+        fused.causal = causal;
+        fused.need_weights = options_.need_weights;
+        return scaled_dot_product_attention_fused(Q, K, V, M, fused);
+    }
+    return scaled_dot_product_attention(Q, K, V, M, causal);
+}
+
+Var MultiHeadAttention::merge_heads(const Var& heads) const {
+    // [head_1, …, head_h] W^O (+ b_O)                                   B×m×d_model
+    Var y = matmul(concat_heads(heads), W_O);
+    if (b_O.defined()) y = y + b_O;
+    return y;
+}
+
+AttentionOutput MultiHeadAttention::forward(const Var& queries, const Var& keys, const Var& values,
+                                            const Tensor& mask, bool causal) {
+    const AttentionOutput h = heads(queries, keys, values, mask, causal);
+    return {merge_heads(h.output), h.weights};
+}
+
+Taxonomy MultiHeadAttention::taxonomy() const { return multi_head_taxonomy(); }
+
+// ---- entry 41: narrow_wide_multi_head_attention ------------------------------------------
+
+NarrowWideMultiHeadAttention::NarrowWideMultiHeadAttention(int64_t d, int64_t heads, Kind kind, Generator& gen)
+    : d_(d), h_(heads), c_(0), kind_(kind) {
+    if (d <= 0 || heads <= 0 || (kind == Kind::narrow && d % heads != 0))
+        throw std::invalid_argument(id() + ": d = " + std::to_string(d) + " and h = " + std::to_string(heads) +
+                                    ": need h > 0 (and, for narrow heads, h dividing d)");
+    c_ = kind == Kind::narrow ? d / heads : d;
+    // Each head's c×c matrix ~ U(−b, b), b = √(6 / (c + c)) (Xavier per head).
+    const real bound = std::sqrt(real(3) / static_cast<real>(c_));
+    W_Q = register_parameter("W_Q", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
+    W_K = register_parameter("W_K", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
+    W_V = register_parameter("W_V", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
+    W_O = register_parameter("W_O", xavier(Shape{h_ * c_, d}, gen));
+}
+
+AttentionOutput NarrowWideMultiHeadAttention::heads(const Var& x, const Tensor& mask, bool causal) const {
+    check_rank(id(), "x", x, 3);
+    if (x.size(2) != d_)
+        throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs width d = " + std::to_string(d_));
+    const int64_t B = x.size(0), n = x.size(1);
+    // X_j: narrow, column chunk j of X (B×n×d → B×n×h×c → B×h×n×c);
+    //      wide, all of X for every head (B×1×n×d)
+    const Var X = kind_ == Kind::narrow ? permute(reshape(x, {B, n, h_, c_}), {0, 2, 1, 3}) : unsqueeze(x, 1);
+    // X_j W^Q_j, X_j W^K_j, X_j W^V_j, batched over the heads            B×h×n×c
+    const Var Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);
+    // head_j = Attn(Q_j, K_j, V_j)                                       B×h×n×c, weights B×h×n×n
+    return scaled_dot_product_attention(Q, K, V, mask_for_heads(mask), causal);
+}
+
+AttentionOutput NarrowWideMultiHeadAttention::forward(const Var& x, const Tensor& mask, bool causal) {
+    const AttentionOutput h = heads(x, mask, causal);
+    // Y = [head_1, …, head_h] W^O                                       B×n×d
+    return {matmul(concat_heads(h.output), W_O), h.weights};
+}
+
+Taxonomy NarrowWideMultiHeadAttention::taxonomy() const {
+    Taxonomy t = multi_head_taxonomy();
+    t.query = "self";
+    return t;
+}
+
+// ---- entry 49: head_gated_multi_head_attention ----------------------------------------------
+
+HeadGatedMultiHeadAttention::HeadGatedMultiHeadAttention(int64_t d_model, int64_t heads, Generator& gen)
+    : HeadGatedMultiHeadAttention(d_model, heads, gen, MultiHeadAttention::Options{}) {}
+
+HeadGatedMultiHeadAttention::HeadGatedMultiHeadAttention(int64_t d_model, int64_t heads, Generator& gen,
+                                                         const MultiHeadAttention::Options& options)
+    : mha(d_model, heads, gen, options), gen_(&gen) {
+    register_module("mha", mha);
+    // log α = 0: P(g ≠ 0) = 0.83 at the start (Louizos et al.'s initial drop rate 0.5).
+    log_alpha = register_parameter("log_alpha", Tensor::zeros(Shape{heads}));
+}
+
+Var HeadGatedMultiHeadAttention::gates(const Tensor& u) const {
+    if (u.shape() != log_alpha.shape())
+        throw std::invalid_argument(id() + ": gate noise u " + u.shape().str() + " needs one value per head, " +
+                                    log_alpha.shape().str());
+    // s = σ((log u − log(1 − u) + log α) / β)                            h
+    const Var s = sigmoid((Var(log(u) - log(-u + real(1))) + log_alpha) * (1 / beta));
+    // g = min(1, max(0, s (ζ − γ) + γ))                                  h
+    return clamp(s * (zeta - gamma) + gamma, 0, 1);
+}
+
+Var HeadGatedMultiHeadAttention::sample_gates(Generator& gen) const {
+    // u ~ U(0, 1), kept a hair away from 0 and 1 so that log u stays finite.
+    return gates(Tensor::uniform(log_alpha.shape(), real(1e-6), real(1 - 1e-6), gen));
+}
+
+Var HeadGatedMultiHeadAttention::test_gates() const {
+    // g = min(1, max(0, σ(log α)(ζ − γ) + γ))
+    return clamp(sigmoid(log_alpha) * (zeta - gamma) + gamma, 0, 1);
+}
+
+Var HeadGatedMultiHeadAttention::l0_penalty() const {
+    // L_C = Σ_j σ(log α_j − β log(−γ/ζ))
+    return sum(sigmoid(log_alpha - beta * std::log(-gamma / zeta)));
+}
+
+AttentionOutput HeadGatedMultiHeadAttention::forward_with_gates(const Var& queries, const Var& keys,
+                                                                const Var& values, const Var& g, const Tensor& mask,
+                                                                bool causal) {
+    const int64_t h = mha.num_heads();
+    if (!g.defined() || g.shape() != Shape{h})
+        throw std::invalid_argument(id() + ": gates " + (g.defined() ? g.shape().str() : std::string("undefined")) +
+                                    " need one value per head, " + Shape{h}.str());
+    const AttentionOutput heads = mha.heads(queries, keys, values, mask, causal);  // B×h×m×d_v
+    // [g_1 head_1, …, g_h head_h] W^O                                   B×m×d_model
+    const Var gated = heads.output * reshape(g, {1, h, 1, 1});
+    return {mha.merge_heads(gated), heads.weights};
+}
+
+AttentionOutput HeadGatedMultiHeadAttention::forward(const Var& queries, const Var& keys, const Var& values,
+                                                     const Tensor& mask, bool causal) {
+    const Var g = is_training() ? sample_gates(*gen_) : test_gates();
+    return forward_with_gates(queries, keys, values, g, mask, causal);
+}
+
+Taxonomy HeadGatedMultiHeadAttention::taxonomy() const { return multi_head_taxonomy(); }
+
+}  // namespace attn

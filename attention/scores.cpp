@@ -1,0 +1,233 @@
+#include "attention/scores.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "nn/init.hpp"
+
+namespace attn {
+
+namespace {
+
+// queries B×m×d_q and keys B×n×d_k: rank 3, the same batch size.
+void check_pair(const std::string& who, const Var& queries, const Var& keys) {
+    check_rank(who, "queries", queries, 3);
+    check_rank(who, "keys", keys, 3);
+    if (queries.size(0) != keys.size(0))
+        throw std::invalid_argument(who + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
+                                    " need the same batch size");
+}
+
+// The last axis of x must be `width` (the parameter's input size).
+void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
+    if (x.size(-1) != width)
+        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
+                                    std::to_string(width) + " (the score was built for it)");
+}
+
+Tensor weight(int64_t rows, int64_t cols, Generator& gen) {
+    Tensor t = Tensor::empty(Shape{rows, cols});
+    return init::xavier_uniform_(t, gen);
+}
+
+Tensor bias(const Shape& shape, int64_t fan_in, Generator& gen) {
+    Tensor t = Tensor::empty(shape);
+    return init::uniform_fan_in_(t, fan_in, gen);
+}
+
+// ‖x‖ along the last axis, kept as a size-1 axis. The tiny constant under the
+// root keeps the gradient x/‖x‖ finite (zero) at x = 0 instead of 0/0.
+Var l2_norm(const Var& x) { return sqrt(sum(square(x), -1, /*keepdim=*/true) + real(1e-30)); }
+
+}  // namespace
+
+// ---- activations ----------------------------------------------------------------------
+
+Var activate(const Var& x, Activation act) {
+    switch (act) {
+        case Activation::tanh: return tanh(x);
+        case Activation::relu: return relu(x);
+        case Activation::sigmoid: return sigmoid(x);
+        case Activation::identity: return x;
+    }
+    throw std::invalid_argument("activate: unknown activation");
+}
+
+std::string activation_name(Activation act) {
+    switch (act) {
+        case Activation::tanh: return "tanh";
+        case Activation::relu: return "relu";
+        case Activation::sigmoid: return "sigmoid";
+        case Activation::identity: return "identity";
+    }
+    return "?";
+}
+
+// H[b, i, l, :] = act(W_1 q_i + W_2 k_l + b)
+Var additive_features(const Var& projected_queries, const Var& projected_keys, const Var& bias, Activation act) {
+    // Q W_1ᵀ ⊕ K W_2ᵀ: B×m×1×d_w + B×1×n×d_w → B×m×n×d_w
+    const Var sum_qk = unsqueeze(projected_queries, 2) + unsqueeze(projected_keys, 1);
+    return activate(bias.defined() ? sum_qk + bias : sum_qk, act);  // B×m×n×d_w
+}
+
+// ---- 15. additive_score ---------------------------------------------------------------------
+
+AdditiveScore::AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
+                             Activation act)
+    : act_(act) {
+    W_1 = register_parameter("W_1", weight(hidden_dim, query_dim, gen));
+    W_2 = register_parameter("W_2", weight(hidden_dim, key_dim, gen));
+    b = register_parameter("b", bias(Shape{hidden_dim}, query_dim, gen));
+    w = register_parameter("w", bias(Shape{hidden_dim}, hidden_dim, gen));
+}
+
+Var AdditiveScore::project_keys(const Var& keys) {
+    check_rank(id(), "keys", keys, 3);
+    check_width(id(), "keys", keys, W_2.size(1));
+    return matmul(keys, W_2, false, true);  // K W_2ᵀ   B×n×d_w
+}
+
+Var AdditiveScore::score_projected(const Var& queries, const Var& projected_keys) {
+    check_pair(id(), queries, projected_keys);
+    check_width(id(), "queries", queries, W_1.size(1));
+    check_width(id(), "projected keys", projected_keys, W_1.size(0));
+    const Var projected_queries = matmul(queries, W_1, false, true);  // Q W_1ᵀ   B×m×d_w
+    // H = act(W_1 q + W_2 k_l + b)   B×m×n×d_w
+    const Var H = additive_features(projected_queries, projected_keys, b, act_);
+    // e = H w: B×m×n×d_w · d_w×1 → B×m×n×1 → B×m×n
+    return squeeze(matmul(H, reshape(w, {w.size(0), 1})), -1);
+}
+
+Var AdditiveScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    return score_projected(queries, project_keys(keys));
+}
+
+std::string AdditiveScore::describe() const {
+    return "additive_score(d_q=" + std::to_string(W_1.size(1)) + ", d_k=" + std::to_string(W_2.size(1)) +
+           ", d_w=" + std::to_string(W_1.size(0)) + ", act=" + activation_name(act_) + ")";
+}
+
+// ---- 16. dot_score --------------------------------------------------------------------------
+
+Var DotScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    if (queries.size(2) != keys.size(2))
+        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
+                                    " need the same width (d_q = d_k)");
+    return matmul(queries, keys, false, true);  // E = Q Kᵀ   B×m×n
+}
+
+// ---- 17. scaled_dot_score ----------------------------------------------------------------------
+
+Var ScaledDotScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    if (queries.size(2) != keys.size(2))
+        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
+                                    " need the same width (d_q = d_k)");
+    const real d_k = static_cast<real>(keys.size(2));
+    return matmul(queries, keys, false, true) / std::sqrt(d_k);  // E = Q Kᵀ / √d_k   B×m×n
+}
+
+// ---- 18. general_score -------------------------------------------------------------------------
+
+GeneralScore::GeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen) {
+    W = register_parameter("W", weight(key_dim, query_dim, gen));
+}
+
+Var GeneralScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    check_width(id(), "queries", queries, W.size(1));
+    check_width(id(), "keys", keys, W.size(0));
+    const Var Wq = matmul(queries, W, false, true);  // W q for every query: Q Wᵀ   B×m×d_k
+    return matmul(Wq, keys, false, true);            // e_l = k_lᵀ W q: Q Wᵀ Kᵀ    B×m×n
+}
+
+std::string GeneralScore::describe() const {
+    return "general_score(d_q=" + std::to_string(W.size(1)) + ", d_k=" + std::to_string(W.size(0)) + ")";
+}
+
+// ---- 19. biased_general_score ------------------------------------------------------------------
+
+BiasedGeneralScore::BiasedGeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen) {
+    W = register_parameter("W", weight(key_dim, query_dim, gen));
+    b = register_parameter("b", bias(Shape{key_dim}, query_dim, gen));
+}
+
+Var BiasedGeneralScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    check_width(id(), "queries", queries, W.size(1));
+    check_width(id(), "keys", keys, W.size(0));
+    const Var Wq_b = matmul(queries, W, false, true) + b;  // W q + b: Q Wᵀ + b   B×m×d_k
+    return matmul(Wq_b, keys, false, true);               // e_l = k_lᵀ (W q + b)  B×m×n
+}
+
+std::string BiasedGeneralScore::describe() const {
+    return "biased_general_score(d_q=" + std::to_string(W.size(1)) + ", d_k=" + std::to_string(W.size(0)) + ")";
+}
+
+// ---- 20. activated_general_score ---------------------------------------------------------------
+
+ActivatedGeneralScore::ActivatedGeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen, Activation act)
+    : act_(act) {
+    W = register_parameter("W", weight(key_dim, query_dim, gen));
+    b = register_parameter("b", bias(Shape{1}, query_dim, gen));
+}
+
+Var ActivatedGeneralScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    check_width(id(), "queries", queries, W.size(1));
+    check_width(id(), "keys", keys, W.size(0));
+    const Var Wq = matmul(queries, W, false, true);         // Q Wᵀ      B×m×d_k
+    const Var bilinear = matmul(Wq, keys, false, true);     // k_lᵀ W q  B×m×n
+    return activate(bilinear + b, act_);                    // e_l = act(k_lᵀ W q + b)  B×m×n
+}
+
+std::string ActivatedGeneralScore::describe() const {
+    return "activated_general_score(d_q=" + std::to_string(W.size(1)) + ", d_k=" + std::to_string(W.size(0)) +
+           ", act=" + activation_name(act_) + ")";
+}
+
+// ---- 21. similarity_score ----------------------------------------------------------------------
+
+SimilarityScore::SimilarityScore(const Options& options) : options_(options) {
+    if (options.beta < 0) throw std::invalid_argument("similarity_score: the key strength beta must be >= 0");
+    const Tensor beta_value = Tensor::full(Shape{1}, options.beta);
+    beta = options.learn_beta ? register_parameter("beta", beta_value) : Var(beta_value);
+}
+
+Var SimilarityScore::cosine(const Var& queries, const Var& keys, const Var& key_strength) const {
+    check_pair(id(), queries, keys);
+    if (queries.size(2) != keys.size(2))
+        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
+                                    " need the same width for the cosine");
+    const Var dot = matmul(queries, keys, false, true);                 // qᵀ k_l        B×m×n
+    const Var q_norm = l2_norm(queries);                                // ‖q‖          B×m×1
+    const Var k_norm = transpose(l2_norm(keys), 1, 2);                  // ‖k_l‖        B×1×n
+    return key_strength * dot / (q_norm * k_norm + options_.eps);      // β qᵀk_l / (‖q‖‖k_l‖ + ε)  B×m×n
+}
+
+Var SimilarityScore::negative_distance(const Var& queries, const Var& keys) const {
+    check_pair(id(), queries, keys);
+    if (queries.size(2) != keys.size(2))
+        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
+                                    " need the same width for the distance");
+    const Var diff = unsqueeze(queries, 2) - unsqueeze(keys, 1);  // q − k_l   B×m×n×d
+    const Var squared = sum(square(diff), -1);                    // ‖q − k_l‖²  B×m×n
+    if (options_.squared) return -squared;                        // e_l = −‖q − k_l‖²
+    return -sqrt(squared + real(1e-30));                          // e_l = −‖q − k_l‖, finite gradient at q = k_l
+}
+
+Var SimilarityScore::score(const Var& queries, const Var& keys) {
+    if (options_.kind == Kind::cosine) return cosine(queries, keys, beta);
+    return negative_distance(queries, keys);
+}
+
+std::string SimilarityScore::describe() const {
+    if (options_.kind == Kind::cosine)
+        return "similarity_score(cosine, beta=" + std::to_string(options_.beta) +
+               (options_.learn_beta ? ", learned)" : ")");
+    return std::string("similarity_score(negative_distance") + (options_.squared ? ", squared)" : ")");
+}
+
+}  // namespace attn

@@ -1,0 +1,171 @@
+#include "attention/sequence_variants.hpp"
+
+#include <stdexcept>
+
+#include "attention/alignments.hpp"
+#include "attention/query_types.hpp"
+#include "attention/scores.hpp"
+#include "nn/init.hpp"
+#include "tensor/ops.hpp"
+
+namespace attn {
+
+namespace {
+
+Tensor xavier(int64_t rows, int64_t cols, Generator& gen) {
+    Tensor t = Tensor::empty(Shape{rows, cols});
+    return init::xavier_uniform_(t, gen);
+}
+
+Tensor fan_in_vector(int64_t size, int64_t fan_in, Generator& gen) {
+    Tensor t = Tensor::empty(Shape{size});
+    return init::uniform_fan_in_(t, fan_in, gen);
+}
+
+// x B×…×width: rank and width, or throw naming the mechanism.
+void check_input(const std::string& who, const char* what, const Var& x, int rank, int64_t width) {
+    check_rank(who, what, x, rank);
+    if (x.size(-1) != width)
+        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
+                                    std::to_string(width));
+}
+
+// A vector parameter as a 1×d matrix, shared by the batch in matmul.
+Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
+
+}  // namespace
+
+// ---- 53. doubly_stochastic_soft_attention ------------------------------------------------------
+
+DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_dim, int64_t hidden_dim,
+                                                             int64_t attention_dim, Generator& gen, bool gated) {
+    W_a = register_parameter("W_a", xavier(attention_dim, annotation_dim, gen));
+    b_a = register_parameter("b_a", fan_in_vector(attention_dim, annotation_dim, gen));
+    W_h = register_parameter("W_h", xavier(attention_dim, hidden_dim, gen));
+    v = register_parameter("v", fan_in_vector(attention_dim, attention_dim, gen));
+    if (gated) {
+        w_beta = register_parameter("w_beta", fan_in_vector(hidden_dim, hidden_dim, gen));
+        b_beta = register_parameter("b_beta", fan_in_vector(1, hidden_dim, gen));
+    }
+}
+
+DoublyStochasticSoftAttention::Memory DoublyStochasticSoftAttention::precompute(const Var& annotations,
+                                                                                const Tensor& mask) {
+    check_input(id(), "annotations", annotations, 3, W_a.size(1));
+    // W_a a_i + b_a for every location, once per image      B×L×d_w
+    const Var projected = add(matmul(annotations, W_a, false, true), b_a);
+    return {annotations, projected, scores_keep_mask(id(), mask, annotations.size(0), annotations.size(1))};
+}
+
+Var DoublyStochasticSoftAttention::scores(const Var& previous_hidden, const Memory& memory) {
+    check_input(id(), "previous hidden state", previous_hidden, 2, W_h.size(1));
+    if (previous_hidden.size(0) != memory.annotations.size(0))
+        throw std::invalid_argument(id() + ": hidden state " + previous_hidden.shape().str() + " and annotations " +
+                                    memory.annotations.shape().str() + " need the same batch size");
+    // W_h h_{t−1}                                  B×1×d_w
+    const Var projected_hidden = matmul(unsqueeze(previous_hidden, 1), W_h, false, true);
+    // tanh(W_a a_i + b_a + W_h h_{t−1})            B×1×L×d_w
+    const Var hidden = additive_features(projected_hidden, memory.projected, Var(), Activation::tanh);
+    // e_ti = vᵀ tanh(⋯)                             B×1×L×1 → B×L
+    return reshape(matmul(hidden, reshape(v, {v.size(0), 1})), {previous_hidden.size(0), -1});
+}
+
+Var DoublyStochasticSoftAttention::gate(const Var& previous_hidden) {
+    if (!w_beta.defined()) return Var(Tensor::ones(Shape{previous_hidden.size(0), 1}));
+    // β_t = σ(w_βᵀ h_{t−1} + b_β)                   B×1
+    return sigmoid(add(matmul(previous_hidden, as_row(w_beta), false, true), b_beta));
+}
+
+DoublyStochasticSoftAttention::Output DoublyStochasticSoftAttention::step(const Var& previous_hidden,
+                                                                          const Memory& memory) {
+    const Var e = unsqueeze(scores(previous_hidden, memory), 1);  // e_t   B×1×L
+    // α_t = softmax(e_t)                                         B×1×L
+    const Var alpha = masked_softmax(e, memory.keep);
+    // Σ_i α_ti a_i                                                B×D
+    const Var context = squeeze(attend(alpha, memory.annotations), 1);
+    // ẑ_t = β_t Σ_i α_ti a_i                                      B×D
+    const Var beta = gate(previous_hidden);
+    return {mul(beta, context), squeeze(alpha, 1), beta};
+}
+
+Taxonomy DoublyStochasticSoftAttention::taxonomy() const {
+    Taxonomy t;
+    t.scoring = "additive_score";
+    return t;
+}
+
+Var doubly_stochastic_penalty(const Var& weights, real lambda, const Tensor& step_mask) {
+    check_rank("doubly_stochastic_penalty", "weights", weights, 3);
+    if (step_mask.defined() && step_mask.shape() != Shape{weights.size(0), weights.size(1)})
+        throw std::invalid_argument("doubly_stochastic_penalty: step mask " + step_mask.shape().str() +
+                                    " does not fit weights " + weights.shape().str() + " (it needs B×T)");
+    const Var alphas =
+        step_mask.defined() ? mul(weights, Var(step_mask.reshape(Shape{weights.size(0), weights.size(1), 1})))
+                            : weights;
+    // Σ_t α_ti: the attention location i received over the caption   B×L
+    const Var received = sum(alphas, 1);
+    // λ Σ_i (1 − Σ_t α_ti)²                                         B → mean over the batch
+    return mul(mean(sum(square(real(1) - received), -1)), lambda);
+}
+
+// ---- 55. feed_forward_attention ------------------------------------------------------------------
+
+FeedForwardAttention::FeedForwardAttention(int64_t dim, Generator& gen) {
+    w = register_parameter("w", fan_in_vector(dim, dim, gen));
+    b = register_parameter("b", fan_in_vector(1, dim, gen));
+}
+
+AttentionOutput FeedForwardAttention::forward(const Var& states, const Tensor& mask) {
+    check_input(id(), "states", states, 3, w.size(0));
+    // e_t = tanh(wᵀ h_t + b)                        B×1×T
+    const Var e = tanh(add(matmul(as_row(w), states, false, true), b));
+    // α = softmax(e)                                B×1×T
+    const Var alpha = masked_softmax(e, scores_keep_mask(id(), mask, states.size(0), states.size(1)));
+    return {attend(alpha, states), alpha};  // c = Σ_t α_t h_t   B×1×d
+}
+
+Taxonomy FeedForwardAttention::taxonomy() const {
+    Taxonomy t;
+    t.scoring = "activated_general_score";  // act(k_lᵀ w + b): a constant query folded into w
+    t.query = "self";
+    return t;
+}
+
+// ---- 56. structured_self_attention ---------------------------------------------------------------
+
+StructuredSelfAttention::StructuredSelfAttention(int64_t dim, int64_t attention_dim, int64_t rows, Generator& gen) {
+    W_s1 = register_parameter("W_s1", xavier(attention_dim, dim, gen));
+    W_s2 = register_parameter("W_s2", xavier(rows, attention_dim, gen));
+}
+
+StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& states, const Tensor& mask) {
+    check_input(id(), "states", states, 3, W_s1.size(1));
+    // tanh(W_s1 Hᵀ), in rows: tanh(H W_s1ᵀ)          B×n×d_a
+    const Var hidden = tanh(matmul(states, W_s1, false, true));
+    // W_s2 tanh(W_s1 Hᵀ)                              r×d_a · (B×n×d_a)ᵀ → B×r×n
+    const Var e = matmul(W_s2, hidden, false, true);
+    // A = softmax_row(⋯)                              B×r×n
+    const Var A = masked_softmax(e, scores_keep_mask(id(), mask, states.size(0), states.size(1)));
+    // M = A H                                         B×r×d
+    return {attend(A, states), A, structured_penalty(A)};
+}
+
+Taxonomy StructuredSelfAttention::taxonomy() const {
+    Taxonomy t;
+    t.scoring = "additive_score";
+    t.query = "self";
+    return t;
+}
+
+Var structured_penalty(const Var& weights) {
+    check_rank("structured_penalty", "weights", weights, 3);
+    const int64_t r = weights.size(1);
+    Tensor identity = Tensor::zeros(Shape{r, r});
+    for (int64_t i = 0; i < r; ++i) identity[i * r + i] = 1;
+    // A Aᵀ − I                                        B×r×r
+    const Var gram = sub(matmul(weights, weights, false, true), Var(identity));
+    // ‖A Aᵀ − I‖_F²                                   B
+    return sum(square(gram), std::vector<int>{1, 2});
+}
+
+}  // namespace attn
