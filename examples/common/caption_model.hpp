@@ -112,8 +112,8 @@ public:
     Conv2d conv1, conv2;
     MaxPool2d pool;
     Linear init_h, init_c;
-    DoublyStochasticSoftAttention attention;
-    HardAlignment hard_alignment;
+    DoublyStochasticSoftAttention attention;  // doubly_stochastic_soft_attention (soft)
+    HardAlignment hard_alignment;             // hard_alignment (REINFORCE)
     Embedding embed;
     LSTMCell cell;
     Linear out;

@@ -66,7 +66,7 @@ public:
     Embedding embedding;
     GRU word_rnn;
     GRU sentence_rnn;
-    HierarchicalAttention attention;  // attention.word (W_w, b_w, u_w), attention.sentence (W_s, b_s, u_s)
+    HierarchicalAttention attention;  // hierarchical_attention: attention.word (W_w, b_w, u_w), attention.sentence (W_s, b_s, u_s)
     Linear classifier;
 };
 
@@ -98,7 +98,7 @@ public:
 
     Embedding embedding;
     GRU rnn;
-    ConstantQuerySelfAttention attention;
+    ConstantQuerySelfAttention attention;  // constant_query_self_attention over all words
     Linear classifier;
 };
 

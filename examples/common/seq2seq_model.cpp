@@ -114,9 +114,13 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
     register_module("decoder", decoder);
     const int64_t S = config.decoder_hidden, D = 2 * config.encoder_hidden, A = config.attention_dim;
     if (is_additive(config)) {
-        additive_ = std::make_unique<BahdanauAttention>(S, D, A, gen);
+        additive_ = std::make_unique<BahdanauAttention>(S, D, A, gen);  // bahdanau_attention
         register_module("attention", *additive_);
     } else {
+        // Luong et al.'s variants (catalog luong_attention): a score —
+        // dot_score, scaled_dot_score, general_score, or additive_score as "concat" —
+        // with an alignment: soft_alignment (global), local_monotonic_alignment
+        // (local-m) or local_predictive_alignment (local-p).
         if (config.attention == "dot") score_ = std::make_unique<DotScore>();
         if (config.attention == "scaled") score_ = std::make_unique<ScaledDotScore>();
         if (config.attention == "general") score_ = std::make_unique<GeneralScore>(S, D, gen);
