@@ -4,6 +4,7 @@
 #   make test         build and run every test (installs doctest if it is missing)
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make run          train the example models on built-in data; out/report.html
+#   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
@@ -72,7 +73,7 @@ GRAD_BIN := $(B)/tests/grad
 BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 
-.PHONY: all test bench clean doctest run data
+.PHONY: all test bench clean doctest run data zoo
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -119,6 +120,8 @@ bench: $(BENCH_BINS)
 	@sh bench/run.sh "$(B)" "$(BENCH)"
 
 .SECONDEXPANSION:
+# Keep the example objects make would treat as intermediate (and delete).
+.SECONDARY:
 $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
@@ -127,6 +130,10 @@ $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(LIB_COMMON) $(LI
 # and writes out/report.html. make data: the real data sets, into data/.
 run: $(EXAMPLE_BINS)
 	@sh scripts/run-examples.sh "$(B)"
+
+# make zoo: every family of the attention catalog on a task that needs it.
+zoo: $(B)/examples/zoo
+	$(B)/examples/zoo --out out
 
 data:
 	@sh scripts/fetch-data.sh data

@@ -1,0 +1,69 @@
+// The attention zoo: each family of the catalog trained on a small task that
+// needs it, so a reader sees every mechanism learn instead of trusting it.
+//
+// A task is a function that builds its data (synthetic, from a seed, or a
+// data set of `make data`), trains a model made of the library's modules for
+// a bounded number of steps, and reports what it reached against the target
+// stated in the mechanism's doc page. Each file of examples/zoo/ registers
+// its family's tasks with a static ZooRegistration:
+//
+//     static ZooRegistration pairs_tasks({
+//         {"SP", "decomposable_attention", "pairs", "entailment of two short token sequences",
+//          [](ZooContext& ctx) { return train_pairs(ctx, ...); }},
+//     });
+//
+//   build/examples/zoo                       every task
+//   build/examples/zoo --only SP             one family (catalog group code)
+//   build/examples/zoo --only abcnn1_attention  one mechanism (catalog id)
+//   make zoo                                 every task, then out/report.html
+//
+// Each task prints RESULT {json} with its metric, the target and whether it
+// was reached; the program exits non-zero if any task missed its target.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "examples/common/report.hpp"
+#include "tensor/random.hpp"
+
+namespace attn::zoo {
+
+// What every task receives: a seeded generator, the step budget scale and
+// the report section to draw into (the task adds its own subsection with a
+// table row and an attention picture).
+struct ZooContext {
+    Generator& gen;
+    int64_t seed = 1;
+    double budget = 1.0;  // multiplies every task's step count (--budget); 1.0 is the stated setting
+    HtmlReport& report;
+};
+
+// What a task reached.
+struct ZooResult {
+    std::string metric;   // e.g. "test accuracy"
+    double value = 0;     // what was reached
+    double target = 0;    // what the doc page states
+    bool higher_is_better = true;
+    int64_t steps = 0;    // optimiser steps taken
+    std::string baseline; // optional: the same model without the mechanism, e.g. "mean pooling 0.61"
+    bool reached() const { return higher_is_better ? value >= target : value <= target; }
+};
+
+struct ZooTask {
+    std::string family;     // catalog group code: FM FL FR SV CV SP RO ...
+    std::string mechanism;  // catalog id (several ids: comma-separated)
+    std::string task;       // the catalog's task name: pairs, vqa, sets, ...
+    std::string summary;    // one line: what the model must learn
+    std::function<ZooResult(ZooContext&)> run;
+};
+
+std::vector<ZooTask>& zoo_registry();
+
+struct ZooRegistration {
+    explicit ZooRegistration(std::vector<ZooTask> tasks);
+};
+
+}  // namespace attn::zoo
