@@ -31,7 +31,7 @@ std::vector<Pair> toy_pairs() {
 
 std::vector<std::vector<int64_t>> greedy_tokens(Seq2SeqModel& model, const Batch& b) {
     std::vector<std::vector<int64_t>> out;
-    for (const auto& h : greedy_decode(model, b.source, b.source_lengths, 12)) out.push_back(h.tokens);
+    for (const auto& h : greedy_decode(model, b.source, b.source_lengths)) out.push_back(h.tokens);
     return out;
 }
 
@@ -75,19 +75,38 @@ TEST_CASE("seq2seq decoding: beam search of width 1 equals greedy decoding") {
         std::vector<size_t> all(pairs.size());
         for (size_t i = 0; i < all.size(); ++i) all[i] = i;
         const Batch b = make_batch(pairs, all);
-        const auto greedy = greedy_decode(model, b.source, b.source_lengths, 12);
+        const auto greedy = greedy_decode(model, b.source, b.source_lengths);
         for (size_t i = 0; i < pairs.size(); ++i) {
             // a batch pads the shorter sources: decode each one alone, as beam search does
             const Batch one = make_batch(pairs, {i});
-            const Hypothesis g = greedy_decode(model, one.source, one.source_lengths, 12)[0];
-            const Hypothesis h = beam_decode(model, pairs[i].source, 1, 12);
+            const Hypothesis g = greedy_decode(model, one.source, one.source_lengths)[0];
+            const Hypothesis h = beam_decode(model, pairs[i].source, 1);
             CHECK(h.tokens == g.tokens);
             CHECK(h.log_prob == doctest::Approx(g.log_prob));
             CHECK(g.tokens == greedy[i].tokens);  // padding changes nothing
         }
-        const Hypothesis wide = beam_decode(model, pairs[0].source, 4, 12);
-        CHECK(wide.attention.size() == wide.tokens.size() + (wide.tokens.size() < 12 ? 1 : 0));
+        const Hypothesis wide = beam_decode(model, pairs[0].source, 4);
+        const size_t limit = static_cast<size_t>(decode_limit(static_cast<int64_t>(pairs[0].source.size())));
+        CHECK(wide.tokens.size() <= limit);
+        CHECK(wide.attention.size() == wide.tokens.size() + (wide.tokens.size() < limit ? 1 : 0));
     }
+}
+
+TEST_CASE("seq2seq decoding: each row of a batch stops at its own length's limit") {
+    // An untrained model rarely says </s>, so rows run to their limits: a
+    // 1-symbol source must stop after decode_limit(1) = 7 symbols even when
+    // the batch's longest source allows many more.
+    Generator gen(5);
+    Seq2SeqModel model(tiny("additive"), gen);
+    std::vector<Pair> pairs = {{{5}, {}}, {std::vector<int64_t>(12, 6), {}}};
+    const Batch b = make_batch(pairs, {0, 1});
+    const auto hyps = greedy_decode(model, b.source, b.source_lengths);
+    for (size_t r = 0; r < 2; ++r) {
+        const int64_t limit = decode_limit(b.source_lengths[r]);
+        CHECK(static_cast<int64_t>(hyps[r].tokens.size()) <= limit);
+        CHECK(static_cast<int64_t>(hyps[r].attention.size()) <= limit);
+    }
+    CHECK(decode_limit(1) == 7);
 }
 
 TEST_CASE("seq2seq training: a tiny model overfits a handful of pairs to zero error") {
@@ -133,8 +152,8 @@ TEST_CASE("seq2seq checkpoint: a round trip reproduces the predictions exactly")
     Adam opt2(loaded.named_parameters());
     const TrainingState st = load_checkpoint(path, loaded, opt2);
     CHECK(st.step == 3);
-    const auto a = greedy_decode(model, b.source, b.source_lengths, 12);
-    const auto c = greedy_decode(loaded, b.source, b.source_lengths, 12);
+    const auto a = greedy_decode(model, b.source, b.source_lengths);
+    const auto c = greedy_decode(loaded, b.source, b.source_lengths);
     for (size_t i = 0; i < a.size(); ++i) {
         CHECK(a[i].tokens == c[i].tokens);
         CHECK(a[i].log_prob == c[i].log_prob);

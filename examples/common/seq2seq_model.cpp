@@ -19,7 +19,7 @@ std::string ModelConfig::str() const {
     s << "source_vocab=" << source_vocab << " target_vocab=" << target_vocab << " embedding=" << embedding
       << " encoder_hidden=" << encoder_hidden << " decoder_hidden=" << decoder_hidden
       << " attention_dim=" << attention_dim << " attention=" << attention << " align=" << align
-      << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window;
+      << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window << " dropout=" << dropout;
     return s.str();
 }
 
@@ -41,6 +41,7 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "align") c.align = value;
         else if (key == "input_feeding") c.input_feeding = value == "1";
         else if (key == "window") c.window = number();
+        else if (key == "dropout") c.dropout = std::stod(value);
         else throw std::runtime_error("seq2seq config: unknown key '" + key + "'");
     }
     return c;
@@ -67,6 +68,8 @@ const ModelConfig& checked(const ModelConfig& c) {
     if (a == "additive" && g != "global")
         throw std::invalid_argument("seq2seq: Bahdanau's additive attention is global; for " + g +
                                     " use Luong's scores (--attention concat|dot|general|scaled)");
+    if (!(c.dropout >= 0 && c.dropout < 1))
+        throw std::invalid_argument("seq2seq: --dropout must be in [0, 1), got " + std::to_string(c.dropout));
     if ((a == "dot" || a == "scaled") && c.decoder_hidden != 2 * c.encoder_hidden)
         throw std::invalid_argument("seq2seq: the " + a + " score needs decoder hidden = 2 × encoder hidden, got " +
                                     std::to_string(c.decoder_hidden) + " and 2 × " +
@@ -106,6 +109,7 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
       init(2 * config.encoder_hidden, config.decoder_hidden, gen),
       decoder(decoder_input(config), config.decoder_hidden, gen),
       output(output_input(config), config.target_vocab, gen),
+      dropout(static_cast<real>(config.dropout), gen),
       config_(config) {
     register_module("source_embedding", source_embedding);
     register_module("encoder", encoder);
@@ -138,13 +142,14 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
         register_module("combine", *combine_);
     }
     register_module("output", output);
+    register_module("dropout", dropout);  // no parameters: the state dict is unchanged
 }
 
 std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.str() + ")"; }
 
 Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& lengths) {
     Encoded enc;
-    const Var x = source_embedding(source);              // B×n×E
+    const Var x = dropout(source_embedding(source));     // B×n×E
     const GRUOutput out = encoder(x, Var(), lengths);    // h̄ B×n×2H, h_n 2×B×H
     enc.states = out.output;
     enc.mask = length_mask(lengths, source.size(1));     // B×n
@@ -178,11 +183,11 @@ Seq2SeqModel::Attended Seq2SeqModel::attend_step(const Encoded& enc, const Var& 
 }
 
 StepOutput Seq2SeqModel::step(const Encoded& enc, const DecoderState& state, const Tensor& previous, int64_t t) {
-    Var x = target_embedding(previous);                                  // B×E
+    Var x = dropout(target_embedding(previous));                         // B×E
     if (config_.input_feeding) x = concat({x, state.feed}, -1);          // [emb(y_{t−1}); f_{t−1}]
     const Var s = decoder(x, state.s);                                   // s_t   B×S
     const Attended a = attend_step(enc, s, t);
-    return {output(a.out), a.weights, {s, a.feed}};                      // logits B×V
+    return {output(dropout(a.out)), a.weights, {s, a.feed}};             // logits B×V
 }
 
 Var Seq2SeqModel::forward(const Batch& batch, Tensor* weights) {
@@ -203,14 +208,17 @@ Var Seq2SeqModel::loss(const Batch& batch) { return cross_entropy(forward(batch)
 
 // ---- decoding ---------------------------------------------------------------------------
 
-std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths,
-                                      int64_t max_length) {
+int64_t decode_limit(int64_t source_length) { return 2 * source_length + 5; }
+
+std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths) {
     NoGradGuard no_grad;
     const Encoded enc = model.encode(source, lengths);
     DecoderState state = model.initial_state(enc);
     const int64_t B = source.size(0), n = source.size(1);
     std::vector<Hypothesis> hyps(static_cast<size_t>(B));
     std::vector<bool> done(static_cast<size_t>(B), false);
+    int64_t max_length = 0;
+    for (int64_t len : lengths) max_length = std::max(max_length, decode_limit(len));
     Tensor previous = Tensor::full(Shape{B}, static_cast<real>(kBos));
     for (int64_t t = 0; t < max_length; ++t) {
         StepOutput out = model.step(enc, state, previous, t);
@@ -228,6 +236,7 @@ std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source,
             h.attention.emplace_back(w.data() + b * n, w.data() + (b + 1) * n);
             if (best == kEos) done[static_cast<size_t>(b)] = true;
             else h.tokens.push_back(best);
+            if (t + 1 >= decode_limit(lengths[static_cast<size_t>(b)])) done[static_cast<size_t>(b)] = true;
             all_done = all_done && done[static_cast<size_t>(b)];
         }
         state = out.state;
@@ -236,14 +245,14 @@ std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source,
     return hyps;
 }
 
-Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, int64_t max_length,
-                       double length_penalty) {
+Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, double length_penalty) {
     NoGradGuard no_grad;
     const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(source.size()));
     Tensor src = Tensor::zeros(Shape{1, n});
     for (size_t j = 0; j < source.size(); ++j) src[static_cast<int64_t>(j)] = static_cast<real>(source[j]);
     const Encoded one = model.encode(src, {static_cast<int64_t>(std::max<size_t>(1, source.size()))});
     DecoderState state = model.initial_state(one);
+    const int64_t max_length = decode_limit(static_cast<int64_t>(source.size()));
     std::vector<Hypothesis> alive(1), finished;
     auto normalised = [&](const Hypothesis& h) {
         return h.log_prob / std::pow(static_cast<double>(h.tokens.size() + 1), length_penalty);

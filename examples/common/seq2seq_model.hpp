@@ -14,6 +14,8 @@
 //     dot | general | concat | scaled (Luong), align global | local-m | local-p
 //                          h̃_t = tanh(W_c [c_t ; s_t])       o_t = h̃_t          f_t = h̃_t
 //   output    logits_t = W_out o_t + b_out                               B×V
+// With dropout p > 0 (training only), the source and target embeddings and
+// o_t are dropped out (Srivastava et al., 2014); no parameters are added.
 // Input feeding (on by default) is the f_{t−1} half of the decoder input;
 // --no-input-feeding leaves it out.
 //
@@ -29,6 +31,7 @@
 
 #include "attention/query_types.hpp"
 #include "examples/common/seq2seq_data.hpp"
+#include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/rnn.hpp"
@@ -46,6 +49,7 @@ struct ModelConfig {
     std::string align = "global";        // global | local-m | local-p
     bool input_feeding = true;
     int64_t window = 4;  // D, the half-width of the local windows
+    double dropout = 0;  // on the embeddings and on o_t, while training
 
     // "attention=additive align=global ..." and back (checkpoint metadata).
     std::string str() const;
@@ -75,6 +79,8 @@ struct StepOutput {
 
 class Seq2SeqModel : public Module {
 public:
+    // `gen` initialises the weights and, with dropout, draws its masks: the
+    // model keeps it by reference, so it must outlive the model.
     Seq2SeqModel(const ModelConfig& config, Generator& gen);
 
     // source B×n ids, lengths B → h̄ and the mask.
@@ -95,6 +101,7 @@ public:
     Linear init;
     GRUCell decoder;
     Linear output;
+    Dropout dropout;
 
 private:
     // o_t, f_t, α_t from the new state s_t
@@ -116,13 +123,19 @@ struct Hypothesis {
     std::vector<std::vector<real>> attention;   // one row of n weights per output step (incl. </s>)
     double log_prob = 0;
 };
-// Greedy decoding of a batch (argmax at every step, at most max_length steps).
+// How many output symbols a source of n symbols may produce before decoding
+// stops it: 2n + 5 (dates grow from 8 to 10 characters; a G2P output is
+// rarely longer than its word).
+int64_t decode_limit(int64_t source_length);
+// Greedy decoding of a batch (argmax at every step); row b stops at </s> or
+// after decode_limit(lengths[b]) steps.
 std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source,
-                                      const std::vector<int64_t>& lengths, int64_t max_length);
+                                      const std::vector<int64_t>& lengths);
 // Beam search for one source (ids), keeping `beam` hypotheses; a finished
 // hypothesis scores log p / len^length_penalty (len counts </s>); the best one
 // is returned. beam = 1 gives exactly greedy_decode's output.
-Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, int64_t max_length,
+// At most decode_limit(source length) steps.
+Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam,
                        double length_penalty = 1.0);
 
 }  // namespace attn::seq2seq

@@ -68,15 +68,13 @@ std::vector<std::vector<std::string>> decode_all(Seq2SeqModel& model, const Task
     std::vector<std::vector<std::string>> out(items.size());
     model.eval();
     if (beam > 1) {
-        for (size_t i = 0; i < items.size(); ++i) {
-            const int64_t n = static_cast<int64_t>(items[i].source.size());
-            out[i] = task.target_vocab.decode(beam_decode(model, items[i].source, beam, 2 * n + 5, penalty).tokens);
-        }
+        for (size_t i = 0; i < items.size(); ++i)
+            out[i] = task.target_vocab.decode(beam_decode(model, items[i].source, beam, penalty).tokens);
     } else {
         std::vector<Pair> pairs;
         for (const auto& it : items) pairs.push_back({it.source, {}});
         for (const Batch& b : make_batches(pairs, 256, nullptr)) {
-            const auto hyps = greedy_decode(model, b.source, b.source_lengths, 2 * b.source.size(1) + 5);
+            const auto hyps = greedy_decode(model, b.source, b.source_lengths);
             for (size_t r = 0; r < b.index.size(); ++r) out[b.index[r]] = task.target_vocab.decode(hyps[r].tokens);
         }
     }
@@ -130,8 +128,7 @@ int predict(const Settings& s, const std::vector<std::string>& args) {
             if (!line.empty()) inputs.push_back(line);
     for (const auto& text : inputs) {
         const auto ids = source_vocab.encode(source_symbols(text, g2p));
-        const auto hyp = beam_decode(model, ids, std::max<int64_t>(1, s.beam), 2 * static_cast<int64_t>(ids.size()) + 5,
-                                     s.length_penalty);
+        const auto hyp = beam_decode(model, ids, std::max<int64_t>(1, s.beam), s.length_penalty);
         std::cout << text << "\t" << join(target_vocab.decode(hyp.tokens), g2p ? " " : "") << "\n";
     }
     return 0;
@@ -152,6 +149,7 @@ int main(int argc, char** argv) try {
     flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)");
     flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)");
     flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)");
+    flags.add("--dropout", &s.model.dropout, "dropout on the embeddings and the output layer's input, while training");
     flags.add("--batch", &s.batch, "sentences per batch");
     flags.add("--lr", &s.lr, "Adam learning rate, cosine-annealed to 5% (0: 4e-3 dates, 2e-3 G2P)");
     flags.add("--clip", &s.clip, "gradient-norm clipping");
@@ -209,10 +207,12 @@ int main(int argc, char** argv) try {
         const std::vector<Batch> batches = make_batches(task.train, s.batch, &order);
         ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.common.epochs),
                         static_cast<int64_t>(batches.size()));
-        double loss_sum = 0;
-        int64_t done = 0;
+        double loss_sum = 0, window_loss = 0;
+        int64_t done = 0, window_steps = 0;
         for (const Batch& batch : batches) {
             opt.set_lr(schedule.lr(std::min(state.step, total_steps)));
+            // dropout's masks at step k depend only on (seed, k): a resumed run continues exactly
+            gen = Generator(static_cast<uint64_t>(s.common.seed) * 7919 + static_cast<uint64_t>(state.step));
             opt.zero_grad();
             Var loss = model.loss(batch);  // teacher forcing, mean cross-entropy per target token
             loss.backward();
@@ -222,6 +222,12 @@ int main(int argc, char** argv) try {
             loss_sum += loss.item();
             ++done;
             bar.update(done, {{"loss", loss_sum / static_cast<double>(done)}, {"lr", opt.lr()}});
+            window_loss += loss.item();
+            if (++window_steps == 25) {  // a point of the training curve
+                metrics.write({{"step", state.step}, {"train_loss", window_loss / 25}});
+                window_loss = 0;
+                window_steps = 0;
+            }
             if (state.step >= total_steps || (s.time_budget > 0 && seconds_since(t0) > s.time_budget)) break;
         }
         const double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(1, done));
@@ -231,7 +237,7 @@ int main(int argc, char** argv) try {
         const bool better = dev.wer() < best_dev;
         if (better) best_dev = dev.wer();
         bad_epochs = better ? 0 : bad_epochs + 1;
-        metrics.write({{"epoch", state.epoch}, {"step", state.step}, {"train_loss", train_loss},
+        metrics.write({{"epoch", state.epoch}, {"step", state.step}, {"epoch_train_loss", train_loss},
                        {"dev_wer", dev.wer()}, {"dev_per", dev.per()}, {"seconds", seconds_since(t0)}});
         state.extra = checkpoint_extra(task, model, best_dev, bad_epochs);
         if (s.common.save) {

@@ -26,14 +26,16 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     const auto records = read_metrics(run_dir + "/metrics.jsonl");
     auto series = [&](const std::string& name, const std::string& key) {
         Series s{name, {}, {}};
-        for (const auto& [x, y] : metric_series(records, key, "epoch")) {
+        for (const auto& [x, y] : metric_series(records, key, "step")) {
             s.x.push_back(x);
             s.y.push_back(y);
         }
         return s;
     };
-    const std::string curve = line_chart_svg({series("train loss", "train_loss"), series("dev WER", "dev_wer")},
-                                             {.title = "learning curves", .x_label = "epoch", .log_y = true});
+    // training loss every few dozen steps, the dev error after each epoch
+    const std::string dev_name = task.g2p ? "dev WER" : "dev error (1 − exact match)";
+    const std::string curve = line_chart_svg({series("train loss", "train_loss"), series(dev_name, "dev_wer")},
+                                             {.title = "learning curves", .x_label = "step", .log_y = true});
     write_svg(run_dir + "/curves.svg", curve);
     rep.subsection("Learning curves");
     rep.svg(curve);
@@ -50,7 +52,7 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
         const int64_t n = static_cast<int64_t>(item.source.size());
         Tensor src = Tensor::zeros(Shape{1, n});
         for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
-        const Hypothesis h = greedy_decode(model, src, {n}, 2 * n + 5)[0];
+        const Hypothesis h = greedy_decode(model, src, {n})[0];
         std::vector<std::string> rows = task.target_vocab.decode(h.tokens), cols;
         if (h.attention.size() > h.tokens.size()) rows.push_back("</s>");  // not when it ran out of steps
         for (int64_t id : item.source) cols.push_back(task.source_vocab.symbol(id) == " " ? "␣" : task.source_vocab.symbol(id));
