@@ -14,11 +14,6 @@ namespace attn {
 
 namespace {
 
-Tensor xavier(const Shape& shape, Generator& gen) {
-    Tensor w = Tensor::empty(shape);
-    return init::xavier_uniform_(w, gen);
-}
-
 Taxonomy multi_head_taxonomy() {
     Taxonomy t;
     t.scoring = "scaled_dot_score";
@@ -46,10 +41,10 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator
                                     std::to_string(heads) + ": need h > 0 dividing d_model (or explicit d_k, d_v)");
     d_k_ = options.d_k > 0 ? options.d_k : d_model / heads;
     d_v_ = options.d_v > 0 ? options.d_v : d_model / heads;
-    W_Q = register_parameter("W_Q", xavier(Shape{d_model, h_ * d_k_}, gen));
-    W_K = register_parameter("W_K", xavier(Shape{d_model, h_ * d_k_}, gen));
-    W_V = register_parameter("W_V", xavier(Shape{d_model, h_ * d_v_}, gen));
-    W_O = register_parameter("W_O", xavier(Shape{h_ * d_v_, d_model}, gen));
+    W_Q = register_parameter("W_Q", init::xavier_uniform(Shape{d_model, h_ * d_k_}, gen));
+    W_K = register_parameter("W_K", init::xavier_uniform(Shape{d_model, h_ * d_k_}, gen));
+    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d_model, h_ * d_v_}, gen));
+    W_O = register_parameter("W_O", init::xavier_uniform(Shape{h_ * d_v_, d_model}, gen));
     if (options.bias) {
         b_Q = register_parameter("b_Q", Tensor::zeros(Shape{h_ * d_k_}));
         b_K = register_parameter("b_K", Tensor::zeros(Shape{h_ * d_k_}));
@@ -117,7 +112,7 @@ NarrowWideMultiHeadAttention::NarrowWideMultiHeadAttention(int64_t d, int64_t he
     W_Q = register_parameter("W_Q", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
     W_K = register_parameter("W_K", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
     W_V = register_parameter("W_V", Tensor::uniform(Shape{h_, c_, c_}, -bound, bound, gen));
-    W_O = register_parameter("W_O", xavier(Shape{h_ * c_, d}, gen));
+    W_O = register_parameter("W_O", init::xavier_uniform(Shape{h_ * c_, d}, gen));
 }
 
 AttentionOutput NarrowWideMultiHeadAttention::heads(const Var& x, const Tensor& mask, bool causal) const {

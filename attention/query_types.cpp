@@ -10,16 +10,6 @@ namespace attn {
 
 namespace {
 
-Tensor xavier(int64_t rows, int64_t cols, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{rows, cols});
-    return init::xavier_uniform_(t, gen);
-}
-
-Tensor fan_in_vector(int64_t size, int64_t fan_in, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{size});
-    return init::uniform_fan_in_(t, fan_in, gen);
-}
-
 void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
     if (x.size(-1) != width)
         throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
@@ -69,9 +59,9 @@ Var masked_mean(const Var& values, const Tensor& mask) {
 
 BahdanauAttention::BahdanauAttention(int64_t state_dim, int64_t encoder_dim, int64_t attention_dim,
                                      Generator& gen) {
-    W_a = register_parameter("W_a", xavier(attention_dim, state_dim, gen));
-    U_a = register_parameter("U_a", xavier(attention_dim, encoder_dim, gen));
-    v_a = register_parameter("v_a", fan_in_vector(attention_dim, attention_dim, gen));
+    W_a = register_parameter("W_a", init::xavier_uniform({attention_dim, state_dim}, gen));
+    U_a = register_parameter("U_a", init::xavier_uniform({attention_dim, encoder_dim}, gen));
+    v_a = register_parameter("v_a", init::uniform_fan_in({attention_dim}, attention_dim, gen));
 }
 
 BahdanauAttention::Memory BahdanauAttention::precompute(const Var& encoder_states, const Tensor& mask) {
@@ -125,7 +115,7 @@ LocationScore::LocationScore(int64_t query_dim, int64_t max_length, Generator& g
     if (max_length <= 0)
         throw std::invalid_argument("location_score: needs a maximum source length > 0, got " +
                                     std::to_string(max_length));
-    W_a = register_parameter("W_a", xavier(max_length, query_dim, gen));
+    W_a = register_parameter("W_a", init::xavier_uniform({max_length, query_dim}, gen));
 }
 
 Var LocationScore::score(const Var& queries, const Var& keys) {
@@ -169,7 +159,7 @@ LuongAttention::LuongAttention(int64_t state_dim, int64_t encoder_dim, const Opt
     }
     register_module("score", *score_);
     register_module("align", *align_);
-    W_c = register_parameter("W_c", xavier(state_dim, encoder_dim + state_dim, gen));
+    W_c = register_parameter("W_c", init::xavier_uniform({state_dim, encoder_dim + state_dim}, gen));
 }
 
 LuongAttention::Output LuongAttention::forward(const Var& queries, const Var& encoder_states, const Tensor& mask,
@@ -314,9 +304,9 @@ Var candidate_scores(const Var& s, const Tensor& document_tokens, const Tensor& 
 ConstantQuerySelfAttention::ConstantQuerySelfAttention(int64_t key_dim, int64_t attention_dim, Generator& gen,
                                                        Activation act)
     : act_(act) {
-    W = register_parameter("W", xavier(attention_dim, key_dim, gen));
-    b = register_parameter("b", fan_in_vector(attention_dim, key_dim, gen));
-    w = register_parameter("w", fan_in_vector(attention_dim, attention_dim, gen));
+    W = register_parameter("W", init::xavier_uniform({attention_dim, key_dim}, gen));
+    b = register_parameter("b", init::uniform_fan_in({attention_dim}, key_dim, gen));
+    w = register_parameter("w", init::uniform_fan_in({attention_dim}, attention_dim, gen));
 }
 
 Var ConstantQuerySelfAttention::scores(const Var& keys) {
@@ -349,7 +339,7 @@ Taxonomy ConstantQuerySelfAttention::taxonomy() const {
 
 LearnedQuerySelfAttention::LearnedQuerySelfAttention(int64_t key_dim, Generator& gen, bool scaled)
     : scaled_(scaled) {
-    q = register_parameter("q", fan_in_vector(key_dim, key_dim, gen));
+    q = register_parameter("q", init::uniform_fan_in({key_dim}, key_dim, gen));
 }
 
 AttentionOutput LearnedQuerySelfAttention::forward(const Var& keys, const Var& values, const Tensor& mask) {

@@ -25,16 +25,6 @@ void check_width(const std::string& who, const char* what, const Var& x, int64_t
                                     std::to_string(width) + " (the score was built for it)");
 }
 
-Tensor weight(int64_t rows, int64_t cols, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{rows, cols});
-    return init::xavier_uniform_(t, gen);
-}
-
-Tensor bias(const Shape& shape, int64_t fan_in, Generator& gen) {
-    Tensor t = Tensor::empty(shape);
-    return init::uniform_fan_in_(t, fan_in, gen);
-}
-
 // ‖x‖ along the last axis, kept as a size-1 axis. The tiny constant under the
 // root keeps the gradient x/‖x‖ finite (zero) at x = 0 instead of 0/0.
 Var l2_norm(const Var& x) { return sqrt(sum(square(x), -1, /*keepdim=*/true) + real(1e-30)); }
@@ -75,10 +65,10 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 AdditiveScore::AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
                              Activation act)
     : act_(act) {
-    W_1 = register_parameter("W_1", weight(hidden_dim, query_dim, gen));
-    W_2 = register_parameter("W_2", weight(hidden_dim, key_dim, gen));
-    b = register_parameter("b", bias(Shape{hidden_dim}, query_dim, gen));
-    w = register_parameter("w", bias(Shape{hidden_dim}, hidden_dim, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform({hidden_dim, query_dim}, gen));
+    W_2 = register_parameter("W_2", init::xavier_uniform({hidden_dim, key_dim}, gen));
+    b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
+    w = register_parameter("w", init::uniform_fan_in(Shape{hidden_dim}, hidden_dim, gen));
 }
 
 Var AdditiveScore::project_keys(const Var& keys) {
@@ -132,7 +122,7 @@ Var ScaledDotScore::score(const Var& queries, const Var& keys) {
 // ---- 18. general_score -------------------------------------------------------------------------
 
 GeneralScore::GeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen) {
-    W = register_parameter("W", weight(key_dim, query_dim, gen));
+    W = register_parameter("W", init::xavier_uniform({key_dim, query_dim}, gen));
 }
 
 Var GeneralScore::score(const Var& queries, const Var& keys) {
@@ -150,8 +140,8 @@ std::string GeneralScore::describe() const {
 // ---- 19. biased_general_score ------------------------------------------------------------------
 
 BiasedGeneralScore::BiasedGeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen) {
-    W = register_parameter("W", weight(key_dim, query_dim, gen));
-    b = register_parameter("b", bias(Shape{key_dim}, query_dim, gen));
+    W = register_parameter("W", init::xavier_uniform({key_dim, query_dim}, gen));
+    b = register_parameter("b", init::uniform_fan_in(Shape{key_dim}, query_dim, gen));
 }
 
 Var BiasedGeneralScore::score(const Var& queries, const Var& keys) {
@@ -170,8 +160,8 @@ std::string BiasedGeneralScore::describe() const {
 
 ActivatedGeneralScore::ActivatedGeneralScore(int64_t query_dim, int64_t key_dim, Generator& gen, Activation act)
     : act_(act) {
-    W = register_parameter("W", weight(key_dim, query_dim, gen));
-    b = register_parameter("b", bias(Shape{1}, query_dim, gen));
+    W = register_parameter("W", init::xavier_uniform({key_dim, query_dim}, gen));
+    b = register_parameter("b", init::uniform_fan_in(Shape{1}, query_dim, gen));
 }
 
 Var ActivatedGeneralScore::score(const Var& queries, const Var& keys) {

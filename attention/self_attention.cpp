@@ -13,11 +13,6 @@ namespace attn {
 
 namespace {
 
-Tensor xavier(const Shape& shape, Generator& gen) {
-    Tensor w = Tensor::empty(shape);
-    return init::xavier_uniform_(w, gen);
-}
-
 Taxonomy self_taxonomy() {
     Taxonomy t;
     t.scoring = "scaled_dot_score";
@@ -37,11 +32,11 @@ QKVSelfAttention::QKVSelfAttention(int64_t d, int64_t d_k, int64_t d_v, Generato
     if (d <= 0 || d_k <= 0 || d_v <= 0)
         throw std::invalid_argument(id() + ": needs d, d_k, d_v > 0, got " + std::to_string(d) + ", " +
                                     std::to_string(d_k) + ", " + std::to_string(d_v));
-    W_Q = register_parameter("W_Q", xavier(Shape{d_k, d}, gen));
-    W_K = register_parameter("W_K", xavier(Shape{d_k, d}, gen));
-    W_V = register_parameter("W_V", xavier(Shape{d_v, d}, gen));
+    W_Q = register_parameter("W_Q", init::xavier_uniform(Shape{d_k, d}, gen));
+    W_K = register_parameter("W_K", init::xavier_uniform(Shape{d_k, d}, gen));
+    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d_v, d}, gen));
     if (options.residual_norm) {
-        W_O = register_parameter("W_O", xavier(Shape{d, d_v}, gen));
+        W_O = register_parameter("W_O", init::xavier_uniform(Shape{d, d_v}, gen));
         norm = std::make_unique<LayerNorm>(d);
         register_module("norm", *norm);
     }

@@ -12,16 +12,6 @@ namespace attn {
 
 namespace {
 
-Tensor xavier(int64_t rows, int64_t cols, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{rows, cols});
-    return init::xavier_uniform_(t, gen);
-}
-
-Tensor fan_in_vector(int64_t size, int64_t fan_in, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{size});
-    return init::uniform_fan_in_(t, fan_in, gen);
-}
-
 // x B×…×width: rank and width, or throw naming the mechanism.
 void check_input(const std::string& who, const char* what, const Var& x, int rank, int64_t width) {
     check_rank(who, what, x, rank);
@@ -39,13 +29,13 @@ Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
 DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_dim, int64_t hidden_dim,
                                                              int64_t attention_dim, Generator& gen, bool gated) {
-    W_a = register_parameter("W_a", xavier(attention_dim, annotation_dim, gen));
-    b_a = register_parameter("b_a", fan_in_vector(attention_dim, annotation_dim, gen));
-    W_h = register_parameter("W_h", xavier(attention_dim, hidden_dim, gen));
-    v = register_parameter("v", fan_in_vector(attention_dim, attention_dim, gen));
+    W_a = register_parameter("W_a", init::xavier_uniform({attention_dim, annotation_dim}, gen));
+    b_a = register_parameter("b_a", init::uniform_fan_in({attention_dim}, annotation_dim, gen));
+    W_h = register_parameter("W_h", init::xavier_uniform({attention_dim, hidden_dim}, gen));
+    v = register_parameter("v", init::uniform_fan_in({attention_dim}, attention_dim, gen));
     if (gated) {
-        w_beta = register_parameter("w_beta", fan_in_vector(hidden_dim, hidden_dim, gen));
-        b_beta = register_parameter("b_beta", fan_in_vector(1, hidden_dim, gen));
+        w_beta = register_parameter("w_beta", init::uniform_fan_in({hidden_dim}, hidden_dim, gen));
+        b_beta = register_parameter("b_beta", init::uniform_fan_in({1}, hidden_dim, gen));
     }
 }
 
@@ -111,8 +101,8 @@ Var doubly_stochastic_penalty(const Var& weights, real lambda, const Tensor& ste
 // ---- 55. feed_forward_attention ------------------------------------------------------------------
 
 FeedForwardAttention::FeedForwardAttention(int64_t dim, Generator& gen) {
-    w = register_parameter("w", fan_in_vector(dim, dim, gen));
-    b = register_parameter("b", fan_in_vector(1, dim, gen));
+    w = register_parameter("w", init::uniform_fan_in({dim}, dim, gen));
+    b = register_parameter("b", init::uniform_fan_in({1}, dim, gen));
 }
 
 AttentionOutput FeedForwardAttention::forward(const Var& states, const Tensor& mask) {
@@ -134,8 +124,8 @@ Taxonomy FeedForwardAttention::taxonomy() const {
 // ---- 56. structured_self_attention ---------------------------------------------------------------
 
 StructuredSelfAttention::StructuredSelfAttention(int64_t dim, int64_t attention_dim, int64_t rows, Generator& gen) {
-    W_s1 = register_parameter("W_s1", xavier(attention_dim, dim, gen));
-    W_s2 = register_parameter("W_s2", xavier(rows, attention_dim, gen));
+    W_s1 = register_parameter("W_s1", init::xavier_uniform({attention_dim, dim}, gen));
+    W_s2 = register_parameter("W_s2", init::xavier_uniform({rows, attention_dim}, gen));
 }
 
 StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& states, const Tensor& mask) {

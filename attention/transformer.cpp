@@ -20,11 +20,6 @@ SoftmaxMask keep(const Tensor& mask) { return mask.defined() ? SoftmaxMask::keep
 
 real inv_sqrt(int64_t d) { return real(1) / std::sqrt(static_cast<real>(d)); }
 
-Tensor xavier(const Shape& shape, Generator& gen) {
-    Tensor w = Tensor::empty(shape);
-    return init::xavier_uniform_(w, gen);
-}
-
 }  // namespace
 
 // ---- entry 44: scaled_dot_product_attention ------------------------------------
@@ -143,11 +138,11 @@ RelativePositionSelfAttention::RelativePositionSelfAttention(int64_t d, int64_t 
     if (d <= 0 || d_z <= 0 || k < 0)
         throw std::invalid_argument(id() + ": needs d > 0, d_z > 0 and k >= 0, got d = " + std::to_string(d) +
                                     ", d_z = " + std::to_string(d_z) + ", k = " + std::to_string(k));
-    W_Q = register_parameter("W_Q", xavier(Shape{d, d_z}, gen));
-    W_K = register_parameter("W_K", xavier(Shape{d, d_z}, gen));
-    W_V = register_parameter("W_V", xavier(Shape{d, d_z}, gen));
-    w_K = register_parameter("w_K", xavier(Shape{2 * k + 1, d_z}, gen));
-    w_V = register_parameter("w_V", xavier(Shape{2 * k + 1, d_z}, gen));
+    W_Q = register_parameter("W_Q", init::xavier_uniform(Shape{d, d_z}, gen));
+    W_K = register_parameter("W_K", init::xavier_uniform(Shape{d, d_z}, gen));
+    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d, d_z}, gen));
+    w_K = register_parameter("w_K", init::xavier_uniform(Shape{2 * k + 1, d_z}, gen));
+    w_V = register_parameter("w_V", init::xavier_uniform(Shape{2 * k + 1, d_z}, gen));
 }
 
 Tensor RelativePositionSelfAttention::relative_index(int64_t n) const {
@@ -192,8 +187,8 @@ RandomSynthesizerAttention::RandomSynthesizerAttention(int64_t n_max, int64_t d,
     if (n_max <= 0 || d <= 0 || d_v <= 0)
         throw std::invalid_argument(id() + ": needs n_max, d and d_v > 0, got " + std::to_string(n_max) + ", " +
                                     std::to_string(d) + ", " + std::to_string(d_v));
-    R = register_parameter("R", xavier(Shape{n_max, n_max}, gen));
-    W_V = register_parameter("W_V", xavier(Shape{d_v, d}, gen));
+    R = register_parameter("R", init::xavier_uniform(Shape{n_max, n_max}, gen));
+    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d_v, d}, gen));
 }
 
 AttentionOutput RandomSynthesizerAttention::forward(const Var& x, const Tensor& mask) {

@@ -57,4 +57,14 @@ Tensor& uniform_fan_in_(Tensor& t, int64_t fan_in, Generator& gen) {
     return uniform_(t, static_cast<real>(-bound), static_cast<real>(bound), gen);
 }
 
+Tensor xavier_uniform(const Shape& shape, Generator& gen, real gain) {
+    Tensor t = Tensor::empty(shape);
+    return xavier_uniform_(t, gen, gain);
+}
+
+Tensor uniform_fan_in(const Shape& shape, int64_t fan_in, Generator& gen) {
+    Tensor t = Tensor::empty(shape);
+    return uniform_fan_in_(t, fan_in, gen);
+}
+
 }  // namespace attn::init

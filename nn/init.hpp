@@ -35,4 +35,8 @@ Tensor& kaiming_normal_(Tensor& t, Generator& gen, real a = 0);
 Tensor& pytorch_default_weight_(Tensor& t, Generator& gen);
 Tensor& uniform_fan_in_(Tensor& t, int64_t fan_in, Generator& gen);
 
+// Fresh tensors for parameters, e.g. register_parameter("W", init::xavier_uniform({out, in}, gen)).
+Tensor xavier_uniform(const Shape& shape, Generator& gen, real gain = 1);
+Tensor uniform_fan_in(const Shape& shape, int64_t fan_in, Generator& gen);
+
 }  // namespace attn::init

@@ -8,13 +8,13 @@
 // its family's tasks with a static ZooRegistration:
 //
 //     static ZooRegistration pairs_tasks({
-//         {"SP", "decomposable_attention", "pairs", "entailment of two short token sequences",
+//         {"SP", "my_pair_attention", "pairs", "entailment of two short token sequences",
 //          [](ZooContext& ctx) { return train_pairs(ctx, ...); }},
 //     });
 //
 //   build/examples/zoo                       every task
 //   build/examples/zoo --only SP             one family (catalog group code)
-//   build/examples/zoo --only abcnn1_attention  one mechanism (catalog id)
+//   build/examples/zoo --only ID             one mechanism (its catalog id)
 //   make zoo                                 every task, then out/report.html
 //
 // Each task prints RESULT {json} with its metric, the target and whether it
