@@ -42,7 +42,8 @@ TEST_CASE("caption model: forward shapes, soft and hard") {
         CHECK(std::isfinite(loss.total.item()));
         if (hard) {
             CHECK(loss.mean_reward < 0);  // a log-likelihood
-            CHECK(baseline.value == doctest::Approx(loss.mean_reward));  // the first batch sets b
+            REQUIRE(baseline.values.size() == 1);
+            CHECK(baseline.values[0] == doctest::Approx(loss.mean_reward));  // the first batch sets b
             CHECK(loss.baseline == doctest::Approx(loss.mean_reward));
             CHECK(loss.entropy > 0);
         }
@@ -77,11 +78,48 @@ TEST_CASE("caption model: the REINFORCE gradient matches the exact expected grad
         Tensor rewards = Tensor::empty(Shape{N});
         for (int64_t i = 0; i < N; ++i) rewards[i] = f[static_cast<size_t>(s.indices[i])];
         // loss = −mean[(R − b) log p(s)], so −∇loss estimates ∇J
-        reinforce_loss(s.log_prob, rewards, baseline).backward();
+        Tensor advantages = Tensor::empty(Shape{N, 1});
+        for (int64_t i = 0; i < N; ++i) advantages[i] = rewards[i] - static_cast<real>(baseline);
+        reinforce_loss(s.log_prob, advantages).backward();
         for (int64_t k = 0; k < K; ++k) {
             INFO("baseline " << baseline << ", θ_" << k);
             CHECK(-theta.grad()[k] == doctest::Approx(exact[static_cast<size_t>(k)]).epsilon(0).scale(0).epsilon(0.04));
         }
+    }
+}
+
+// How the rewards credit each sampled location: the gradient of the loss
+// with respect to log α_t[s_t] is −A_bt / B, with A = reward − baseline. On
+// the first batch the baseline is the batch mean of each credited reward.
+TEST_CASE("caption model: the caption reward and the reward-to-go credit the samples as documented") {
+    const int64_t B = 2, T = 3, V = 4, L = 5;
+    Generator gen(7);
+    const Tensor logits = Tensor::normal(Shape{B, T, V}, 0, 1, gen);
+    const Tensor captions = Tensor::from({1, 2, 3, 0, 3, 1}, Shape{B, T});
+    const Tensor log_p = log_softmax(logits, -1);
+    auto r = [&](int64_t b, int64_t t) { return static_cast<double>(log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])]); };
+    for (CaptionReward kind : {CaptionReward::caption, CaptionReward::to_go}) {
+        Captioner::Forward f;
+        f.logits = Var(logits);
+        f.alphas = Var(Tensor::full(Shape{B, T, L}, 1.0 / L));
+        f.log_probs = Var(Tensor::full(Shape{B, T}, -1.0), true);
+        f.entropies = Var(Tensor::zeros(Shape{B, T}));
+        MovingAverageBaseline baseline;
+        caption_loss(f, captions, {.penalty = 0, .entropy_bonus = 0, .reward = kind}, true, baseline).total.backward();
+        // the expected reward of (b, t), and the baseline of column t (batch mean)
+        auto reward = [&](int64_t b, int64_t t) {
+            double g = 0;
+            for (int64_t u = kind == CaptionReward::to_go ? t : 0; u < T; ++u) g += r(b, u);
+            return g;
+        };
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t t = 0; t < T; ++t) {
+                const double mean_t = (reward(0, t) + reward(1, t)) / 2;
+                CHECK(f.log_probs.grad()[b * T + t] == doctest::Approx(-(reward(b, t) - mean_t) / B).epsilon(1e-5));
+            }
+        CHECK(baseline.values.size() == (kind == CaptionReward::to_go ? size_t(T) : size_t(1)));
+        // the baseline survives a checkpoint's text form exactly
+        CHECK(MovingAverageBaseline::parse(baseline.str()).values == baseline.values);
     }
 }
 

@@ -81,6 +81,8 @@ int main(int argc, char** argv) try {
     flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
     flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
     flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
+    std::string reward_kind = "to-go";
+    flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
     flags.add("--hard-eval", &hard_eval, "hard, at test time: attend to the argmax location, or use the expected context");
     flags.add("--beam", &beam, "beam width for the beam-search test metrics");
     flags.add("--clip", &clip, "gradient norm clipping (0: off)");
@@ -111,6 +113,9 @@ int main(int argc, char** argv) try {
                            .attention = attention_dim, .vocab = std::max<int64_t>(16, data.vocab.size()),
                            .hard = hard, .soft_probability = soft_probability,
                            .hard_eval_expected = hard_eval == "expected"};
+    if (reward_kind != "to-go" && reward_kind != "caption")
+        throw std::invalid_argument("--reward expects to-go or caption, got '" + reward_kind + "'");
+    const CaptionReward reward = reward_kind == "caption" ? CaptionReward::caption : CaptionReward::to_go;
     if (hard_eval != "argmax" && hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
@@ -126,8 +131,7 @@ int main(int argc, char** argv) try {
     double best_valid = -1;
     if (common.resume || common.eval_only) {
         state = load_checkpoint(common.eval_only ? best_path : last_path, model, optimizer);
-        if (state.extra.count("baseline")) baseline.value = std::stod(state.extra["baseline"]);
-        baseline.started = state.step > 0;
+        if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra["baseline"]);
         if (state.extra.count("best_valid")) best_valid = std::stod(state.extra["best_valid"]);
         std::cerr << "loaded " << (common.eval_only ? best_path : last_path) << ": epoch " << state.epoch << ", step "
                   << state.step << "\n";
@@ -135,8 +139,7 @@ int main(int argc, char** argv) try {
     MetricsLog log(dir + "/metrics.jsonl", common.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
     auto save = [&](const std::string& path) {
         char text[64];
-        std::snprintf(text, sizeof text, "%.17g", baseline.value);  // every digit: a resumed run continues exactly
-        state.extra["baseline"] = text;
+        state.extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
         std::snprintf(text, sizeof text, "%.17g", best_valid);
         state.extra["best_valid"] = text;
         if (common.save) save_checkpoint(path, model, optimizer, state);
@@ -167,7 +170,7 @@ int main(int argc, char** argv) try {
 
             optimizer.zero_grad();
             const Captioner::Forward f = model.forward(batch.images, batch.captions);
-            CaptionLoss loss = caption_loss(f, batch.captions, {.penalty = penalty, .entropy_bonus = entropy_bonus},
+            CaptionLoss loss = caption_loss(f, batch.captions, {.penalty = penalty, .entropy_bonus = entropy_bonus, .reward = reward},
                                                   hard, baseline);
             loss.total.backward();
             if (clip > 0) clip_grad_norm_(model.parameters(), clip);
@@ -179,7 +182,7 @@ int main(int argc, char** argv) try {
             sum_reward += loss.mean_reward;
             ++done;
             ProgressFields fields = {{"loss", sum_loss / static_cast<double>(done)}, {"ce", sum_ce / static_cast<double>(done)}};
-            if (hard) fields.push_back({"baseline", baseline.value});
+            if (hard) fields.push_back({"reward", sum_reward / static_cast<double>(done)});
             bar.update(b + 1, fields);
             if (common.steps > 0 && state.step >= common.steps) {
                 stop = true;
@@ -200,7 +203,7 @@ int main(int argc, char** argv) try {
                                     {"valid_bleu4", valid.metrics.bleu[3]},
                                     {"valid_localization", valid.metrics.localization},
                                     {"seconds", train_seconds}});
-        if (hard) record.set("mean_reward", sum_reward / static_cast<double>(done)).set("baseline", baseline.value);
+        if (hard) record.set("mean_reward", sum_reward / static_cast<double>(done)).set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
         log.write(record);
         if (valid.metrics.word_accuracy > best_valid) {
             best_valid = valid.metrics.word_accuracy;

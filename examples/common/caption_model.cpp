@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 #include "autograd/ops.hpp"
@@ -132,13 +134,42 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
 
 // ---- the loss ------------------------------------------------------------------------------
 
-Var reinforce_loss(const Var& log_probs, const Tensor& rewards, double baseline) {
-    // (R_b − b): the advantage, a constant for autograd   B×1
-    Tensor advantage = Tensor::empty(Shape{rewards.numel(), 1});
-    for (int64_t b = 0; b < rewards.numel(); ++b) advantage[b] = rewards[b] - static_cast<real>(baseline);
-    // −mean_b[(R_b − b) · Σ_t log α_t[s_t]]
-    const Var log_p = reshape(log_probs, {rewards.numel(), -1});
-    return neg(mean(sum(mul(log_p, Var(advantage)), -1)));
+void MovingAverageBaseline::update(const std::vector<double>& means) {
+    if (!started()) {
+        values = means;
+        return;
+    }
+    if (means.size() != values.size())
+        throw std::invalid_argument("MovingAverageBaseline: " + std::to_string(means.size()) + " rewards for " +
+                                    std::to_string(values.size()) + " baselines");
+    for (size_t i = 0; i < values.size(); ++i) values[i] = momentum * values[i] + (1 - momentum) * means[i];
+}
+
+std::string MovingAverageBaseline::str() const {
+    std::string out;
+    char text[32];
+    for (double v : values) {
+        std::snprintf(text, sizeof text, "%.17g", v);
+        out += (out.empty() ? "" : " ") + std::string(text);
+    }
+    return out;
+}
+
+MovingAverageBaseline MovingAverageBaseline::parse(const std::string& text) {
+    MovingAverageBaseline b;
+    std::istringstream in(text);
+    for (double v; in >> v;) b.values.push_back(v);
+    if (!in.eof()) throw std::runtime_error("baseline: expected numbers, got '" + text + "'");
+    return b;
+}
+
+Var reinforce_loss(const Var& log_probs, const Tensor& advantages) {
+    const int64_t B = log_probs.size(0);
+    if (advantages.size(0) != B || (advantages.size(1) != 1 && advantages.size(1) != log_probs.size(1)))
+        throw std::invalid_argument("reinforce_loss: advantages " + advantages.shape().str() + " for log_probs " +
+                                    log_probs.shape().str() + " (need B×T or B×1)");
+    // −mean_b[Σ_t A_bt · log α_t[s_t]]; A is a constant for autograd
+    return neg(mean(sum(mul(log_probs, Var(advantages)), -1)));
 }
 
 CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, const CaptionLossOptions& options,
@@ -151,21 +182,38 @@ CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, co
     L.penalty = penalty.item();
     if (!hard) return L;
 
-    // The reward R_b = log p(y_b | image, s) = Σ_t log p(y_bt | …), no gradient.
+    // The rewards, no gradient: r_bt = log p(y_bt | image, s_≤t), and either
+    // the caption's R_b = Σ_t r_bt for every step, or the reward-to-go
+    // G_bt = Σ_{t'≥t} r_bt' (one column per step).
     const int64_t B = captions.size(0), T = captions.size(1);
     const Tensor log_p = log_softmax(f.logits.value(), -1);  // B×T×V
     const int64_t V = log_p.size(2);
-    Tensor rewards = Tensor::zeros(Shape{B});
+    const bool to_go = options.reward == CaptionReward::to_go;
+    const int64_t columns = to_go ? T : 1;
+    Tensor rewards = Tensor::zeros(Shape{B, columns});
+    for (int64_t b = 0; b < B; ++b) {
+        double suffix = 0;  // Σ_{t'≥t} r_bt', built from the end
+        for (int64_t t = T - 1; t >= 0; --t) {
+            suffix += log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])];
+            if (to_go) rewards[b * T + t] = static_cast<real>(suffix);
+        }
+        if (!to_go) rewards[b] = static_cast<real>(suffix);
+    }
+    std::vector<double> means(static_cast<size_t>(columns), 0);
     for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t)
-            rewards[b] += log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])];
-    L.mean_reward = mean(rewards).item();
+        for (int64_t c = 0; c < columns; ++c) means[static_cast<size_t>(c)] += rewards[b * columns + c] / static_cast<double>(B);
+    L.mean_reward = means[0];  // G_b0 = R_b: the whole caption's log-likelihood either way
 
     // Variance reduction 1: subtract the moving-average baseline (the b of
     // before this batch), then update it.
-    L.baseline = baseline.before(L.mean_reward);
-    const Var reinforce = reinforce_loss(f.log_probs, rewards, L.baseline);
-    baseline.update(L.mean_reward);
+    const std::vector<double> b_used = baseline.before(means);
+    Tensor advantages = Tensor::empty(rewards.shape());
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < columns; ++c)
+            advantages[b * columns + c] = rewards[b * columns + c] - static_cast<real>(b_used[static_cast<size_t>(c)]);
+    L.baseline = b_used[0];
+    const Var reinforce = reinforce_loss(f.log_probs, advantages);
+    baseline.update(means);
     // Variance reduction 2: the entropy bonus −λ_e·mean_b Σ_t H(α_t) keeps the
     // sampler from collapsing early onto one location.
     const Var entropy = mean(sum(f.entropies, -1));

@@ -127,33 +127,47 @@ public:
 // (E[∇ log p(s)] = 0) but shrinks its variance when b ≈ E[R].
 // It starts at the first batch's mean reward: starting at 0 would make every
 // early advantage R − b ≈ −10 (a log-likelihood), pushing down whatever was sampled.
+// With reward-to-go (below) the rewards differ by position, so there is one b
+// per caption position; with the whole caption's reward, one b.
 struct MovingAverageBaseline {
-    double value = 0;
+    std::vector<double> values;  // b (one per credited position); empty until the first batch
     double momentum = 0.9;
-    bool started = false;
-    void update(double mean_reward) {
-        value = started ? momentum * value + (1 - momentum) * mean_reward : mean_reward;
-        started = true;
-    }
-    // The b to use for a batch whose mean reward is `mean_reward`: the running
-    // value, or on the very first batch that mean itself.
-    double before(double mean_reward) const { return started ? value : mean_reward; }
+
+    bool started() const { return !values.empty(); }
+    // The b to use for a batch whose mean rewards are `means`: the running
+    // values, or on the very first batch those means themselves.
+    std::vector<double> before(const std::vector<double>& means) const { return started() ? values : means; }
+    void update(const std::vector<double>& means);
+    // "b0 b1 …" with every digit, and back: a resumed run continues exactly.
+    std::string str() const;
+    static MovingAverageBaseline parse(const std::string& text);
 };
 
 // The REINFORCE surrogate: its gradient is the score-function estimate
-//   ∇ −mean_b[(R_b − b) · log p(s_b)]  =  −mean_b[(R_b − b) ∇ log p(s_b)]
-// log_probs B×T (Σ over T is log p(s_b)), rewards B (no gradient), b a number.
-Var reinforce_loss(const Var& log_probs, const Tensor& rewards, double baseline);
+//   ∇ −mean_b[Σ_t A_bt · log p(s_bt)]  =  −mean_b[Σ_t A_bt ∇ log p(s_bt)]
+// log_probs B×T, advantages A = R − b (no gradient) B×T, or B×1 when the
+// whole caption's reward credits every step alike.
+Var reinforce_loss(const Var& log_probs, const Tensor& advantages);
+
+// Which reward credits the location s_t sampled at word t:
+//   caption  R_b = Σ_t' log p(y_bt')       the caption's log-likelihood, for every t
+//                                          (Xu et al.; workload W4-hard)
+//   to_go    G_bt = Σ_{t' ≥ t} log p(y_bt') only the words from t on: the words
+//                                          before t were written before s_t was drawn,
+//                                          so their terms have zero expected gradient and
+//                                          only add noise (the causality trick)
+enum class CaptionReward { caption, to_go };
 
 struct CaptionLossOptions {
     double penalty = 1;          // λ of the doubly stochastic penalty
     double entropy_bonus = 0.01; // λ_e (hard)
+    CaptionReward reward = CaptionReward::caption;  // (hard)
 };
 
 struct CaptionLoss {
     Var total;
     double cross_entropy = 0, penalty = 0, reinforce = 0, entropy = 0;
-    double mean_reward = 0, baseline = 0;  // hard: mean_b R_b and the b that was used
+    double mean_reward = 0, baseline = 0;  // hard: mean_b R_b and the b that was used (first position's, to-go)
 };
 
 // The loss of a teacher-forced forward; for hard attention it uses and then
