@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "autograd/variable.hpp"
@@ -115,7 +116,8 @@ Var squeeze(const Var& a, int axis);
 Var gather(const Var& a, int axis, const Tensor& index);
 Var index_select(const Var& a, int axis, const std::vector<int64_t>& indices);
 // Rows of `weight` (V×D) picked by `indices` (any shape) → indices.shape × D.
-Var embedding(const Var& weight, const Tensor& indices);
+// With a padding index p, the row p receives no gradient (torch's padding_idx).
+Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 // value where mask != 0 (mask broadcasts to a), a elsewhere.
 Var masked_fill(const Var& a, const Tensor& mask, real value);
 // cond != 0 ? a : b, all three broadcast.

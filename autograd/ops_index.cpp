@@ -30,11 +30,15 @@ Var index_select(const Var& a, int axis, const std::vector<int64_t>& indices) {
 }
 
 // weight V×D, indices (any shape) → z indices.shape×D, z[…, :] = weight[indices[…], :]
-//                                                      ∂L/∂weight[v, :] += Σ_{… : indices[…] = v} g[…, :]
-Var embedding(const Var& weight, const Tensor& indices) {
+//                                                      ∂L/∂weight[v, :] += Σ_{… : indices[…] = v ≠ p} g[…, :]
+//                                                      (p the padding index, if any: its row gets nothing)
+Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
     if (weight.rank() != 2)
         throw std::invalid_argument("embedding: weight must be V×D (rank 2), got " + weight.shape().str());
     const int64_t rows = weight.shape()[0], width = weight.shape()[1];
+    if (padding_idx && (*padding_idx < 0 || *padding_idx >= rows))
+        throw std::out_of_range("embedding: padding_idx " + std::to_string(*padding_idx) + " is out of range [0, " +
+                                std::to_string(rows) + ") for weight " + weight.shape().str());
     std::vector<int64_t> picked(static_cast<size_t>(indices.numel()));
     for (int64_t p = 0; p < indices.numel(); ++p) {
         const real v = indices[p];
@@ -47,8 +51,13 @@ Var embedding(const Var& weight, const Tensor& indices) {
     Shape out_shape = indices.shape();
     out_shape.push_back(width);
     Tensor z = index_select(weight.value(), 0, picked).reshape(out_shape);
-    return record("embedding", std::move(z), {weight}, [picked = std::move(picked), width](Backward& bw) {
-        const Tensor g = bw.grad().reshape(Shape{static_cast<int64_t>(picked.size()), width});
+    return record("embedding", std::move(z), {weight}, [picked = std::move(picked), width, padding_idx](Backward& bw) {
+        Tensor g = bw.grad().reshape(Shape{static_cast<int64_t>(picked.size()), width});
+        if (padding_idx) {  // the padding row receives nothing
+            g = g.clone();
+            for (size_t k = 0; k < picked.size(); ++k)
+                if (picked[k] == *padding_idx) g.rows(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1).fill_(0);
+        }
         index_add_(bw.grad_buffer(0), 0, picked, g);
     });
 }

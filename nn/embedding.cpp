@@ -12,39 +12,6 @@
 
 namespace attn {
 
-// y[…, :] = W[indices[…], :]        ∂L/∂W[v, :] += Σ_{… : indices[…] = v ≠ p} g[…, :]
-Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
-    if (!padding_idx) return embedding(weight, indices);
-    if (weight.rank() != 2)
-        throw std::invalid_argument("embedding: weight must be V×D (rank 2), got " + weight.shape().str());
-    const int64_t rows = weight.size(0), width = weight.size(1), pad = *padding_idx;
-    if (pad < 0 || pad >= rows)
-        throw std::out_of_range("embedding: padding_idx " + std::to_string(pad) + " is out of range [0, " +
-                                std::to_string(rows) + ") for weight " + weight.shape().str());
-    std::vector<int64_t> picked(static_cast<size_t>(indices.numel()));
-    for (int64_t p = 0; p < indices.numel(); ++p) {
-        const real v = indices[p];
-        if (!(v >= 0 && v < static_cast<real>(rows)) || v != std::floor(v))
-            throw std::out_of_range("embedding: index " + format_index(v) + " at position " + std::to_string(p) +
-                                    " is out of range [0, " + std::to_string(rows) + ") for weight " +
-                                    weight.shape().str());
-        picked[static_cast<size_t>(p)] = static_cast<int64_t>(v);
-    }
-    Shape out_shape = indices.shape();
-    out_shape.push_back(width);
-    Tensor y = index_select(weight.value(), 0, picked).reshape(out_shape);
-    return record("embedding", std::move(y), {weight}, [picked = std::move(picked), width, pad](Backward& bw) {
-        const real* g = bw.grad().data();
-        real* dw = bw.grad_buffer(0).data();
-        for (size_t k = 0; k < picked.size(); ++k) {
-            if (picked[k] == pad) continue;  // the padding row receives nothing
-            const real* from = g + static_cast<int64_t>(k) * width;
-            real* to = dw + picked[k] * width;
-            for (int64_t j = 0; j < width; ++j) to[j] += from[j];
-        }
-    });
-}
-
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen,
                      std::optional<int64_t> padding_idx)
     : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {

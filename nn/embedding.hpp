@@ -23,10 +23,8 @@
 
 namespace attn {
 
-// The lookup with PyTorch's padding_idx rule:
-//   ∂L/∂W[v, :] = Σ_{… : indices[…] = v} g[…, :]   for v ≠ p,   and 0 for v = p.
-// Without a padding index it is autograd's embedding().
-Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> padding_idx);
+// The lookup is autograd's embedding() (autograd/ops.hpp), with PyTorch's
+// padding_idx rule: ∂L/∂W[p, :] = 0 for the padding index p.
 
 // Not a UnaryModule: its input is an index tensor, not a Var.
 class Embedding : public Module {
