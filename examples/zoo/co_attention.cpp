@@ -305,7 +305,7 @@ const std::vector<std::string> kAspectWords{
     "overall", "food", "service", "staff", "price", "wine",  "list",   "battery", "life", "screen",
     "view",  "good",  "great",   "lovely", "bad",  "awful",  "rude",   "ok",    "average", "fine"};
 const std::vector<std::vector<int64_t>> kAspects{{11}, {12}, {13}, {14}, {15, 16}, {17, 18}, {19}, {20}};
-constexpr int64_t kFirstCue = 21, kPolarities = 3, kMaxTarget = 2, kPositions = 25, kMaxDistance = 12;
+constexpr int64_t kFirstCue = 21, kPolarities = 3, kPositions = 25, kMaxDistance = 12;
 const std::vector<std::string> kPolarityNames{"positive", "negative", "neutral"};
 
 struct AspectExample {
