@@ -117,8 +117,8 @@ Var chunk_max_pooling(const Var& X, int64_t chunks, const Tensor& mask) {
     if (chunks < 1) throw std::invalid_argument(who + ": " + std::to_string(chunks) + " chunks: need at least 1");
     const int64_t B = X.size(0), n = X.size(1);
     // chunk_positions[j][b]: the positions of chunk j in sequence b
-    std::vector<std::vector<std::vector<int64_t>>> chunk_positions(static_cast<size_t>(chunks),
-                                                                   std::vector<std::vector<int64_t>>(static_cast<size_t>(B)));
+    std::vector<std::vector<std::vector<int64_t>>> chunk_positions(
+        static_cast<size_t>(chunks), std::vector<std::vector<int64_t>>(static_cast<size_t>(B)));
     for (int64_t b = 0; b < B; ++b) {
         const std::vector<int64_t> kept = kept_positions(mask, b, n);
         const auto L = static_cast<int64_t>(kept.size());
@@ -126,7 +126,8 @@ Var chunk_max_pooling(const Var& X, int64_t chunks, const Tensor& mask) {
         for (int64_t j = 0; j < chunks; ++j) {
             // the first L mod c chunks are one longer
             const int64_t size = L / chunks + (j < L % chunks ? 1 : 0);
-            for (int64_t i = 0; i < size; ++i) chunk_positions[static_cast<size_t>(j)][static_cast<size_t>(b)].push_back(kept[static_cast<size_t>(next + i)]);
+            auto& chunk = chunk_positions[static_cast<size_t>(j)][static_cast<size_t>(b)];
+            for (int64_t i = next; i < next + size; ++i) chunk.push_back(kept[static_cast<size_t>(i)]);
             next += size;
         }
     }
