@@ -372,23 +372,26 @@ ZooResult train_ifthen(ZooContext& ctx) {
 }
 
 // ---- span: area_attention -----------------------------------------------------------------------
-// 10 items, each a digit 0–4 with a marker bit; one run of 1–3 adjacent items
-// is marked. The label is the digit sum of the marked run (0–12). The area
+// 5–10 items (padded to 10), each a digit 0–4 with a marker bit; one run of
+// 1–3 adjacent items is marked. The label is the digit sum of the marked run (0–12). The area
 // whose key says "all marked, and as wide as possible" holds the answer in its
 // summed value; single-item attention can only average.
 constexpr int64_t kItems = 10, kDigits = 5, kSums = 13;
 
-void span_batch(Generator& gen, int64_t B, Tensor* x, Tensor* y) {
-    *x = Tensor::empty(Shape{B, kItems});
+void span_batch(Generator& gen, int64_t B, Tensor* x, Tensor* y, Tensor* mask) {
+    *x = Tensor::zeros(Shape{B, kItems});
     *y = Tensor::empty(Shape{B});
+    *mask = Tensor::zeros(Shape{B, kItems});
     for (int64_t b = 0; b < B; ++b) {
+        const int64_t n = 5 + static_cast<int64_t>(gen.randint(kItems - 4));  // 5..10 real items, then padding
         const int64_t length = 1 + static_cast<int64_t>(gen.randint(3));
-        const int64_t start = static_cast<int64_t>(gen.randint(static_cast<uint64_t>(kItems - length + 1)));
+        const int64_t start = static_cast<int64_t>(gen.randint(static_cast<uint64_t>(n - length + 1)));
         int64_t total = 0;
-        for (int64_t i = 0; i < kItems; ++i) {
+        for (int64_t i = 0; i < n; ++i) {
             const int64_t digit = static_cast<int64_t>(gen.randint(kDigits));
             const bool marked = i >= start && i < start + length;
             x->at({b, i}) = real((marked ? kDigits : 0) + digit);
+            mask->at({b, i}) = 1;
             total += marked ? digit : 0;
         }
         y->at({b}) = real(total);
@@ -411,9 +414,9 @@ struct SpanModel : Module {
         register_module("hidden", hidden);
         register_module("out", out);
     }
-    AreaAttention::Output attend_areas(const Tensor& x) {
+    AreaAttention::Output attend_areas(const Tensor& x, const Tensor& mask) {
         const Var q = expand(query, Shape{x.size(0), 1, d});
-        return area.forward(q, keys.forward(x), values.forward(x));
+        return area.forward(q, keys.forward(x), values.forward(x), mask);
     }
     Var logits(const AreaAttention::Output& a) {
         return out.forward(relu(hidden.forward(squeeze(a.output, 1))));
@@ -424,18 +427,18 @@ std::pair<double, std::unique_ptr<SpanModel>> fit_span(ZooContext& ctx, int64_t 
     auto model = std::make_unique<SpanModel>(ctx.gen, max_width, rich);
     Adam opt(model->parameters(), {.lr = 5e-3});
     for (int64_t s = 0; s < steps; ++s) {
-        Tensor x, y;
-        span_batch(ctx.gen, 64, &x, &y);
-        Var loss = cross_entropy(model->logits(model->attend_areas(x)), y);
+        Tensor x, y, mask;
+        span_batch(ctx.gen, 64, &x, &y, &mask);
+        Var loss = cross_entropy(model->logits(model->attend_areas(x, mask)), y);
         opt.zero_grad();
         loss.backward();
         opt.step();
     }
     Generator test_gen(static_cast<uint64_t>(ctx.seed) + 4000);
-    Tensor x, y;
-    span_batch(test_gen, 1000, &x, &y);
+    Tensor x, y, mask;
+    span_batch(test_gen, 1000, &x, &y, &mask);
     NoGradGuard no_grad;
-    return {accuracy(model->logits(model->attend_areas(x)).value(), y), std::move(model)};
+    return {accuracy(model->logits(model->attend_areas(x, mask)).value(), y), std::move(model)};
 }
 
 ZooResult train_span(ZooContext& ctx) {
@@ -443,17 +446,17 @@ ZooResult train_span(ZooContext& ctx) {
     auto [acc, model] = fit_span(ctx, 3, true, steps);
     const double single = fit_span(ctx, 1, false, steps).first;
     Generator show_gen(static_cast<uint64_t>(ctx.seed) + 4001);
-    Tensor x, y;
-    span_batch(show_gen, 1, &x, &y);
+    Tensor x, y, mask;
+    span_batch(show_gen, 1, &x, &y, &mask);
     NoGradGuard no_grad;
-    const auto a = model->attend_areas(x);
+    const auto a = model->attend_areas(x, mask);
     Tensor grid = Tensor::zeros(Shape{3, kItems});  // rows: area width, columns: first item
     for (size_t r = 0; r < a.areas.size(); ++r)
         grid.at({a.areas[r].width - 1, a.areas[r].left}) = a.weights.value()[static_cast<int64_t>(r)];
     std::vector<std::string> cols;
     for (int64_t i = 0; i < kItems; ++i) {
         const int64_t t = static_cast<int64_t>(x[i]);
-        cols.push_back((t >= kDigits ? "*" : "") + std::to_string(t % kDigits));
+        cols.push_back(mask[i] == 0 ? "·" : (t >= kDigits ? "*" : "") + std::to_string(t % kDigits));
     }
     ctx.report.subsection("span: area_attention");
     ctx.report.paragraph("Area attention with rich keys over spans of 1–3 items; the label is the digit sum of the "
