@@ -5,6 +5,7 @@
 // docs/examples/zoo.md; targets in docs/attention/sentence_pair.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>

@@ -7,6 +7,7 @@
 // docs/examples/zoo.md; targets in docs/attention/pointer_area.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <string>
