@@ -1,0 +1,74 @@
+#include "attention/pointer.hpp"
+
+#include <stdexcept>
+
+#include "attention/alignments.hpp"
+#include "attention/query_types.hpp"
+#include "attention/scores.hpp"
+#include "nn/init.hpp"
+
+namespace attn {
+
+PointerAttention::PointerAttention(int64_t encoder_dim, int64_t decoder_dim, int64_t attention_dim, Generator& gen) {
+    Tensor w1 = Tensor::empty(Shape{attention_dim, encoder_dim});
+    Tensor w2 = Tensor::empty(Shape{attention_dim, decoder_dim});
+    Tensor vv = Tensor::empty(Shape{attention_dim});
+    W_1 = register_parameter("W_1", init::xavier_uniform_(w1, gen));
+    W_2 = register_parameter("W_2", init::xavier_uniform_(w2, gen));
+    v = register_parameter("v", init::uniform_fan_in_(vv, attention_dim, gen));
+}
+
+Var PointerAttention::project(const Var& encoder_states) {
+    check_rank(id(), "encoder states", encoder_states, 3);
+    if (encoder_states.size(2) != W_1.size(1))
+        throw std::invalid_argument(id() + ": encoder states " + encoder_states.shape().str() + " need width " +
+                                    std::to_string(W_1.size(1)));
+    return matmul(encoder_states, W_1, false, true);  // W_1 e_j    B×n×d_w
+}
+
+Var PointerAttention::scores(const Var& decoder_states, const Var& projected) {
+    check_rank(id(), "decoder states", decoder_states, 3);
+    if (decoder_states.size(2) != W_2.size(1) || decoder_states.size(0) != projected.size(0))
+        throw std::invalid_argument(id() + ": decoder states " + decoder_states.shape().str() +
+                                    " and projected encoder states " + projected.shape().str() +
+                                    " need the same batch size and decoder width " + std::to_string(W_2.size(1)));
+    // W_2 d_i                                            B×m×d_w
+    const Var query = matmul(decoder_states, W_2, false, true);
+    // tanh(W_1 e_j + W_2 d_i)                            B×m×n×d_w
+    const Var hidden = additive_features(query, projected, Var(), Activation::tanh);
+    // u^i_j = vᵀ tanh(⋯)                                  B×m×n
+    return squeeze(matmul(hidden, reshape(v, {v.size(0), 1})), -1);
+}
+
+AttentionOutput PointerAttention::forward(const Var& encoder_states, const Var& decoder_states, const Tensor& mask) {
+    const Var u = scores(decoder_states, project(encoder_states));
+    const Tensor keep = scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1));
+    // p(C_i = j) = softmax_j(u^i_j)                       B×m×n
+    const Var p = masked_softmax(u, keep);
+    return {p, p};
+}
+
+Taxonomy PointerAttention::taxonomy() const {
+    Taxonomy t;
+    t.scoring = "additive_score";
+    return t;
+}
+
+Tensor not_yet_chosen_mask(const Tensor& targets, int64_t n) {
+    if (targets.rank() != 2)
+        throw std::invalid_argument("not_yet_chosen_mask: targets " + targets.shape().str() + " need shape B×m");
+    const int64_t B = targets.size(0), m = targets.size(1);
+    Tensor keep = Tensor::ones(Shape{B, m, n});
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t earlier = 0; earlier < i; ++earlier) {
+                const auto j = static_cast<int64_t>(targets.at({b, earlier}));
+                if (j < 0 || j >= n)
+                    throw std::invalid_argument("not_yet_chosen_mask: target " + std::to_string(j) +
+                                                " is outside 0.." + std::to_string(n - 1));
+                keep.at({b, i, j}) = 0;
+            }
+    return keep;
+}
+
+}  // namespace attn
