@@ -81,7 +81,7 @@ int main(int argc, char** argv) try {
     flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
     flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
     flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
-    std::string reward_kind = "to-go";
+    std::string reward_kind = "caption";
     flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
     flags.add("--hard-eval", &hard_eval, "hard, at test time: attend to the argmax location, or use the expected context");
     flags.add("--beam", &beam, "beam width for the beam-search test metrics");
