@@ -1,6 +1,7 @@
 // zoo: trains every family of the attention catalog on a small task that
 // needs it (examples/zoo/zoo.hpp) and writes the "zoo" part of
 // out/report.html. docs/examples/zoo.md.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -30,6 +31,33 @@ ZooRegistration::ZooRegistration(std::vector<ZooTask> tasks) {
 
 namespace {
 
+// The catalog's groups, in its order, with the heading of their report section.
+const std::vector<std::pair<std::string, std::string>>& families() {
+    static const std::vector<std::pair<std::string, std::string>> names = {
+        {"FM", "FM: several inputs (co-attention, rotatory attention)"},
+        {"FL", "FL: levels (attention via attention)"},
+        {"FR", "FR: representations (meta-embeddings)"},
+        {"SV", "SV: sequence variants (pointer, transducer, latent, area, dual)"},
+        {"SP", "SP: sentence pairs and paired inputs"},
+        {"CV", "CV: attention in CNNs"},
+        {"RO", "RO: pooling, set functions and gates"},
+    };
+    return names;
+}
+
+size_t family_rank(const std::string& code) {
+    const auto& f = families();
+    for (size_t i = 0; i < f.size(); ++i)
+        if (f[i].first == code) return i;
+    return f.size();  // unknown groups last, in registration order
+}
+
+std::string family_heading(const std::string& code) {
+    for (const auto& [c, heading] : families())
+        if (c == code) return "zoo, " + heading;
+    return "zoo, " + code;
+}
+
 bool selected(const ZooTask& t, const std::string& only) {
     if (only.empty() || only == t.family || only == t.task) return true;
     std::stringstream ids(t.mechanism);
@@ -55,8 +83,13 @@ int main(int argc, char** argv) try {
     if (!flags.parse(argc, argv)) return 0;
     if (threads > 0) set_num_threads(static_cast<int>(threads));
 
+    // One report section per family, in the catalog's order.
+    std::vector<ZooTask> tasks = zoo_registry();
+    std::stable_sort(tasks.begin(), tasks.end(),
+                     [](const ZooTask& a, const ZooTask& b) { return family_rank(a.family) < family_rank(b.family); });
+
     if (list) {
-        for (const ZooTask& t : zoo_registry())
+        for (const ZooTask& t : tasks)
             std::printf("%-3s %-10s %-45s %s\n", t.family.c_str(), t.task.c_str(), t.mechanism.c_str(), t.summary.c_str());
         return 0;
     }
@@ -64,13 +97,17 @@ int main(int argc, char** argv) try {
     HtmlReport report("attn: the attention zoo");
     report.set_anchor_prefix("zoo-");
     report.section("zoo: every attention family on a task that needs it");
-    report.paragraph("Each row trains a small model built around one mechanism of the catalog for a fixed "
+    report.paragraph("Each task trains a small model built around one mechanism of the catalog for a fixed "
                      "number of steps (seed " + std::to_string(seed) + ", budget " + std::to_string(budget) +
                      "). The target is the one stated on the mechanism's page in docs/attention/.");
+    report.paragraph("The summary table is at the end of the zoo sections.");
     std::vector<std::vector<Cell>> rows;
     int run = 0, missed = 0;
-    for (const ZooTask& t : zoo_registry()) {
+    std::string family;
+    for (const ZooTask& t : tasks) {
         if (!selected(t, only)) continue;
+        if (t.family != family) report.section(family_heading(t.family));
+        family = t.family;
         std::cerr << "== " << t.family << " " << t.task << ": " << t.mechanism << "\n";
         Generator gen(static_cast<uint64_t>(seed));
         ZooContext ctx{gen, seed, budget, report};
@@ -88,7 +125,7 @@ int main(int argc, char** argv) try {
     }
     if (run == 0)
         throw std::invalid_argument(only.empty() ? "no tasks are registered" : "--only '" + only + "' matches no task (see --list)");
-    report.subsection("Summary");
+    report.section("zoo: summary");
     report.table({"family", "mechanism", "task", "metric", "reached", "target", "met", "steps", "seconds", "baseline"},
                  rows);
     write_report_part(out, "zoo", report);

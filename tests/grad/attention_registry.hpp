@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/general.hpp"
 #include "autograd/ops.hpp"
 #include "nn/module.hpp"
 
@@ -42,5 +43,17 @@ std::vector<MechanismCase>& mechanism_registry();
 struct RegisterMechanisms {
     explicit RegisterMechanisms(std::vector<MechanismCase> cases);
 };
+
+// Helpers for the cases' run functions.
+// The module a case's make() built, as its own type.
+template <class M>
+M& as(Module* m) {
+    return *static_cast<M*>(m);
+}
+// Every element in one vector.
+inline Var flat(const Var& x) { return reshape(x, {-1}); }
+// Output and weights in one vector, so one check covers both.
+inline Var both(const Var& output, const Var& weights) { return concat({flat(output), flat(weights)}, 0); }
+inline Var both(const AttentionOutput& o) { return both(o.output, o.weights); }
 
 }  // namespace attn::testing

@@ -51,7 +51,6 @@ struct GumbelCase : Module {
     explicit GumbelCase(real tau) : align(gen, tau) { register_module("align", align); }
 };
 
-Var flat(const Var& x) { return reshape(x, {-1}); }
 
 // The hard context c = onehot(m) V and log a_m, both checked.
 Var hard_run(Module* m, const std::vector<Var>& x, const Tensor& mask) {

@@ -18,7 +18,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-Var flat(const Var& v) { return reshape(v, {-1}); }
 
 const RegisterMechanisms feature_levels_cases({
     {"attention_via_attention",

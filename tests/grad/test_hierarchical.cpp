@@ -19,7 +19,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-Var flat(const Var& x) { return reshape(x, {-1}); }
 Var all_of(const HierarchicalAttention::Output& o) {
     return concat({flat(o.document), flat(o.word_weights), flat(o.sentence_weights)}, 0);
 }

@@ -18,7 +18,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-Var both(const AttentionOutput& o) { return concat({reshape(o.output, {-1}), reshape(o.weights, {-1})}, 0); }
 
 // Each of the 3 queries hides one of the 4 keys (leave-one-out training).
 Tensor leave_one_out() {

@@ -24,12 +24,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
-Var flat(const Var& x) { return reshape(x, {-1}); }
 
 MultiHopAttention::Options hop_options(int64_t hops, bool shared, MultiHopAttention::Transform t) {
     MultiHopAttention::Options o;

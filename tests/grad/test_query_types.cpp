@@ -20,14 +20,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
-Var flat(const Var& x) { return reshape(x, {-1}); }
-Var both(const Var& output, const Var& weights) { return concat({flat(output), flat(weights)}, 0); }
-Var both(const AttentionOutput& o) { return both(o.output, o.weights); }
 
 LuongAttention::Options luong(LuongAttention::Score s, LuongAttention::Align a, int64_t window = 1) {
     LuongAttention::Options o;

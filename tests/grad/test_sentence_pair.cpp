@@ -19,12 +19,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
-Var flat(const Var& x) { return reshape(x, {-1}); }
 
 std::unique_ptr<Module> abcnn_layer(AbcnnLayer::Kind kind, Generator& g) {
     return std::make_unique<AbcnnLayer>(kind, 4, 3, 2, 2, g);

@@ -20,12 +20,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
-Var flat(const Var& x) { return reshape(x, {-1}); }
 
 Var step_run(Module* m, const std::vector<Var>& x, const Tensor& mask) {
     auto& att = as<DoublyStochasticSoftAttention>(m);

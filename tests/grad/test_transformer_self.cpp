@@ -23,11 +23,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
 Var output_and_weights(const AttentionOutput& a) {
     return concat({reshape(a.output, {-1}), reshape(a.weights, {-1})}, 0);
 }

@@ -20,13 +20,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class M>
-M& as(Module* m) {
-    return *static_cast<M*>(m);
-}
-
-Var flat(const Var& x) { return reshape(x, {-1}); }
-Var both(const AttentionOutput& o) { return concat({flat(o.output), flat(o.weights)}, 0); }
 
 const RegisterMechanisms vision_cases({
     {"squeeze_excitation",
