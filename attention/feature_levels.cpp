@@ -9,17 +9,6 @@
 
 namespace attn {
 
-namespace {
-
-void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
-    check_rank(who, what, x, 3);
-    if (x.size(2) != width)
-        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
-                                    std::to_string(width));
-}
-
-}  // namespace
-
 // ---- 11. attention_via_attention ------------------------------------------------------------
 
 AttentionViaAttention::AttentionViaAttention(int64_t query_dim, int64_t character_dim, int64_t word_dim,
@@ -33,9 +22,9 @@ AttentionViaAttention::AttentionViaAttention(int64_t query_dim, int64_t characte
 AttentionViaAttentionOutput AttentionViaAttention::forward(const Var& queries, const Var& characters,
                                                            const Var& words, const Tensor& character_mask,
                                                            const Tensor& word_mask) {
-    check_width(id(), "queries", queries, word_score.W_1.size(1));
-    check_width(id(), "characters", characters, character_score.W_2.size(1));
-    check_width(id(), "words", words, word_score.W_2.size(1));
+    check_width(id(), "queries", queries, word_score.W_1.size(1), 3);
+    check_width(id(), "characters", characters, character_score.W_2.size(1), 3);
+    check_width(id(), "words", words, word_score.W_2.size(1), 3);
     if (queries.size(0) != characters.size(0) || queries.size(0) != words.size(0))
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", characters " +
                                     characters.shape().str() + " and words " + words.shape().str() +
@@ -85,7 +74,7 @@ Var MetaEmbeddingAttention::project(const std::vector<Var>& sources) {
                                     std::to_string(num_sources()));
     std::vector<Var> projected;
     for (size_t i = 0; i < sources.size(); ++i) {
-        check_width(id(), "source", sources[i], W[i].size(1));
+        check_width(id(), "source", sources[i], W[i].size(1), 3);
         if (sources[i].size(0) != sources[0].size(0) || sources[i].size(1) != sources[0].size(1))
             throw std::invalid_argument(id() + ": source " + sources[i].shape().str() + " and source " +
                                         sources[0].shape().str() + " need the same batch size and tokens");

@@ -71,6 +71,14 @@ void check_rank(const std::string& who, const char* what, const Var& v, int rank
                                     std::to_string(rank));
 }
 
+void check_width(const std::string& who, const char* what, const Var& x, int64_t width, int rank) {
+    if (rank > 0) check_rank(who, what, x, rank);
+    if (!x.defined()) throw std::invalid_argument(who + ": " + what + " is undefined");
+    if (x.size(-1) != width)
+        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
+                                    std::to_string(width));
+}
+
 void check_qkv(const std::string& who, const Var& queries, const Var& keys, const Var& values) {
     check_rank(who, "queries", queries, 3);
     check_rank(who, "keys", keys, 3);

@@ -162,6 +162,9 @@ private:
 // the mechanism and the shapes, e.g. "bahdanau_attention: queries 4×1×16 and
 // keys 5×7×32 need the same batch size".
 void check_rank(const std::string& who, const char* what, const Var& v, int rank);
+// x's last axis has `width` elements (and, if rank > 0, x has that rank), or
+// throw: "who: what 2×3×5 need width 4".
+void check_width(const std::string& who, const char* what, const Var& x, int64_t width, int rank = 0);
 void check_qkv(const std::string& who, const Var& queries, const Var& keys, const Var& values);
 
 }  // namespace attn

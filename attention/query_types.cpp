@@ -10,12 +10,6 @@ namespace attn {
 
 namespace {
 
-void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
-    if (x.size(-1) != width)
-        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
-                                    std::to_string(width));
-}
-
 // keys B×n×d_k and values B×n×d_v of a self-attentive pooling.
 void check_keys_values(const std::string& who, const Var& keys, const Var& values, int64_t key_dim) {
     check_rank(who, "keys", keys, 3);

@@ -19,12 +19,6 @@ void check_pair(const std::string& who, const Var& queries, const Var& keys) {
 }
 
 // The last axis of x must be `width` (the parameter's input size).
-void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
-    if (x.size(-1) != width)
-        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
-                                    std::to_string(width) + " (the score was built for it)");
-}
-
 // ‖x‖ along the last axis, kept as a size-1 axis. The tiny constant under the
 // root keeps the gradient x/‖x‖ finite (zero) at x = 0 instead of 0/0.
 Var l2_norm(const Var& x) { return sqrt(sum(square(x), -1, /*keepdim=*/true) + real(1e-30)); }

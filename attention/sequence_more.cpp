@@ -10,13 +10,6 @@ namespace attn {
 
 namespace {
 
-void check_width(const std::string& who, const char* what, const Var& x, int64_t width) {
-    check_rank(who, what, x, 3);
-    if (x.size(2) != width)
-        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
-                                    std::to_string(width));
-}
-
 // conv over time of an n×d "image" with a width×d filter bank, tanh, max over time:
 // X̂ B×n×d → B×filters
 Var conv_tanh_max(Conv2d& conv, const Var& X) {
@@ -38,7 +31,7 @@ LatentAttention::LatentAttention(int64_t dim, int64_t max_length, Generator& gen
 LatentAttention::Output LatentAttention::forward(const Var& D1, const Var& D2, const Var& D3, const Tensor& mask) {
     const int64_t d = V.size(0), J = V.size(1);
     for (const auto& [what, D] : {std::pair{"D_1", &D1}, std::pair{"D_2", &D2}, std::pair{"D_3", &D3}}) {
-        check_width(id(), what, *D, d);
+        check_width(id(), what, *D, d, 3);
         if (D->size(1) != J || D->size(0) != D1.size(0))
             throw std::invalid_argument(id() + ": " + what + " " + D->shape().str() + " needs shape " +
                                         std::to_string(D1.size(0)) + "×" + std::to_string(J) + "×" +
@@ -153,7 +146,7 @@ DualLocalGlobalAttention::DualLocalGlobalAttention(int64_t length, int64_t dim, 
 }
 
 Var DualLocalGlobalAttention::local_scores(const Var& X) {
-    check_width(id(), "reviews", X, dim_);
+    check_width(id(), "reviews", X, dim_, 3);
     if (X.size(1) != length_)
         throw std::invalid_argument(id() + ": reviews " + X.shape().str() + " need the fixed length " +
                                     std::to_string(length_) + " (pad with zero rows)");
