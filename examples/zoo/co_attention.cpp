@@ -33,22 +33,6 @@ using namespace attn::zoo;
 
 namespace {
 
-int64_t scaled(int64_t steps, double budget) { return std::max<int64_t>(1, std::llround(steps * budget)); }
-
-// Accuracy of logits B×C against labels B.
-double accuracy(const Tensor& logits, const std::vector<int64_t>& labels) {
-    const Tensor predicted = argmax(logits, -1);
-    int64_t right = 0;
-    for (size_t i = 0; i < labels.size(); ++i) right += static_cast<int64_t>(predicted[static_cast<int64_t>(i)]) == labels[i];
-    return static_cast<double>(right) / static_cast<double>(labels.size());
-}
-
-Tensor labels_tensor(const std::vector<int64_t>& labels) {
-    Tensor t = Tensor::zeros({static_cast<int64_t>(labels.size())});
-    for (size_t i = 0; i < labels.size(); ++i) t[static_cast<int64_t>(i)] = static_cast<real>(labels[i]);
-    return t;
-}
-
 // The weights of one example (row b of B×n) as doubles.
 std::vector<double> row(const Tensor& weights, int64_t b, int64_t n) {
     std::vector<double> out;
@@ -235,7 +219,7 @@ VqaRun train_vqa(ZooContext& ctx, VqaMechanism mechanism, const std::string& tit
     for (int i = 0; i < 500; ++i) test.push_back(make_vqa(gen));
     VqaModel model(mechanism, gen);
     Adam opt(model.named_parameters(), {.lr = mechanism == VqaMechanism::max_affinity ? 0.003 : 0.01});
-    const int64_t steps = scaled(2500, ctx.budget), batch_size = 32;
+    const int64_t steps = ctx.steps(2500), batch_size = 32;
     for (int64_t step = 0; step < steps; ++step) {
         std::vector<int64_t> pick;
         for (int64_t b = 0; b < batch_size; ++b) pick.push_back(static_cast<int64_t>(gen.randint(train.size())));
@@ -482,7 +466,7 @@ AspectRun train_aspect(ZooContext& ctx, AspectMechanism mechanism, const std::st
     for (int i = 0; i < 500; ++i) test.push_back(make_aspect(gen));
     AspectModel model(mechanism, gen);
     Adam opt(model.named_parameters(), {.lr = 0.01});
-    const int64_t steps = scaled(800, ctx.budget), batch_size = 32;
+    const int64_t steps = ctx.steps(800), batch_size = 32;
     for (int64_t step = 0; step < steps; ++step) {
         std::vector<int64_t> pick;
         std::vector<int64_t> labels;

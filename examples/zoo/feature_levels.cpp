@@ -32,21 +32,6 @@ using namespace attn::zoo;
 
 namespace {
 
-int64_t scaled(int64_t steps, double budget) { return std::max<int64_t>(1, std::llround(steps * budget)); }
-
-double accuracy(const Tensor& logits, const std::vector<int64_t>& labels) {
-    const Tensor predicted = argmax(logits, -1);
-    int64_t right = 0;
-    for (size_t i = 0; i < labels.size(); ++i) right += static_cast<int64_t>(predicted[static_cast<int64_t>(i)]) == labels[i];
-    return static_cast<double>(right) / static_cast<double>(labels.size());
-}
-
-Tensor labels_tensor(const std::vector<int64_t>& labels) {
-    Tensor t = Tensor::zeros({static_cast<int64_t>(labels.size())});
-    for (size_t i = 0; i < labels.size(); ++i) t[static_cast<int64_t>(i)] = static_cast<real>(labels[i]);
-    return t;
-}
-
 std::string fixed3(double v) { return std::to_string(v).substr(0, 5); }
 
 // ============================================================================
@@ -188,7 +173,7 @@ double train_spell(ZooContext& ctx, bool via, int64_t& steps) {
     for (int i = 0; i < 500; ++i) test.push_back(make_spell(lex, gen));
     SpellModel model(via, gen);
     Adam opt(model.named_parameters(), {.lr = 0.01});
-    steps = scaled(3000, ctx.budget);
+    steps = ctx.steps(3000);
     for (int64_t step = 0; step < steps; ++step) {
         std::vector<int64_t> pick;
         for (int b = 0; b < 32; ++b) pick.push_back(static_cast<int64_t>(gen.randint(train.size())));
@@ -367,7 +352,7 @@ double train_meta(ZooContext& ctx, bool attend_sources, int64_t& steps, Tensor* 
     for (int i = 0; i < 1000; ++i) test.push_back(make_sentence(tables, gen));
     MetaModel model(attend_sources, gen);
     Adam opt(model.named_parameters(), {.lr = 0.01});
-    steps = scaled(3000, ctx.budget);
+    steps = ctx.steps(3000);
     for (int64_t step = 0; step < steps; ++step) {
         std::vector<int64_t> pick;
         for (int b = 0; b < 32; ++b) pick.push_back(static_cast<int64_t>(gen.randint(train.size())));

@@ -97,13 +97,6 @@ struct SetNet : Module {
     }
 };
 
-double accuracy(const Tensor& logits, const Tensor& y) {
-    const Tensor pred = argmax(logits, -1);
-    int64_t correct = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) correct += pred[i] == y[i];
-    return static_cast<double>(correct) / static_cast<double>(y.numel());
-}
-
 struct SetRun {
     double accuracy = 0;
     int64_t steps = 0;
@@ -112,7 +105,7 @@ struct SetRun {
 SetRun train_sets(SetNet& net, const Label& label, ZooContext& ctx, Generator& gen, int64_t base_steps,
                   const Sets& test) {
     Adam opt(net.parameters(), AdamOptions{.lr = 3e-3});
-    const int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(base_steps) * ctx.budget));
+    const int64_t steps = ctx.steps(base_steps);
     for (int64_t s = 0; s < steps; ++s) {
         const Sets batch = draw_sets(64, label, gen);
         opt.zero_grad();
@@ -261,7 +254,7 @@ ZooResult run_adding(ZooContext& ctx) {
     std::vector<Var> params = gru.parameters();
     for (const Var& p : out.parameters()) params.push_back(p);
     Adam opt(params, AdamOptions{.lr = 1e-2});
-    const int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(kSteps * ctx.budget));
+    const int64_t steps = ctx.steps(kSteps);
     for (int64_t s = 0; s < steps; ++s) {
         const Adding batch = draw_adding(32, T, ctx.gen);
         opt.zero_grad();

@@ -25,26 +25,10 @@ using namespace attn::zoo;
 
 namespace {
 
-int64_t steps_for(const ZooContext& ctx, int64_t steps) {
-    return std::max<int64_t>(1, static_cast<int64_t>(std::lround(static_cast<double>(steps) * ctx.budget)));
-}
-
 std::string fmt(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", v);
     return buf;
-}
-
-double accuracy(const Tensor& logits, const Tensor& y) {
-    const int64_t B = y.numel(), C = logits.size(-1);
-    int64_t right = 0;
-    for (int64_t b = 0; b < B; ++b) {
-        int64_t best = 0;
-        for (int64_t c = 1; c < C; ++c)
-            if (logits[b * C + c] > logits[b * C + best]) best = c;
-        right += best == static_cast<int64_t>(y[b]) ? 1 : 0;
-    }
-    return static_cast<double>(right) / static_cast<double>(B);
 }
 
 // ---- pairs ------------------------------------------------------------------------------------------
@@ -203,7 +187,7 @@ double fit_pairs(ZooContext& ctx, PairModel& model, int64_t steps) {
 
 ZooResult run_pairs(ZooContext& ctx, const std::string& id, std::unique_ptr<PairModel> model, double target,
                     const std::string& what) {
-    const int64_t steps = steps_for(ctx, 1500);
+    const int64_t steps = ctx.steps(1500);
     const double acc = fit_pairs(ctx, *model, steps);
     Generator bag_gen(static_cast<uint64_t>(ctx.seed) + 6500);
     ZooContext bag_ctx{bag_gen, ctx.seed, ctx.budget, ctx.report};
@@ -325,7 +309,7 @@ double fit_segment(ZooContext& ctx, CoSegmenter& model, const Tensor& prototypes
 }
 
 ZooResult train_segment2(ZooContext& ctx) {
-    const int64_t steps = steps_for(ctx, 1500);
+    const int64_t steps = ctx.steps(1500);
     const Tensor prototypes = Tensor::normal(Shape{kTypes, kC}, 0, 1, ctx.gen);
     CoSegmenter model(ctx.gen, true);
     const double iou = fit_segment(ctx, model, prototypes, steps);
@@ -439,7 +423,7 @@ double fit_fewshot(ZooContext& ctx, Verifier& model, const Tensor& prototypes, i
 }
 
 ZooResult train_fewshot(ZooContext& ctx) {
-    const int64_t steps = steps_for(ctx, 1500);
+    const int64_t steps = ctx.steps(1500);
     const Tensor prototypes = mul(Tensor::normal(Shape{kObjTypes, kC}, 0, 1, ctx.gen), Tensor::scalar(3));
     Verifier model(ctx.gen, true);
     const double acc = fit_fewshot(ctx, model, prototypes, steps);

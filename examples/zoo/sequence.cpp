@@ -33,10 +33,6 @@ using namespace attn::zoo;
 
 namespace {
 
-int64_t steps_for(const ZooContext& ctx, int64_t steps) {
-    return std::max<int64_t>(1, static_cast<int64_t>(std::lround(static_cast<double>(steps) * ctx.budget)));
-}
-
 int64_t argmax_row(const Tensor& t, int64_t row, int64_t n) {
     int64_t best = 0;
     for (int64_t j = 1; j < n; ++j)
@@ -113,7 +109,7 @@ void sort_batch(Generator& gen, int64_t B, int64_t n, Tensor* x, Tensor* order) 
 }
 
 ZooResult train_sort(ZooContext& ctx) {
-    const int64_t n = 6, B = 64, steps = steps_for(ctx, 1500);
+    const int64_t n = 6, B = 64, steps = ctx.steps(1500);
     Sorter model(ctx.gen);
     Adam opt(model.parameters(), {.lr = 3e-3});
     std::vector<std::vector<int64_t>> picks;
@@ -200,7 +196,7 @@ Tensor stream_targets(const Tensor& x) {  // per block: reversed tokens, then <e
 }
 
 ZooResult train_stream(ZooContext& ctx) {
-    const int64_t T = 12, B = 32, W = Transducer::W, h = Transducer::h, steps = steps_for(ctx, 600);
+    const int64_t T = 12, B = 32, W = Transducer::W, h = Transducer::h, steps = ctx.steps(600);
     Transducer model(ctx.gen);
     Adam opt(model.parameters(), {.lr = 3e-3});
     auto batch = [&](Generator& gen, int64_t n) {
@@ -321,15 +317,8 @@ struct BagOfWords : Module {
     Var logits(const Tensor& x) { return classify.forward(mean(e.forward(x), 1)); }
 };
 
-double accuracy(const Tensor& logits, const Tensor& y) {
-    const int64_t B = y.numel(), C = logits.size(-1);
-    int64_t right = 0;
-    for (int64_t b = 0; b < B; ++b) right += argmax_row(logits, b, C) == static_cast<int64_t>(y[b]) ? 1 : 0;
-    return static_cast<double>(right) / static_cast<double>(B);
-}
-
 ZooResult train_ifthen(ZooContext& ctx) {
-    const int64_t B = 64, steps = steps_for(ctx, 800);
+    const int64_t B = 64, steps = ctx.steps(800);
     RecipeModel model(ctx.gen);
     BagOfWords bag(ctx.gen);
     Adam opt(model.parameters(), {.lr = 1e-2});
@@ -443,7 +432,7 @@ std::pair<double, std::unique_ptr<SpanModel>> fit_span(ZooContext& ctx, int64_t 
 }
 
 ZooResult train_span(ZooContext& ctx) {
-    const int64_t steps = steps_for(ctx, 1000);
+    const int64_t steps = ctx.steps(1000);
     auto [acc, model] = fit_span(ctx, 3, true, steps);
     const double single = fit_span(ctx, 1, false, steps).first;
     Generator show_gen(static_cast<uint64_t>(ctx.seed) + 4001);
@@ -514,7 +503,7 @@ struct RatingModel : Module {
 };
 
 ZooResult train_rating(ZooContext& ctx) {
-    const int64_t steps = steps_for(ctx, 800);
+    const int64_t steps = ctx.steps(800);
     RatingModel model(ctx.gen);
     Adam opt(model.parameters(), {.lr = 5e-3});
     for (int64_t s = 0; s < steps; ++s) {

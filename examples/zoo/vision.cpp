@@ -205,7 +205,7 @@ struct Trained {
 
 Trained train(FashionNet& net, const Images& d, ZooContext& ctx, int64_t base_steps) {
     Adam opt(net.parameters(), AdamOptions{.lr = 3e-3});
-    const int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(base_steps) * ctx.budget));
+    const int64_t steps = ctx.steps(base_steps);
     const int64_t batch = 32;
     net.train();
     for (int64_t s = 0; s < steps; ++s) {

@@ -28,6 +28,7 @@
 
 #include "examples/common/report.hpp"
 #include "tensor/random.hpp"
+#include "tensor/tensor.hpp"
 
 namespace attn::zoo {
 
@@ -39,6 +40,9 @@ struct ZooContext {
     int64_t seed = 1;
     double budget = 1.0;  // multiplies every task's step count (--budget); 1.0 is the stated setting
     HtmlReport& report;
+
+    // A task's stated step count scaled by the budget (at least 1).
+    int64_t steps(int64_t stated) const;
 };
 
 // What a task reached.
@@ -61,6 +65,15 @@ struct ZooTask {
 };
 
 std::vector<ZooTask>& zoo_registry();
+
+// ---- helpers the tasks share -------------------------------------------------------
+
+// The share of rows whose largest logit is at the label: logits B×C, labels B
+// (class ids stored as reals, or as integers).
+double accuracy(const Tensor& logits, const Tensor& labels);
+double accuracy(const Tensor& logits, const std::vector<int64_t>& labels);
+// Class ids as a B tensor of reals (what cross_entropy takes).
+Tensor labels_tensor(const std::vector<int64_t>& labels);
 
 struct ZooRegistration {
     explicit ZooRegistration(std::vector<ZooTask> tasks);
