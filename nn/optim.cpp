@@ -7,6 +7,11 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
+
+#include "nn/optim_kernels.hpp"
+#include "tensor/fast_math.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attn {
 
@@ -227,6 +232,18 @@ void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
     real* m = state.slots[0].data();
     real* v = state.slots[1].data();
     real* vmax = options_.amsgrad ? state.slots[2].data() : nullptr;
+    if constexpr (std::is_same_v<real, float>) {
+        if (!vmax) {  // the common case, as one kernel (optim_kernels.hpp), split over the threads
+            const optim_internal::AdamStep c{beta1, beta2, one_minus_beta1, one_minus_beta2, step_size,
+                                             bias2_sqrt, eps, l2, shrink};
+            const bool avx2 = fast_math_avx2_available();
+            parallel_for(0, p.numel(), int64_t{1} << 16, [&](int64_t b, int64_t e) {
+                if (avx2) return optim_internal::adam_avx2(pp + b, pg + b, m + b, v + b, e - b, c);
+                for (int64_t i = b; i < e; ++i) optim_internal::adam_one(pp[i], pg[i], m[i], v[i], c);
+            });
+            return;
+        }
+    }
     for (int64_t i = 0, n = p.numel(); i < n; ++i) {
         pp[i] *= shrink;
         const real d = pg[i] + l2 * pp[i];
