@@ -1,6 +1,6 @@
 // The inner loop of Adam's update, shared by nn/optim.cpp (one value at a
 // time) and nn/optim_avx2.cpp (8 at a time: the same operations in the same
-// order, no FMA, so the two give the same bits). W3 updates 4.1 million
+// order, up to the last bit). W3 updates 4.1 million
 // parameters a step, and the one-by-one loop (a division and a square root per
 // value) was a quarter of its step.
 #pragma once
