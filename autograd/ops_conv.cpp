@@ -9,10 +9,12 @@
 // hand-written backward (fold, its adjoint). The pools are primitives.
 #include <algorithm>
 #include <limits>
+#include <vector>
 #include <string>
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
@@ -147,6 +149,80 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, S
     Var z = matmul(reshape(weight, {O, C * kh * kw}), cols);                   // B × O × Ho·Wo
     if (bias.defined()) z = add(z, reshape(bias, {O, 1}));                     // bias broadcast over positions
     return reshape(z, {w.B, O, w.Ho, w.Wo});
+}
+
+// The same as one op, with a hand-written backward: what conv2d composes from
+// unfold, matmul and add, without keeping W·cols and (W·cols + b) as two
+// tensors, and with the columns' gradient made one image at a time (C·kh·kw
+// × Ho·Wo, ~1 MB) and folded at once instead of as one B-image tensor (29 MB
+// for W4's second layer). Keeps only the columns for backward:
+//   z_b = W cols_b + b 1ᵀ            W O×CK, cols_b CK×L, z_b O×L
+//   ∂L/∂W += Σ_b g_b cols_bᵀ          ∂L/∂b += Σ_{b,l} g_b[:, l]
+//   ∂L/∂x_b += fold(Wᵀ g_b)
+// tests/test_autograd_values.cpp checks it against conv2d, value and gradient.
+Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
+    if (weight.rank() != 4)
+        throw std::invalid_argument("conv2d_fused: weight must be O×C×kh×kw (rank 4), got " + weight.shape().str());
+    const int64_t O = weight.shape()[0], C = weight.shape()[1];
+    const int kh = static_cast<int>(weight.shape()[2]), kw = static_cast<int>(weight.shape()[3]);
+    const Window w = window_geometry(input.shape(), Size2(kh, kw), stride, padding, "conv2d_fused");
+    if (w.C != C || (bias.defined() && bias.shape() != Shape{O}))
+        throw std::invalid_argument("conv2d_fused: input " + input.shape().str() + ", weight " +
+                                    weight.shape().str() + " and bias " + bias.shape().str() +
+                                    " must be B×C×H×W, O×C×kh×kw and O");
+    const int64_t CK = C * kh * kw, L = w.Ho * w.Wo;
+    Tensor cols = Tensor::zeros(Shape{w.B, CK, L});
+    const real* x = input.value().data();
+    real* pc = cols.data();
+    const int64_t sw = w.sw;
+    for_each_unfold_run(w, [&](int64_t col, int64_t in, int64_t count) {
+        for (int64_t t = 0; t < count; ++t) pc[col + t] = x[in + t * sw];
+    });
+    Tensor z = Tensor::empty(Shape{w.B, O, L});
+    for (int64_t b = 0; b < w.B; ++b) {  // z_b = b 1ᵀ, then += W cols_b
+        real* zb = z.data() + b * O * L;
+        for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias.value()[o] : 0);
+    }
+    const Tensor W2 = weight.value().reshape(Shape{O, CK});
+    matmul_into(z, W2, cols, false, false, 1, 1);  // W (O×CK) broadcast over the batch of cols
+    std::vector<Var> inputs{input, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    const bool has_bias = bias.defined();
+    return record("conv2d_fused", z.reshape(Shape{w.B, O, w.Ho, w.Wo}), inputs,
+                  [w, cols, W2, O, CK, L, has_bias](Backward& bw) {
+        const Tensor g = bw.grad().reshape(Shape{w.B, O, L});
+        if (bw.needs(1)) {
+            Tensor dW = bw.grad_buffer(1).reshape(Shape{O, CK});
+            for (int64_t b = 0; b < w.B; ++b)  // Σ_b g_b cols_bᵀ
+                gemm(false, true, O, CK, L, real(1), g.data() + b * O * L, L, cols.data() + b * CK * L, L, real(1),
+                     dW.data(), CK);
+        }
+        if (has_bias && bw.needs(2)) {
+            real* db = bw.grad_buffer(2).data();
+            for (int64_t b = 0; b < w.B; ++b)
+                for (int64_t o = 0; o < O; ++o) {
+                    const real* row = g.data() + (b * O + o) * L;
+                    double s = 0;
+                    for (int64_t l = 0; l < L; ++l) s += row[l];
+                    db[o] += static_cast<real>(s);
+                }
+        }
+        if (bw.needs(0)) {
+            real* dx = bw.grad_buffer(0).data();
+            Tensor dcols = Tensor::empty(Shape{CK, L});  // one image's column gradient at a time
+            for (int64_t b = 0; b < w.B; ++b) {
+                gemm(true, false, CK, L, O, real(1), W2.data(), CK, g.data() + b * O * L, L, real(0), dcols.data(), L);
+                Window one = w;  // fold image b: the walk of a batch of one, offset to image b
+                one.B = 1;
+                const real* gc = dcols.data();
+                real* dxb = dx + b * w.C * w.H * w.W;
+                const int64_t step = w.sw;
+                for_each_unfold_run(one, [&](int64_t col, int64_t in, int64_t count) {
+                    for (int64_t t = 0; t < count; ++t) dxb[in + t * step] += gc[col + t];
+                });
+            }
+        }
+    });
 }
 
 // ---- pooling ----------------------------------------------------------------------------

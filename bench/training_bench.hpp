@@ -10,7 +10,9 @@
 // set, so the parent starts no thread pool and allocates nothing of it.
 // Time: 5 warm-up steps, then the median of 30 timed steps (as the PyTorch
 // peer, bench/peers/w2_…w5_*.py). Peak memory is the child's VmHWM (peak
-// resident set), which includes the program itself (~5 MB).
+// resident set), which includes the program itself (~5 MB); tensor_peak_mb is
+// the most tensor storage alive at once during the timed steps (the caching
+// allocator's count, tensor/allocator.hpp).
 //
 //   build/bench/w2_seq2seq [threads]     (one thread count only, for profiling)
 #pragma once
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/allocator.hpp"
 #include "tensor/parallel.hpp"
 
 namespace attn::bench {
@@ -53,6 +56,7 @@ inline void run_one(const std::string& name, const std::function<Workload()>& ma
     set_num_threads(threads);
     Workload w = make_step();
     for (int i = 0; i < warmup; ++i) w.step();
+    reset_peak_live_bytes();
     std::vector<double> ms;
     for (int i = 0; i < steps; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -62,9 +66,10 @@ inline void run_one(const std::string& name, const std::function<Workload()>& ma
     std::sort(ms.begin(), ms.end());
     const double median = steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2;
     std::printf("{\"workload\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"steps_per_s\":%.2f,\"peak_rss_mb\":%.1f,"
-                "\"params\":%lld,\"warmup\":%d,\"steps\":%d}\n",
+                "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d}\n",
                 name.c_str(), threads, median, 1000.0 / median, status_mb("VmHWM"),
-                static_cast<long long>(w.params), warmup, steps);
+                static_cast<double>(allocator_stats().peak_live_bytes) / (1 << 20), static_cast<long long>(w.params),
+                warmup, steps);
     std::fflush(stdout);
 }
 

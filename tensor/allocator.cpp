@@ -1,5 +1,6 @@
 #include "tensor/allocator.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +16,11 @@ struct Cache {
     std::unordered_map<size_t, std::vector<void*>> free_lists;  // size class → free blocks
     size_t cached_bytes = 0;
     int64_t hits = 0, misses = 0;
+    int64_t live = 0, peak_live = 0;
+    void count_out(size_t size) {
+        live += static_cast<int64_t>(size);
+        peak_live = std::max(peak_live, live);
+    }
 };
 
 // Never destroyed: tensors in static objects may be freed after main returns.
@@ -58,10 +64,10 @@ size_t storage_size_class(size_t bytes) {
 
 void* storage_allocate(size_t bytes) {
     const size_t size = storage_size_class(bytes);
-    if (!storage_cache_enabled()) return fresh_block(size);
     Cache& c = cache();
     {
         std::lock_guard<std::mutex> lock(c.mutex);
+        c.count_out(size);
         auto it = c.free_lists.find(size);
         if (it != c.free_lists.end() && !it->second.empty()) {
             void* p = it->second.back();
@@ -78,9 +84,10 @@ void* storage_allocate(size_t bytes) {
 void storage_release(void* p, size_t bytes) {
     if (!p) return;
     const size_t size = storage_size_class(bytes);
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.live -= static_cast<int64_t>(size);
     if (storage_cache_enabled()) {
-        Cache& c = cache();
-        std::lock_guard<std::mutex> lock(c.mutex);
         if (c.cached_bytes + size <= storage_cache_limit()) {
             c.free_lists[size].push_back(p);
             c.cached_bytes += size;
@@ -93,7 +100,13 @@ void storage_release(void* p, size_t bytes) {
 AllocatorStats allocator_stats() {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    return {c.hits, c.misses, static_cast<int64_t>(c.cached_bytes)};
+    return {c.hits, c.misses, static_cast<int64_t>(c.cached_bytes), c.live, c.peak_live};
+}
+
+void reset_peak_live_bytes() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.peak_live = c.live;
 }
 
 void empty_storage_cache() {

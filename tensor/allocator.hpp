@@ -38,8 +38,12 @@ struct AllocatorStats {
     int64_t hits = 0;          // requests served from a free list
     int64_t misses = 0;        // requests that went to malloc
     int64_t cached_bytes = 0;  // bytes now in the free lists
+    int64_t live_bytes = 0;    // bytes handed out and not yet given back
+    int64_t peak_live_bytes = 0;
 };
 AllocatorStats allocator_stats();
+// Starts peak_live_bytes again from the live bytes of now.
+void reset_peak_live_bytes();
 // Frees every cached block (back to malloc).
 void empty_storage_cache();
 bool storage_cache_enabled();

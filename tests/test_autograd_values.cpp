@@ -291,6 +291,37 @@ TEST_CASE("autograd values: unfold and its backward (fold) match the formula on 
     }
 }
 
+TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value and gradient") {
+    struct Geometry {
+        int64_t C, H, W, O, k, stride, pad;
+        bool bias;
+    };
+    for (const Geometry& g : {Geometry{1, 9, 8, 4, 3, 1, 1, true}, Geometry{3, 7, 6, 5, 3, 2, 1, true},
+                              Geometry{2, 5, 5, 3, 2, 1, 0, false}, Geometry{4, 6, 9, 2, 1, 1, 0, true}}) {
+        Generator gen(11);
+        const Tensor xv = Tensor::normal(Shape{3, g.C, g.H, g.W}, 0, 1, gen);
+        const Tensor wv = Tensor::normal(Shape{g.O, g.C, g.k, g.k}, 0, 0.5f, gen);
+        const Tensor bv = Tensor::normal(Shape{g.O}, 0, 1, gen);
+        Var x1(xv.clone(), true), w1(wv.clone(), true), b1 = g.bias ? Var(bv.clone(), true) : Var();
+        Var x2(xv.clone(), true), w2(wv.clone(), true), b2 = g.bias ? Var(bv.clone(), true) : Var();
+        Var z1 = conv2d(x1, w1, b1, static_cast<int>(g.stride), static_cast<int>(g.pad));
+        Var z2 = conv2d_fused(x2, w2, b2, static_cast<int>(g.stride), static_cast<int>(g.pad));
+        REQUIRE(z1.shape() == z2.shape());
+        const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
+        z1.backward(up);
+        z2.backward(up);
+        auto agree = [](const Tensor& a, const Tensor& b) {
+            for (int64_t i = 0; i < a.numel(); ++i)
+                if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
+            return a.shape() == b.shape();
+        };
+        CHECK(agree(z1.value(), z2.value()));
+        CHECK(agree(x1.grad(), x2.grad()));
+        CHECK(agree(w1.grad(), w2.grad()));
+        if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+    }
+}
+
 TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when not training") {
     Var x(Tensor::ones(Shape{1000}), true);
     Generator g1(42), g2(42);
