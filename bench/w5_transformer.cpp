@@ -2,7 +2,9 @@
 // transformer classifier (327,562 parameters): tokens 32×64 from a vocabulary
 // of 1,000 → Embedding(1000, 128) + sinusoidal position encoding (no √d
 // scaling) → TransformerEncoderLayer(128, 4 heads, 512) of
-// attention/transformer.hpp (post-LN, ReLU, no dropout) → mean over positions
+// attention/transformer.hpp (post-LN, ReLU, no dropout; with its `fused`
+// option: the heads use the fused SDPA kernel and the 32×4×64×64 weights are
+// not materialised, as a trainer that does not draw them would) → mean over positions
 // → Linear(128 → 10), cross-entropy, Adam (lr 1e-3). Random tokens and labels
 // (seed 0). The PyTorch peer is bench/peers/w5_transformer.py.
 #include <memory>
@@ -26,7 +28,7 @@ constexpr int64_t kBatch = 32, kLength = 64, kVocab = 1000, kModel = 128, kHeads
 class TransformerClassifier : public Module {
 public:
     explicit TransformerClassifier(Generator& gen)
-        : embedding(kVocab, kModel, gen), layer(kModel, kHeads, kFeedForward, gen), out(kModel, kClasses, gen) {
+        : embedding(kVocab, kModel, gen), layer(kModel, kHeads, kFeedForward, gen, {.fused = true, .need_weights = false}), out(kModel, kClasses, gen) {
         register_module("embedding", embedding);
         register_module("layer", layer);
         register_module("out", out);
