@@ -288,10 +288,8 @@ Tensor sign(const Tensor& a) {
 // σ(x) = 1 / (1 + e^-x) (fast_math.hpp: e^-x = ∞ for very negative x gives 0).
 Tensor sigmoid(const Tensor& a) { return map_span(a, "sigmoid", sigmoid_into); }
 
-// max(x, 0) rather than x > 0 ? x : 0: the same values, but compiled to the
-// CPU's max instruction instead of a branch that a random sign mispredicts
-// half the time (relu was 10% of W5's step that way). NaN stays NaN.
-Tensor relu(const Tensor& a) { return map(a, "relu", [](real x) { return std::max(x, real(0)); }); }
+// x > 0 ? x : 0, without a branch (keep_or_zero, tensor/fast_math.hpp).
+Tensor relu(const Tensor& a) { return map(a, "relu", [](real x) { return keep_or_zero(x > 0, x); }); }
 
 Tensor leaky_relu(const Tensor& a, real negative_slope) {
     return map(a, "leaky_relu", [negative_slope](real x) { return x > 0 ? x : negative_slope * x; });
