@@ -14,6 +14,7 @@
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 
@@ -237,9 +238,30 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     std::vector<int64_t> argmax(static_cast<size_t>(z.numel()), 0);
     const real* x = input.value().data();
     real* pz = z.data();
-    for_each_window_element(w, [&](int64_t window, int64_t, int64_t in) {
-        if (x[in] > pz[window]) pz[window] = x[in], argmax[static_cast<size_t>(window)] = in;
-    });
+    // for_each_window_element's walk, written out so that each window's running
+    // maximum stays in registers, and without a branch on the comparison,
+    // which mispredicts on half of them (keep_or_zero, tensor/fast_math.hpp)
+    for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+        for (int64_t oh = 0; oh < w.Ho; ++oh)
+            for (int64_t ow = 0; ow < w.Wo; ++ow) {
+                const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
+                real best = pz[window];  // −∞
+                int64_t where = 0;
+                for (int64_t i = 0; i < w.kh; ++i) {
+                    const int64_t y = oh * w.sh - w.ph + i;
+                    if (y < 0 || y >= w.H) continue;
+                    for (int64_t j = 0; j < w.kw; ++j) {
+                        const int64_t xx = ow * w.sw - w.pw + j;
+                        if (xx < 0 || xx >= w.W) continue;
+                        const int64_t in = (bc * w.H + y) * w.W + xx;
+                        const bool greater = x[in] > best;  // the first maximum wins ties
+                        best = keep_or_zero(greater, x[in]) + keep_or_zero(!greater, best);
+                        where ^= (where ^ in) & -static_cast<int64_t>(greater);  // greater ? in : where
+                    }
+                }
+                pz[window] = best;
+                argmax[static_cast<size_t>(window)] = where;
+            }
     return record("max_pool2d", std::move(z), {input}, [argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
