@@ -8,6 +8,7 @@
 // one matrix product with the weight does the rest, so only unfold needs a
 // hand-written backward (fold, its adjoint). The pools are primitives.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <vector>
 #include <string>
@@ -229,13 +230,16 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
 // ---- pooling ----------------------------------------------------------------------------
 
 // z[b, c, oh, ow] = max of x over the window (padding counts as −∞)
-// ∂L/∂x += g at the window's first maximum (saved as a flat input index)
+// ∂L/∂x += g at the window's first maximum (saved as its kernel offset
+// i·kw + j, 2 bytes a window rather than an 8-byte input index)
 Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     if (stride.h == 0 && stride.w == 0) stride = kernel;
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "max_pool2d");
     check_pool_padding(w, "max_pool2d");
+    if (w.kh * w.kw > 65536)
+        throw std::invalid_argument("max_pool2d: kernel " + pair_str(w.kh, w.kw) + " has over 65,536 elements");
     Tensor z = Tensor::full(Shape{w.B, w.C, w.Ho, w.Wo}, -std::numeric_limits<real>::infinity());
-    std::vector<int64_t> argmax(static_cast<size_t>(z.numel()), 0);
+    std::vector<uint16_t> argmax(static_cast<size_t>(z.numel()), 0);
     const real* x = input.value().data();
     real* pz = z.data();
     // for_each_window_element's walk, written out so that each window's running
@@ -246,26 +250,38 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
             for (int64_t ow = 0; ow < w.Wo; ++ow) {
                 const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
                 real best = pz[window];  // −∞
-                int64_t where = 0;
+                int64_t where = 0;       // the kernel offset of the maximum
                 for (int64_t i = 0; i < w.kh; ++i) {
                     const int64_t y = oh * w.sh - w.ph + i;
                     if (y < 0 || y >= w.H) continue;
                     for (int64_t j = 0; j < w.kw; ++j) {
                         const int64_t xx = ow * w.sw - w.pw + j;
                         if (xx < 0 || xx >= w.W) continue;
-                        const int64_t in = (bc * w.H + y) * w.W + xx;
-                        const bool greater = x[in] > best;  // the first maximum wins ties
-                        best = keep_or_zero(greater, x[in]) + keep_or_zero(!greater, best);
-                        where ^= (where ^ in) & -static_cast<int64_t>(greater);  // greater ? in : where
+                        const real v = x[(bc * w.H + y) * w.W + xx];
+                        const bool greater = v > best;  // the first maximum wins ties
+                        best = keep_or_zero(greater, v) + keep_or_zero(!greater, best);
+                        const int64_t k = i * w.kw + j;
+                        where ^= (where ^ k) & -static_cast<int64_t>(greater);  // greater ? k : where
                     }
                 }
                 pz[window] = best;
-                argmax[static_cast<size_t>(window)] = where;
+                argmax[static_cast<size_t>(window)] = static_cast<uint16_t>(where);
             }
-    return record("max_pool2d", std::move(z), {input}, [argmax = std::move(argmax)](Backward& bw) {
+    return record("max_pool2d", std::move(z), {input}, [w, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
-        for (size_t o = 0; o < argmax.size(); ++o) dx[argmax[o]] += g[o];
+        std::vector<int64_t> ki, kj;  // k → (i, j), without a division per window
+        for (int64_t i = 0; i < w.kh; ++i)
+            for (int64_t j = 0; j < w.kw; ++j) ki.push_back(i), kj.push_back(j);
+        for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+            for (int64_t oh = 0; oh < w.Ho; ++oh)
+                for (int64_t ow = 0; ow < w.Wo; ++ow) {
+                    const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
+                    const size_t k = argmax[static_cast<size_t>(window)];
+                    const int64_t y = oh * w.sh - w.ph + ki[k], xx = ow * w.sw - w.pw + kj[k];
+                    // (a window of −∞ or NaN only keeps k = 0, which may lie in the padding)
+                    if (y >= 0 && y < w.H && xx >= 0 && xx < w.W) dx[(bc * w.H + y) * w.W + xx] += g[window];
+                }
     });
 }
 
