@@ -136,7 +136,12 @@ void run_on_this_thread(GemmPath path, const Product& p) {
 void gemv(int64_t M, int64_t K, float alpha, const View& A, const float* x, int64_t incx, float beta, float* y,
           int64_t incy) {
     std::vector<float> acc(static_cast<size_t>(M), 0.0f);
-    if (A.col_stride == 1) {
+    bool done = false;  // by the AVX2 loops (gemv_avx2.cpp), when the CPU and the layout allow
+#if defined(__x86_64__)
+    static const bool avx2 = gemm_internal::cpu_features().avx2;
+    done = avx2 && gemm_internal::gemv_avx2(M, K, A, x, incx, acc.data());
+#endif
+    if (!done && A.col_stride == 1) {
         for (int64_t i = 0; i < M; ++i) {
             const float* row = A.data + i * A.row_stride;
             float s[4] = {0, 0, 0, 0};
@@ -146,7 +151,7 @@ void gemv(int64_t M, int64_t K, float alpha, const View& A, const float* x, int6
             for (; k < K; ++k) s[0] += row[k] * x[k * incx];
             acc[static_cast<size_t>(i)] = (s[0] + s[1]) + (s[2] + s[3]);
         }
-    } else {
+    } else if (!done) {
         float* a = acc.data();
         for (int64_t k = 0; k < K; ++k) {
             const float xk = x[k * incx];
