@@ -8,6 +8,19 @@
 #include <unordered_map>
 #include <vector>
 
+// Under AddressSanitizer a cached block is poisoned while it waits in a free
+// list, so a tensor read or written after its storage was freed is still
+// reported (the macros do nothing in other builds).
+#if defined(__has_include)
+#if __has_include(<sanitizer/asan_interface.h>)
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
+
 namespace attn {
 namespace {
 
@@ -74,6 +87,7 @@ void* storage_allocate(size_t bytes) {
             it->second.pop_back();
             c.cached_bytes -= size;
             ++c.hits;
+            ASAN_UNPOISON_MEMORY_REGION(p, size);
             return p;
         }
         ++c.misses;
@@ -89,6 +103,7 @@ void storage_release(void* p, size_t bytes) {
     c.live -= static_cast<int64_t>(size);
     if (storage_cache_enabled()) {
         if (c.cached_bytes + size <= storage_cache_limit()) {
+            ASAN_POISON_MEMORY_REGION(p, size);
             c.free_lists[size].push_back(p);
             c.cached_bytes += size;
             return;
@@ -113,7 +128,10 @@ void empty_storage_cache() {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     for (auto& [size, blocks] : c.free_lists)
-        for (void* p : blocks) std::free(p);
+        for (void* p : blocks) {
+            ASAN_UNPOISON_MEMORY_REGION(p, size);
+            std::free(p);
+        }
     c.free_lists.clear();
     c.cached_bytes = 0;
 }
