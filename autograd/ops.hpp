@@ -177,6 +177,9 @@ Var unfold(const Var& input, Size2 kernel, Size2 stride = 1, Size2 padding = 0);
 // input B×C×H×W, weight O×C×kh×kw, bias O (or an undefined Var) → B×O×Ho×Wo,
 // PyTorch's semantics; = weight(O×C·kh·kw) · unfold(input) + bias.
 Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride = 1, Size2 padding = 0);
+// The same in one op with a hand-written backward (less memory: no W·cols
+// copy, the columns' gradient one image at a time); nn::Conv2d uses it.
+Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride = 1, Size2 padding = 0);
 // input B×C×H×W → B×C×Ho×Wo; stride 0 means the kernel size (PyTorch's
 // default). max_pool2d pads with -inf, avg_pool2d with zeros, counted in the
 // average (count_include_pad = true, PyTorch's default).

@@ -7,11 +7,16 @@
 // conv2d is composed: unfold (im2col) lays every window out as a column, and
 // one matrix product with the weight does the rest, so only unfold needs a
 // hand-written backward (fold, its adjoint). The pools are primitives.
+#include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <vector>
 #include <string>
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/fast_math.hpp"
+#include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
@@ -45,7 +50,7 @@ Window window_geometry(const Shape& x, Size2 kernel, Size2 stride, Size2 padding
 // Every (window position, kernel offset) pair that falls inside the image, in
 // order: visit(window, kernel_offset, input_index) with window = ((b·C + c)·Ho
 // + oh)·Wo + ow and kernel_offset = i·kw + j. Positions in the padding are
-// skipped. unfold, its adjoint and both pools are this one walk.
+// skipped. Both pools are this one walk.
 template <class F>
 void for_each_window_element(const Window& w, F visit) {
     for (int64_t bc = 0; bc < w.B * w.C; ++bc)
@@ -64,12 +69,31 @@ void for_each_window_element(const Window& w, F visit) {
             }
 }
 
-// Where an element of window `window` at kernel offset `k` goes in unfold's
-// B×(C·kh·kw)×(Ho·Wo) output: row (c·kh·kw + k), column (oh·Wo + ow).
-int64_t column_index(const Window& w, int64_t window, int64_t k) {
-    const int64_t L = w.Ho * w.Wo, K = w.kh * w.kw;
-    const int64_t bc = window / L, position = window % L;
-    return (bc * K + k) * L + position;  // (b·C + c)·K + k = b·(C·K) + (c·K + k)
+// unfold's walk: where the element of window (b, c, oh, ow) at kernel offset
+// k = i·kw + j goes in the B×(C·kh·kw)×(Ho·Wo) output: row c·kh·kw + k,
+// column oh·Wo + ow. Walked one run of a row at a time: for each column row
+// (b, c, i, j) and output row oh, the input row y = oh·sh − ph + i is read at
+// x = ow·sw − pw + j for the ow whose x falls inside the image, a run of
+// `count` values, every sw-th of the input row, into consecutive columns.
+// run(column_offset, input_offset, count). Walking element by element, as the
+// pools do, with a division to place each one, made unfold 30% of W4's step.
+template <class F>
+void for_each_unfold_run(const Window& w, F run) {
+    const int64_t K = w.kh * w.kw, L = w.Ho * w.Wo;
+    for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+        for (int64_t i = 0; i < w.kh; ++i)
+            for (int64_t j = 0; j < w.kw; ++j) {
+                // the ow with 0 ≤ ow·sw − pw + j < W
+                const int64_t lo = std::max<int64_t>(0, (w.pw - j + w.sw - 1) / w.sw);
+                const int64_t last = w.W - 1 + w.pw - j;  // ow·sw ≤ last
+                const int64_t hi = last < 0 ? 0 : std::min<int64_t>(w.Wo, last / w.sw + 1);
+                const int64_t row = (bc * K + i * w.kw + j) * L;  // (b·C + c)·K + k = b·(C·K) + (c·K + k)
+                for (int64_t oh = 0; oh < w.Ho; ++oh) {
+                    const int64_t y = oh * w.sh - w.ph + i;
+                    if (y < 0 || y >= w.H || hi <= lo) continue;
+                    run(row + oh * w.Wo + lo, (bc * w.H + y) * w.W + lo * w.sw - w.pw + j, hi - lo);
+                }
+            }
 }
 
 void check_pool_padding(const Window& w, const char* op) {
@@ -89,11 +113,19 @@ Var unfold(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     Tensor cols = Tensor::zeros(Shape{w.B, w.C * w.kh * w.kw, w.Ho * w.Wo});
     const real* x = input.value().data();
     real* z = cols.data();
-    for_each_window_element(w, [&](int64_t window, int64_t k, int64_t in) { z[column_index(w, window, k)] = x[in]; });
+    const int64_t sw = w.sw;
+    // (tests/test_autograd_values.cpp checks this against the formula above,
+    // element by element, on strided and padded windows)
+    for_each_unfold_run(w, [&](int64_t col, int64_t in, int64_t count) {
+        for (int64_t t = 0; t < count; ++t) z[col + t] = x[in + t * sw];
+    });
     return record("unfold", std::move(cols), {input}, [w](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
-        for_each_window_element(w, [&](int64_t window, int64_t k, int64_t in) { dx[in] += g[column_index(w, window, k)]; });
+        const int64_t step = w.sw;
+        for_each_unfold_run(w, [&](int64_t col, int64_t in, int64_t count) {
+            for (int64_t t = 0; t < count; ++t) dx[in + t * step] += g[col + t];
+        });
     });
 }
 
@@ -121,25 +153,135 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, S
     return reshape(z, {w.B, O, w.Ho, w.Wo});
 }
 
+// The same as one op, with a hand-written backward: what conv2d composes from
+// unfold, matmul and add, without keeping W·cols and (W·cols + b) as two
+// tensors, and with the columns' gradient made one image at a time (C·kh·kw
+// × Ho·Wo, ~1 MB) and folded at once instead of as one B-image tensor (29 MB
+// for W4's second layer). Keeps only the columns for backward:
+//   z_b = W cols_b + b 1ᵀ            W O×CK, cols_b CK×L, z_b O×L
+//   ∂L/∂W += Σ_b g_b cols_bᵀ          ∂L/∂b += Σ_{b,l} g_b[:, l]
+//   ∂L/∂x_b += fold(Wᵀ g_b)
+// tests/test_autograd_values.cpp checks it against conv2d, value and gradient.
+Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
+    if (weight.rank() != 4)
+        throw std::invalid_argument("conv2d_fused: weight must be O×C×kh×kw (rank 4), got " + weight.shape().str());
+    const int64_t O = weight.shape()[0], C = weight.shape()[1];
+    const int kh = static_cast<int>(weight.shape()[2]), kw = static_cast<int>(weight.shape()[3]);
+    const Window w = window_geometry(input.shape(), Size2(kh, kw), stride, padding, "conv2d_fused");
+    if (w.C != C || (bias.defined() && bias.shape() != Shape{O}))
+        throw std::invalid_argument("conv2d_fused: input " + input.shape().str() + ", weight " +
+                                    weight.shape().str() + " and bias " + bias.shape().str() +
+                                    " must be B×C×H×W, O×C×kh×kw and O");
+    const int64_t CK = C * kh * kw, L = w.Ho * w.Wo;
+    Tensor cols = Tensor::zeros(Shape{w.B, CK, L});
+    const real* x = input.value().data();
+    real* pc = cols.data();
+    const int64_t sw = w.sw;
+    for_each_unfold_run(w, [&](int64_t col, int64_t in, int64_t count) {
+        for (int64_t t = 0; t < count; ++t) pc[col + t] = x[in + t * sw];
+    });
+    Tensor z = Tensor::empty(Shape{w.B, O, L});
+    for (int64_t b = 0; b < w.B; ++b) {  // z_b = b 1ᵀ, then += W cols_b
+        real* zb = z.data() + b * O * L;
+        for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias.value()[o] : 0);
+    }
+    const Tensor W2 = weight.value().reshape(Shape{O, CK});
+    matmul_into(z, W2, cols, false, false, 1, 1);  // W (O×CK) broadcast over the batch of cols
+    std::vector<Var> inputs{input, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    const bool has_bias = bias.defined();
+    return record("conv2d_fused", z.reshape(Shape{w.B, O, w.Ho, w.Wo}), inputs,
+                  [w, cols, W2, O, CK, L, has_bias](Backward& bw) {
+        const Tensor g = bw.grad().reshape(Shape{w.B, O, L});
+        if (bw.needs(1)) {
+            Tensor dW = bw.grad_buffer(1).reshape(Shape{O, CK});
+            for (int64_t b = 0; b < w.B; ++b)  // Σ_b g_b cols_bᵀ
+                gemm(false, true, O, CK, L, real(1), g.data() + b * O * L, L, cols.data() + b * CK * L, L, real(1),
+                     dW.data(), CK);
+        }
+        if (has_bias && bw.needs(2)) {
+            real* db = bw.grad_buffer(2).data();
+            for (int64_t b = 0; b < w.B; ++b)
+                for (int64_t o = 0; o < O; ++o) {
+                    const real* row = g.data() + (b * O + o) * L;
+                    double s = 0;
+                    for (int64_t l = 0; l < L; ++l) s += row[l];
+                    db[o] += static_cast<real>(s);
+                }
+        }
+        if (bw.needs(0)) {
+            real* dx = bw.grad_buffer(0).data();
+            Tensor dcols = Tensor::empty(Shape{CK, L});  // one image's column gradient at a time
+            for (int64_t b = 0; b < w.B; ++b) {
+                gemm(true, false, CK, L, O, real(1), W2.data(), CK, g.data() + b * O * L, L, real(0), dcols.data(), L);
+                Window one = w;  // fold image b: the walk of a batch of one, offset to image b
+                one.B = 1;
+                const real* gc = dcols.data();
+                real* dxb = dx + b * w.C * w.H * w.W;
+                const int64_t step = w.sw;
+                for_each_unfold_run(one, [&](int64_t col, int64_t in, int64_t count) {
+                    for (int64_t t = 0; t < count; ++t) dxb[in + t * step] += gc[col + t];
+                });
+            }
+        }
+    });
+}
+
 // ---- pooling ----------------------------------------------------------------------------
 
 // z[b, c, oh, ow] = max of x over the window (padding counts as −∞)
-// ∂L/∂x += g at the window's first maximum (saved as a flat input index)
+// ∂L/∂x += g at the window's first maximum (saved as its kernel offset
+// i·kw + j, 2 bytes a window rather than an 8-byte input index)
 Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     if (stride.h == 0 && stride.w == 0) stride = kernel;
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "max_pool2d");
     check_pool_padding(w, "max_pool2d");
+    if (w.kh * w.kw > 65536)
+        throw std::invalid_argument("max_pool2d: kernel " + pair_str(w.kh, w.kw) + " has over 65,536 elements");
     Tensor z = Tensor::full(Shape{w.B, w.C, w.Ho, w.Wo}, -std::numeric_limits<real>::infinity());
-    std::vector<int64_t> argmax(static_cast<size_t>(z.numel()), 0);
+    std::vector<uint16_t> argmax(static_cast<size_t>(z.numel()), 0);
     const real* x = input.value().data();
     real* pz = z.data();
-    for_each_window_element(w, [&](int64_t window, int64_t, int64_t in) {
-        if (x[in] > pz[window]) pz[window] = x[in], argmax[static_cast<size_t>(window)] = in;
-    });
-    return record("max_pool2d", std::move(z), {input}, [argmax = std::move(argmax)](Backward& bw) {
+    // for_each_window_element's walk, written out so that each window's running
+    // maximum stays in registers, and without a branch on the comparison,
+    // which mispredicts on half of them (keep_or_zero, tensor/fast_math.hpp)
+    for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+        for (int64_t oh = 0; oh < w.Ho; ++oh)
+            for (int64_t ow = 0; ow < w.Wo; ++ow) {
+                const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
+                real best = pz[window];  // −∞
+                int64_t where = 0;       // the kernel offset of the maximum
+                for (int64_t i = 0; i < w.kh; ++i) {
+                    const int64_t y = oh * w.sh - w.ph + i;
+                    if (y < 0 || y >= w.H) continue;
+                    for (int64_t j = 0; j < w.kw; ++j) {
+                        const int64_t xx = ow * w.sw - w.pw + j;
+                        if (xx < 0 || xx >= w.W) continue;
+                        const real v = x[(bc * w.H + y) * w.W + xx];
+                        const bool greater = v > best;  // the first maximum wins ties
+                        best = keep_or_zero(greater, v) + keep_or_zero(!greater, best);
+                        const int64_t k = i * w.kw + j;
+                        where ^= (where ^ k) & -static_cast<int64_t>(greater);  // greater ? k : where
+                    }
+                }
+                pz[window] = best;
+                argmax[static_cast<size_t>(window)] = static_cast<uint16_t>(where);
+            }
+    return record("max_pool2d", std::move(z), {input}, [w, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
-        for (size_t o = 0; o < argmax.size(); ++o) dx[argmax[o]] += g[o];
+        std::vector<int64_t> ki, kj;  // k → (i, j), without a division per window
+        for (int64_t i = 0; i < w.kh; ++i)
+            for (int64_t j = 0; j < w.kw; ++j) ki.push_back(i), kj.push_back(j);
+        for (int64_t bc = 0; bc < w.B * w.C; ++bc)
+            for (int64_t oh = 0; oh < w.Ho; ++oh)
+                for (int64_t ow = 0; ow < w.Wo; ++ow) {
+                    const int64_t window = (bc * w.Ho + oh) * w.Wo + ow;
+                    const size_t k = argmax[static_cast<size_t>(window)];
+                    const int64_t y = oh * w.sh - w.ph + ki[k], xx = ow * w.sw - w.pw + kj[k];
+                    // (a window of −∞ or NaN only keeps k = 0, which may lie in the padding)
+                    if (y >= 0 && y < w.H && xx >= 0 && xx < w.W) dx[(bc * w.H + y) * w.W + xx] += g[window];
+                }
     });
 }
 

@@ -9,6 +9,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/kernels.hpp"
 #include "autograd/record.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
@@ -162,7 +163,7 @@ Var sigmoid(const Var& a) {
 // z = max(a, 0)    ∂z/∂a = [a > 0]
 Var relu(const Var& a) {
     return record("relu", relu(a.value()), {a}, [a = a.value()](Backward& bw) {
-        bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return x > 0 ? g : real(0); }));
+        bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return keep_or_zero(x > 0, g); }));
     });
 }
 

@@ -34,12 +34,14 @@ Tensor batch_matrix(const Tensor& t, int64_t b) {
 }
 
 // ∂L/∂input_i += op(x)·op(y), the product being input i's gradient before the
-// broadcast of the batch axes is undone. Three cases:
+// broadcast of the batch axes is undone. Four cases:
 //  - the product has the input's shape: the GEMM adds straight into the
 //    gradient buffer (beta = 1), or its fresh result becomes the buffer;
-//  - the input is one matrix shared by a whole batch (n×k times B×k×m, as in
-//    conv2d): Σ over the batch, one GEMM per batch element into the buffer,
-//    no B×n×k temporary;
+//  - the input is one matrix shared by a whole batch and the product sums
+//    over rows (xᵀ·y, a weight's gradient): one GEMM of the stacked batches;
+//  - the input is one matrix shared by a whole batch otherwise (n×k times
+//    B×k×m, as in conv2d): Σ over the batch, one GEMM per batch element into
+//    the buffer, no B×n×k temporary;
 //  - otherwise (batch axes broadcast in part): the full product, then sum_to.
 void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, bool tx, bool ty) {
     const Shape& target = bw.input_shape(i);
@@ -53,6 +55,19 @@ void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, b
     }
     const int64_t batch = full.numel() / (full[full.rank() - 2] * full[full.rank() - 1]);
     auto per_batch = [batch](const Tensor& t) { return t.rank() == 2 || batch_count(t) == batch; };
+    if (target.rank() == 2 && tx && !ty && x.rank() > 2 && y.rank() > 2 && batch_count(x) == batch &&
+        batch_count(y) == batch) {
+        // Σ_b x_bᵀ·y_b is one product of the batches stacked row-wise,
+        // [x_1; …; x_B]ᵀ·[y_1; …; y_B]: a weight's gradient from a B×n×k input
+        // (attention's W_q s_t, v) in one GEMM of B·n rows instead of B small ones.
+        const Tensor xs = x.reshape(Shape{batch * x.size(-2), x.size(-1)});
+        const Tensor ys = y.reshape(Shape{batch * y.size(-2), y.size(-1)});
+        if (bw.has_grad(i))
+            matmul_into(bw.grad_buffer(i), xs, ys, true, false, 1, 1);
+        else
+            bw.accumulate(i, matmul(xs, ys, true, false));
+        return;
+    }
     if (target.rank() == 2 && per_batch(x) && per_batch(y)) {
         Tensor& buffer = bw.grad_buffer(i);
         for (int64_t b = 0; b < batch; ++b)

@@ -1,6 +1,8 @@
 """Reads the JSON lines of one `make bench` run and prints, for every line that
 has a peer measured in the same run (same workload, shape, variant, threads,
-L, mask), the ratio of our speed to the peer's: > 1 means we are faster."""
+L, mask), the ratio of our speed to the peer's: > 1 means we are faster; rss_ratio is
+our peak memory over the peer's (< 1: we use less), and same_params says the
+two models have the same number of parameters."""
 import json
 import sys
 
@@ -27,4 +29,6 @@ for k, r in ours.items():
     out["speed_ratio"] = round(p["median_ms"] / r["median_ms"], 3)
     if "peak_rss_mb" in r and "peak_rss_mb" in p and r["peak_rss_mb"]:
         out["rss_ratio"] = round(r["peak_rss_mb"] / p["peak_rss_mb"], 3)
+    if "params" in r and "params" in p:
+        out["same_params"] = r["params"] == p["params"]
     print(json.dumps(out, separators=(",", ":")))

@@ -15,6 +15,10 @@ LIST=$(echo "${2:-W0,W1,W2,W3,W4,W5,W6}" | tr ',' ' ' | tr 'A-Z' 'a-z')
 out=$(mktemp)
 have_torch=0
 if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then have_torch=1; fi
+if [ $have_torch -eq 1 ] && [ ! -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 ]; then
+    echo "bench: libopenblas0-openmp is not installed: torch runs with the pthread OpenBLAS, whose" \
+         "threads fight torch's at 2 threads (apt-get install libopenblas0-openmp)" >&2
+fi
 for w in $LIST; do
     found=0
     for bin in "$B"/bench/"${w}"_*; do

@@ -7,6 +7,11 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
+
+#include "nn/optim_kernels.hpp"
+#include "tensor/fast_math.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attn {
 
@@ -209,6 +214,27 @@ std::string Adam::describe() const {
            ", amsgrad=" + (options_.amsgrad ? "true" : "false") + ")";
 }
 
+namespace {
+
+// Adam without AMSGrad over n values, split over the pool, 8 at a time where
+// the CPU has AVX2: for float tensors (returns false for double, whose loop
+// stays the one in Adam::update).
+template <class R>
+bool adam_kernel(R* pp, const R* pg, R* m, R* v, int64_t n, const optim_internal::AdamStep& c) {
+    if constexpr (!std::is_same_v<R, float>) {
+        return false;
+    } else {
+        const bool avx2 = fast_math_avx2_available();
+        parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t e) {
+            if (avx2) return optim_internal::adam_avx2(pp + b, pg + b, m + b, v + b, e - b, c);
+            for (int64_t i = b; i < e; ++i) optim_internal::adam_one(pp[i], pg[i], m[i], v[i], c);
+        });
+        return true;
+    }
+}
+
+}  // namespace
+
 void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
     if (state.slots.empty())
         for (size_t k = 0; k < slot_names().size(); ++k) state.slots.push_back(Tensor::zeros(p.shape()));
@@ -227,6 +253,12 @@ void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
     real* m = state.slots[0].data();
     real* v = state.slots[1].data();
     real* vmax = options_.amsgrad ? state.slots[2].data() : nullptr;
+    if (!vmax) {  // the common case (float): one kernel, optim_kernels.hpp
+        const auto f = [](real x) { return static_cast<float>(x); };
+        const optim_internal::AdamStep c{f(beta1), f(beta2), f(one_minus_beta1), f(one_minus_beta2), f(step_size),
+                                         f(bias2_sqrt), f(eps), f(l2), f(shrink)};
+        if (adam_kernel(pp, pg, m, v, p.numel(), c)) return;
+    }
     for (int64_t i = 0, n = p.numel(); i < n; ++i) {
         pp[i] *= shrink;
         const real d = pg[i] + l2 * pp[i];
@@ -249,12 +281,22 @@ double clip_grad_norm_(const std::vector<Var>& params, double max_norm, double n
         const Tensor g = v.grad();
         if (!g.defined()) continue;
         const real* pg = g.data();
-        for (int64_t i = 0, n = g.numel(); i < n; ++i) {
+        const int64_t n = g.numel();
+        if (norm_type == 2) {  // the usual case: Σ g², four running sums (the adds' latency, not one chain)
+            double s[4] = {0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 4 <= n; i += 4)
+                for (int u = 0; u < 4; ++u) s[u] += static_cast<double>(pg[i + u]) * static_cast<double>(pg[i + u]);
+            for (; i < n; ++i) s[0] += static_cast<double>(pg[i]) * static_cast<double>(pg[i]);
+            acc += (s[0] + s[1]) + (s[2] + s[3]);
+            continue;
+        }
+        for (int64_t i = 0; i < n; ++i) {
             const double a = std::fabs(static_cast<double>(pg[i]));
             if (inf)
                 acc = std::max(acc, a);
             else
-                acc += norm_type == 2 ? a * a : std::pow(a, norm_type);
+                acc += std::pow(a, norm_type);
         }
     }
     const double total = inf ? acc : (norm_type == 2 ? std::sqrt(acc) : std::pow(acc, 1 / norm_type));

@@ -9,6 +9,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "nn/init.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
@@ -23,13 +24,6 @@ const char* to_string(RnnMode mode) {
 }
 
 namespace {
-
-// σ(x) without overflow for large |x|.
-inline real sigmoid_scalar(real x) {
-    if (x >= 0) return 1 / (1 + std::exp(-x));
-    const real e = std::exp(x);
-    return e / (1 + e);
-}
 
 // gi, gh B×G·H and the state s B×H, as the gate functions need them.
 void check_gate_inputs(const char* op, const Var* gi, const Var* gh, const Var& s, int64_t gates) {
@@ -85,11 +79,14 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
         const real* hv = h.value().data() + b * H;
         real* s = rzn.data() + b * 3 * H;
         real* o = out.data() + b * H;
+        // [r | z] = σ(gi + gh), n = tanh(gi_n + r ⊙ gh_n), each a whole row
+        // at once (the vector kernels of tensor/fast_math.hpp)
+        for (int64_t j = 0; j < 2 * H; ++j) s[j] = pi[j] + ph[j];
+        sigmoid_into(s, s, 2 * H);
+        for (int64_t j = 0; j < H; ++j) s[2 * H + j] = pi[2 * H + j] + s[j] * ph[2 * H + j];
+        tanh_into(s + 2 * H, s + 2 * H, H);
         for (int64_t j = 0; j < H; ++j) {
-            const real r = sigmoid_scalar(pi[j] + ph[j]);
-            const real z = sigmoid_scalar(pi[H + j] + ph[H + j]);
-            const real n = std::tanh(pi[2 * H + j] + r * ph[2 * H + j]);
-            s[j] = r, s[H + j] = z, s[2 * H + j] = n;
+            const real z = s[H + j], n = s[2 * H + j];
             o[j] = (1 - z) * n + z * hv[j];
         }
     }
@@ -155,15 +152,14 @@ LSTMState lstm_gates_fused(const Var& pre, const Var& c) {
         real* a = ifgo.data() + b * 4 * H;
         real* t = tanh_c.data() + b * H;
         real* o = out.data() + b * H;  // h' row b; c' row b is B·H further
-        for (int64_t j = 0; j < H; ++j) {
-            const real i = sigmoid_scalar(p[j]), f = sigmoid_scalar(p[H + j]);
-            const real g = std::tanh(p[2 * H + j]), og = sigmoid_scalar(p[3 * H + j]);
-            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = og;
-            const real c_next = f * cv[j] + i * g;
-            t[j] = std::tanh(c_next);
-            o[j] = og * t[j];
-            o[B * H + j] = c_next;
-        }
+        // [i | f] = σ(·), g = tanh(·), o = σ(·), each a whole row at once
+        sigmoid_into(p, a, 2 * H);
+        tanh_into(p + 2 * H, a + 2 * H, H);
+        sigmoid_into(p + 3 * H, a + 3 * H, H);
+        for (int64_t j = 0; j < H; ++j) o[B * H + j] = a[H + j] * cv[j] + a[j] * a[2 * H + j];  // c' = f c + i g
+        tanh_into(o + B * H, t, H);
+        for (int64_t j = 0; j < H; ++j) o[j] = a[3 * H + j] * t[j];  // h' = o ⊙ tanh c'
+
     }
     Var hc = record("lstm_gates", std::move(out), {pre, c}, [ifgo, tanh_c, c = c.value(), B, H](Backward& bw) {
         Tensor dpre = Tensor::empty(Shape{B, 4 * H}), dc_prev = Tensor::empty(Shape{B, H});

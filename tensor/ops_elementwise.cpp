@@ -24,12 +24,14 @@
 //      runs over the longest possible contiguous run, with each input's inner
 //      stride either 1 or 0 — three tight loops cover every case;
 //   5. only tensors above ~32k elements are split across the thread pool.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 
@@ -62,6 +64,17 @@ Tensor map(const Tensor& a, const char* op, F f) {
     parallel_for(0, a.numel(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) po[i] = f(pa[i]);
     });
+    return out;
+}
+
+// out = f over the whole input, where f is a span kernel of fast_math.hpp
+// (exp_into, tanh_into, ...), handed one contiguous chunk per thread.
+Tensor map_span(const Tensor& a, const char* op, void (*f)(const real*, real*, int64_t)) {
+    check_defined(a, op);
+    Tensor out = Tensor::empty(a.shape());
+    const real* pa = a.data();
+    real* po = out.data();
+    parallel_for(0, a.numel(), kGrain, [&](int64_t b, int64_t e) { f(pa + b, po + b, e - b); });
     return out;
 }
 
@@ -259,28 +272,24 @@ void check_broadcasts_to(const Shape& small, const Shape& big, const char* op) {
 // ---- element-wise, one input -------------------------------------------------
 
 Tensor neg(const Tensor& a) { return map(a, "neg", [](real x) { return -x; }); }
-Tensor exp(const Tensor& a) { return map(a, "exp", [](real x) { return std::exp(x); }); }
+// exp, tanh and sigmoid: the fast polynomials of tensor/fast_math.hpp (within
+// a few ulp of std::exp and std::tanh, which they replace for speed).
+Tensor exp(const Tensor& a) { return map_span(a, "exp", exp_into); }
 Tensor log(const Tensor& a) { return map(a, "log", [](real x) { return std::log(x); }); }
 Tensor sqrt(const Tensor& a) { return map(a, "sqrt", [](real x) { return std::sqrt(x); }); }
 Tensor abs(const Tensor& a) { return map(a, "abs", [](real x) { return std::abs(x); }); }
 Tensor square(const Tensor& a) { return map(a, "square", [](real x) { return x * x; }); }
-Tensor tanh(const Tensor& a) { return map(a, "tanh", [](real x) { return std::tanh(x); }); }
+Tensor tanh(const Tensor& a) { return map_span(a, "tanh", tanh_into); }
 
 Tensor sign(const Tensor& a) {
     return map(a, "sign", [](real x) { return static_cast<real>((x > 0) - (x < 0)); });
 }
 
-// σ(x) = 1 / (1 + e^-x). For x < 0, e^-x overflows, so use the equal form
-// e^x / (1 + e^x), whose exponential can only underflow (to a harmless 0).
-Tensor sigmoid(const Tensor& a) {
-    return map(a, "sigmoid", [](real x) {
-        if (x >= 0) return real(1) / (real(1) + std::exp(-x));
-        const real z = std::exp(x);
-        return z / (real(1) + z);
-    });
-}
+// σ(x) = 1 / (1 + e^-x) (fast_math.hpp: e^-x = ∞ for very negative x gives 0).
+Tensor sigmoid(const Tensor& a) { return map_span(a, "sigmoid", sigmoid_into); }
 
-Tensor relu(const Tensor& a) { return map(a, "relu", [](real x) { return x > 0 ? x : real(0); }); }
+// x > 0 ? x : 0, without a branch (keep_or_zero, tensor/fast_math.hpp).
+Tensor relu(const Tensor& a) { return map(a, "relu", [](real x) { return keep_or_zero(x > 0, x); }); }
 
 Tensor leaky_relu(const Tensor& a, real negative_slope) {
     return map(a, "leaky_relu", [negative_slope](real x) { return x > 0 ? x : negative_slope * x; });

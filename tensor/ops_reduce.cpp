@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 
@@ -246,12 +247,14 @@ Tensor softmax(const Tensor& a, int axis) {
             for (int64_t i = 0; i < n; ++i) y[i * stride] = 0;
             return;
         }
-        double s = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const real e = std::exp(x[i * stride] - m);
-            y[i * stride] = e;
-            s += e;
+        if (stride == 1) {  // the usual last axis: e^(x − m) for the whole row at once
+            for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+            exp_into(y, y, n);
+        } else {
+            for (int64_t i = 0; i < n; ++i) y[i * stride] = exp_real(x[i * stride] - m);
         }
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += y[i * stride];
         const real inv = static_cast<real>(1 / s);
         for (int64_t i = 0; i < n; ++i) y[i * stride] *= inv;
     });

@@ -8,18 +8,19 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tensor/allocator.hpp"
+
 namespace attn {
 
 // ---- Storage ---------------------------------------------------------------
 
+// The blocks come from the caching allocator (tensor/allocator.hpp): a
+// training step's tensors reuse the previous step's memory.
 Storage::Storage(int64_t size) : size_(size) {
-    // aligned_alloc needs a size that is a multiple of the alignment.
-    const size_t bytes = (static_cast<size_t>(size) * sizeof(real) + 63) / 64 * 64;
-    data_ = static_cast<real*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
-    if (!data_) throw std::bad_alloc();
+    data_ = static_cast<real*>(storage_allocate(static_cast<size_t>(size) * sizeof(real)));
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() { storage_release(data_, static_cast<size_t>(size_) * sizeof(real)); }
 
 // ---- factories -------------------------------------------------------------
 

@@ -21,7 +21,8 @@
 namespace attn {
 
 // A block of `size` reals. Allocated 64-byte aligned (one cache line, one
-// AVX-512 register) so that SIMD kernels may use aligned loads at offset 0.
+// AVX-512 register) so that SIMD kernels may use aligned loads at offset 0,
+// by the caching allocator of tensor/allocator.hpp.
 class Storage {
 public:
     explicit Storage(int64_t size);

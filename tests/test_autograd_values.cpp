@@ -256,6 +256,72 @@ TEST_CASE("autograd values: conv2d, max_pool2d and avg_pool2d on a 3×3 image") 
     CHECK(close(max_pool2d(x, 2, 2, 1).value(), {1, 3, 7, 9}));
 }
 
+TEST_CASE("autograd values: unfold and its backward (fold) match the formula on strided, padded windows") {
+    // z[b, c·kh·kw + i·kw + j, oh·Wo + ow] = x[b, c, oh·sh − ph + i, ow·sw − pw + j], 0 in the padding
+    struct Geometry {
+        int64_t C, H, W, kh, kw, sh, sw, ph, pw;
+    };
+    for (const Geometry& g : {Geometry{1, 5, 4, 3, 3, 2, 2, 1, 1}, Geometry{2, 6, 7, 3, 3, 1, 1, 1, 1},
+                             Geometry{3, 4, 5, 2, 3, 1, 2, 0, 1}, Geometry{1, 3, 3, 3, 5, 1, 3, 1, 2},
+                             Geometry{2, 2, 2, 1, 1, 1, 1, 0, 0}, Geometry{1, 7, 5, 4, 2, 3, 1, 2, 1}}) {
+        const int64_t B = 2, Ho = (g.H + 2 * g.ph - g.kh) / g.sh + 1, Wo = (g.W + 2 * g.pw - g.kw) / g.sw + 1;
+        Generator gen(7);
+        Var x(Tensor::normal(Shape{B, g.C, g.H, g.W}, 0, 1, gen), true);
+        Var z = unfold(x, Size2(g.kh, g.kw), Size2(g.sh, g.sw), Size2(g.ph, g.pw));
+        REQUIRE(z.shape() == Shape{B, g.C * g.kh * g.kw, Ho * Wo});
+        const Tensor up = Tensor::normal(z.shape(), 0, 1, gen);
+        z.backward(up);
+        Tensor want_dx = Tensor::zeros(x.shape());
+        int bad = 0;
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t c = 0; c < g.C; ++c)
+                for (int64_t i = 0; i < g.kh; ++i)
+                    for (int64_t j = 0; j < g.kw; ++j)
+                        for (int64_t oh = 0; oh < Ho; ++oh)
+                            for (int64_t ow = 0; ow < Wo; ++ow) {
+                                const int64_t y = oh * g.sh - g.ph + i, xx = ow * g.sw - g.pw + j;
+                                const bool inside = y >= 0 && y < g.H && xx >= 0 && xx < g.W;
+                                const int64_t zi = ((b * g.C + c) * g.kh * g.kw + i * g.kw + j) * Ho * Wo + oh * Wo + ow;
+                                const int64_t xi = ((b * g.C + c) * g.H + y) * g.W + xx;
+                                if (z.value()[zi] != (inside ? x.value()[xi] : 0)) ++bad;
+                                if (inside) want_dx[xi] += up[zi];
+                            }
+        CHECK(bad == 0);
+        for (int64_t k = 0; k < x.numel(); ++k) CHECK(x.grad()[k] == doctest::Approx(want_dx[k]).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value and gradient") {
+    struct Geometry {
+        int64_t C, H, W, O, k, stride, pad;
+        bool bias;
+    };
+    for (const Geometry& g : {Geometry{1, 9, 8, 4, 3, 1, 1, true}, Geometry{3, 7, 6, 5, 3, 2, 1, true},
+                              Geometry{2, 5, 5, 3, 2, 1, 0, false}, Geometry{4, 6, 9, 2, 1, 1, 0, true}}) {
+        Generator gen(11);
+        const Tensor xv = Tensor::normal(Shape{3, g.C, g.H, g.W}, 0, 1, gen);
+        const Tensor wv = Tensor::normal(Shape{g.O, g.C, g.k, g.k}, 0, 0.5f, gen);
+        const Tensor bv = Tensor::normal(Shape{g.O}, 0, 1, gen);
+        Var x1(xv.clone(), true), w1(wv.clone(), true), b1 = g.bias ? Var(bv.clone(), true) : Var();
+        Var x2(xv.clone(), true), w2(wv.clone(), true), b2 = g.bias ? Var(bv.clone(), true) : Var();
+        Var z1 = conv2d(x1, w1, b1, static_cast<int>(g.stride), static_cast<int>(g.pad));
+        Var z2 = conv2d_fused(x2, w2, b2, static_cast<int>(g.stride), static_cast<int>(g.pad));
+        REQUIRE(z1.shape() == z2.shape());
+        const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
+        z1.backward(up);
+        z2.backward(up);
+        auto agree = [](const Tensor& a, const Tensor& b) {
+            for (int64_t i = 0; i < a.numel(); ++i)
+                if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
+            return a.shape() == b.shape();
+        };
+        CHECK(agree(z1.value(), z2.value()));
+        CHECK(agree(x1.grad(), x2.grad()));
+        CHECK(agree(w1.grad(), w2.grad()));
+        if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+    }
+}
+
 TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when not training") {
     Var x(Tensor::ones(Shape{1000}), true);
     Generator g1(42), g2(42);

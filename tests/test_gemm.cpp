@@ -157,6 +157,18 @@ TEST_CASE("gemm: every path matches the reference on block-boundary shapes, all 
         }
 }
 
+TEST_CASE("gemm: one-column and one-row products (the GEMV path) match the reference") {
+    uint64_t seed = 500;
+    const int64_t shapes[][3] = {{37, 1, 29}, {1, 41, 23}, {64, 1, 256}, {1, 256, 1024}, {1, 1, 5}, {5, 1, 1},
+                                 {1, 9, 1}, {200, 1, 7}, {3, 1, 33}};
+    for (GemmPath path : fast_paths())
+        for (const auto& s : shapes)
+            for (int t = 0; t < 4; ++t) {
+                check_case(path, {bool(t & 1), bool(t & 2), s[0], s[1], s[2], 1, 0, 0}, ++seed);
+                check_case(path, {bool(t & 1), bool(t & 2), s[0], s[1], s[2], -0.5f, 2, 3}, ++seed);
+            }
+}
+
 TEST_CASE("gemm: alpha, beta and leading dimensions with gaps") {
     RestorePacking restore;
     const float scalars[][2] = {{1, 0}, {1, 1}, {-0.5f, 0}, {2, -1.5f}, {0.25f, 0.75f}};

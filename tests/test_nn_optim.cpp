@@ -10,6 +10,8 @@
 
 #include "autograd/ops.hpp"
 #include "nn/optim.hpp"
+#include "nn/optim_kernels.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 
 using namespace attn;
@@ -199,4 +201,26 @@ TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm")
     CHECK(b.grad()[0] == doctest::Approx(4 / (5 + 1e-6)));
     CHECK(clip_grad_norm_({a, b}, 100, 1) == doctest::Approx(7 / (5 + 1e-6)));  // the 1-norm
     CHECK(clip_grad_norm_({Var(Tensor::zeros({1}), true)}, 1) == 0);               // no gradients at all
+}
+
+TEST_CASE("optim: Adam's AVX2 loop agrees with the one-value-at-a-time loop") {
+    if (!fast_math_avx2_available()) return;
+    const optim_internal::AdamStep c{0.9f, 0.999f, 0.1f, 0.001f, 1e-3f / 0.1f, std::sqrt(0.001f), 1e-8f, 0.01f, 1.0f};
+    Generator gen(3);
+    const int64_t n = 1003;  // a tail of 3 after the blocks of 8
+    std::vector<float> p(n), g(n), m(n), v(n);
+    for (int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i);
+        p[k] = static_cast<float>(gen.normal()), g[k] = static_cast<float>(gen.normal());
+        m[k] = static_cast<float>(gen.normal() * 0.1), v[k] = static_cast<float>(gen.uniform() * 0.01);
+    }
+    std::vector<float> p2 = p, m2 = m, v2 = v;
+    optim_internal::adam_avx2(p.data(), g.data(), m.data(), v.data(), n, c);
+    for (size_t k = 0; k < p2.size(); ++k) optim_internal::adam_one(p2[k], g[k], m2[k], v2[k], c);
+    // (the compiler may fuse a multiply and an add into one FMA: the last bit may differ)
+    for (size_t k = 0; k < p2.size(); ++k) {
+        CHECK(p[k] == doctest::Approx(p2[k]).epsilon(1e-6));
+        CHECK(m[k] == doctest::Approx(m2[k]).epsilon(1e-6));
+        CHECK(v[k] == doctest::Approx(v2[k]).epsilon(1e-6));
+    }
 }

@@ -128,8 +128,53 @@ void run_on_this_thread(GemmPath path, const Product& p) {
 // Every element of C is computed by the same sequence of FMAs whichever
 // thread computes it (the k order depends only on K), so the result is the
 // same bits for any thread count.
+// y = beta·y + alpha·A·x for an M×K view A, x of K values (stride incx) and y
+// of M values (stride incy): the GEMM when C is one column (N = 1). Packing
+// and register tiles would be 1/16 to 1/32 full here; one pass over A is all
+// it takes. Rows of A contiguous: a dot product per row (four partial sums
+// for the adder's latency); columns contiguous: y += x_k·A[:, k], column by column.
+void gemv(int64_t M, int64_t K, float alpha, const View& A, const float* x, int64_t incx, float beta, float* y,
+          int64_t incy) {
+    std::vector<float> acc(static_cast<size_t>(M), 0.0f);
+    bool done = false;  // by the AVX2 loops (gemv_avx2.cpp), when the CPU and the layout allow
+#if defined(__x86_64__)
+    static const bool avx2 = gemm_internal::cpu_features().avx2;
+    done = avx2 && gemm_internal::gemv_avx2(M, K, A, x, incx, acc.data());
+#endif
+    if (!done && A.col_stride == 1) {
+        for (int64_t i = 0; i < M; ++i) {
+            const float* row = A.data + i * A.row_stride;
+            float s[4] = {0, 0, 0, 0};
+            int64_t k = 0;
+            for (; k + 4 <= K; k += 4)
+                for (int64_t u = 0; u < 4; ++u) s[u] += row[k + u] * x[(k + u) * incx];
+            for (; k < K; ++k) s[0] += row[k] * x[k * incx];
+            acc[static_cast<size_t>(i)] = (s[0] + s[1]) + (s[2] + s[3]);
+        }
+    } else if (!done) {
+        float* a = acc.data();
+        for (int64_t k = 0; k < K; ++k) {
+            const float xk = x[k * incx];
+            const float* col = A.data + k * A.col_stride;
+            for (int64_t i = 0; i < M; ++i) a[i] += xk * col[i * A.row_stride];
+        }
+    }
+    for (int64_t i = 0; i < M; ++i) {
+        const float prior = beta == 0.0f ? 0.0f : beta * y[i * incy];
+        y[i * incy] = prior + alpha * acc[static_cast<size_t>(i)];
+    }
+}
+
 void run(GemmPath path, const Product& p) {
     if (p.M <= 0 || p.N <= 0) return;
+    const bool vector_product = path != GemmPath::reference && p.K > 0;  // the reference stays the triple loop
+    if (vector_product && p.N == 1) {  // C = A·b, one column
+        return gemv(p.M, p.K, p.alpha, p.a, p.b.data, p.b.row_stride, p.beta, p.c, p.ldc);
+    }
+    if (vector_product && p.M == 1) {  // C = a·B, one row: Cᵀ = Bᵀ·aᵀ
+        const View bt{p.b.data, p.b.col_stride, p.b.row_stride};
+        return gemv(p.N, p.K, p.alpha, bt, p.a.data, p.a.col_stride, p.beta, p.c, 1);
+    }
     if (p.K == 0) {  // an empty sum: C = beta·C, and beta == 0 overwrites (as in BLAS)
         for (int64_t i = 0; i < p.M; ++i)
             for (int64_t j = 0; j < p.N; ++j) p.c[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * p.c[i * p.ldc + j];

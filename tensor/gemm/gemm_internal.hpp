@@ -34,6 +34,9 @@ struct Product {
 // and runs one piece per thread. Both need the CPU features of their names.
 void product_avx2(const Product& p);
 void product_avx512(const Product& p);
+// acc[0..M) = A·x for an M×K view A and x of stride incx (gemv_avx2.cpp),
+// when A's rows (and x) or A's columns are contiguous; false otherwise.
+bool gemv_avx2(int64_t M, int64_t K, const View& A, const float* x, int64_t incx, float* acc);
 
 // The register tile of each kernel (rows × columns of C per micro-kernel
 // call): gemm.cpp cuts the work for threads at multiples of these.

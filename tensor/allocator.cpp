@@ -1,0 +1,139 @@
+#include "tensor/allocator.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+// Under AddressSanitizer a cached block is poisoned while it waits in a free
+// list, so a tensor read or written after its storage was freed is still
+// reported (the macros do nothing in other builds).
+#if defined(__has_include)
+#if __has_include(<sanitizer/asan_interface.h>)
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
+
+namespace attn {
+namespace {
+
+struct Cache {
+    std::mutex mutex;
+    std::unordered_map<size_t, std::vector<void*>> free_lists;  // size class → free blocks
+    size_t cached_bytes = 0;
+    int64_t hits = 0, misses = 0;
+    int64_t live = 0, peak_live = 0;
+    void count_out(size_t size) {
+        live += static_cast<int64_t>(size);
+        peak_live = std::max(peak_live, live);
+    }
+};
+
+// Never destroyed: tensors in static objects may be freed after main returns.
+Cache& cache() {
+    static Cache* c = new Cache;
+    return *c;
+}
+
+bool env_flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && *v != '0';
+}
+
+void* fresh_block(size_t bytes) {
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
+}  // namespace
+
+bool storage_cache_enabled() {
+    static const bool enabled = !env_flag("ATTN_NO_CACHE");
+    return enabled;
+}
+
+size_t storage_cache_limit() {
+    static const size_t limit = [] {
+        const char* v = std::getenv("ATTN_CACHE_MB");
+        return (v && *v ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : size_t{256}) << 20;
+    }();
+    return limit;
+}
+
+size_t storage_size_class(size_t bytes) {
+    if (bytes <= 4096) return bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+    // 8 classes per power of two: round up to a multiple of 2^(⌊log2 bytes⌋ − 3)
+    const size_t step = std::bit_floor(bytes) / 8;
+    return (bytes + step - 1) / step * step;
+}
+
+void* storage_allocate(size_t bytes) {
+    const size_t size = storage_size_class(bytes);
+    Cache& c = cache();
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        c.count_out(size);
+        auto it = c.free_lists.find(size);
+        if (it != c.free_lists.end() && !it->second.empty()) {
+            void* p = it->second.back();
+            it->second.pop_back();
+            c.cached_bytes -= size;
+            ++c.hits;
+            ASAN_UNPOISON_MEMORY_REGION(p, size);
+            return p;
+        }
+        ++c.misses;
+    }
+    return fresh_block(size);
+}
+
+void storage_release(void* p, size_t bytes) {
+    if (!p) return;
+    const size_t size = storage_size_class(bytes);
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.live -= static_cast<int64_t>(size);
+    if (storage_cache_enabled()) {
+        if (c.cached_bytes + size <= storage_cache_limit()) {
+            ASAN_POISON_MEMORY_REGION(p, size);
+            c.free_lists[size].push_back(p);
+            c.cached_bytes += size;
+            return;
+        }
+    }
+    std::free(p);
+}
+
+AllocatorStats allocator_stats() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    return {c.hits, c.misses, static_cast<int64_t>(c.cached_bytes), c.live, c.peak_live};
+}
+
+void reset_peak_live_bytes() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.peak_live = c.live;
+}
+
+void empty_storage_cache() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto& [size, blocks] : c.free_lists)
+        for (void* p : blocks) {
+            ASAN_UNPOISON_MEMORY_REGION(p, size);
+            std::free(p);
+        }
+    c.free_lists.clear();
+    c.cached_bytes = 0;
+}
+
+}  // namespace attn

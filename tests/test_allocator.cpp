@@ -1,0 +1,85 @@
+// tensor/allocator.hpp: size classes, reuse of freed blocks, the bound on
+// what is cached, and many threads allocating and freeing at once.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tensor/allocator.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace attn;
+
+TEST_CASE("allocator: size classes are 64-byte multiples within 12.5% of the request") {
+    CHECK(storage_size_class(0) == 64);
+    CHECK(storage_size_class(1) == 64);
+    CHECK(storage_size_class(64) == 64);
+    CHECK(storage_size_class(65) == 128);
+    CHECK(storage_size_class(4096) == 4096);
+    CHECK(storage_size_class(4097) == 4608);
+    for (size_t bytes = 1; bytes < (size_t{1} << 26); bytes = bytes * 3 / 2 + 7) {
+        const size_t c = storage_size_class(bytes);
+        CHECK(c % 64 == 0);
+        CHECK(c >= bytes);
+        CHECK(static_cast<double>(c) <= static_cast<double>(bytes) * 1.125 + 64);
+        CHECK(storage_size_class(c) == c);  // a class is its own class
+    }
+}
+
+TEST_CASE("allocator: a freed block is reused by the next request of its class") {
+    if (!storage_cache_enabled()) return;  // ATTN_NO_CACHE=1
+    void* a = storage_allocate(100000);
+    CHECK(reinterpret_cast<uintptr_t>(a) % 64 == 0);
+    std::memset(a, 1, 100000);  // the whole request is usable
+    storage_release(a, 100000);
+    const AllocatorStats before = allocator_stats();
+    void* b = storage_allocate(100100);  // the same class (≤ 12.5% larger)
+    CHECK(b == a);
+    CHECK(allocator_stats().hits == before.hits + 1);
+    storage_release(b, 100100);
+}
+
+TEST_CASE("allocator: tensors go through it, and empty_storage_cache frees everything cached") {
+    if (!storage_cache_enabled()) return;
+    { Tensor t = Tensor::zeros(Shape{1000, 100}); }
+    CHECK(allocator_stats().cached_bytes >= 400000);
+    empty_storage_cache();
+    CHECK(allocator_stats().cached_bytes == 0);
+    const AllocatorStats before = allocator_stats();
+    { Tensor t = Tensor::zeros(Shape{1000, 100}); }
+    { Tensor t = Tensor::zeros(Shape{1000, 100}); }
+    const AllocatorStats after = allocator_stats();
+    CHECK(after.misses == before.misses + 1);
+    CHECK(after.hits == before.hits + 1);
+}
+
+TEST_CASE("allocator: what is cached stays under the limit") {
+    if (!storage_cache_enabled()) return;
+    empty_storage_cache();
+    const size_t block = storage_cache_limit() / 3 + 64;  // the fourth one no longer fits
+    std::vector<void*> blocks;
+    for (int i = 0; i < 4; ++i) blocks.push_back(storage_allocate(block));
+    for (void* p : blocks) storage_release(p, block);
+    CHECK(static_cast<size_t>(allocator_stats().cached_bytes) <= storage_cache_limit());
+    empty_storage_cache();
+}
+
+TEST_CASE("allocator: four threads allocating and freeing at once") {
+    std::vector<std::thread> threads;
+    std::vector<int> bad(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([t, &bad] {
+            for (int i = 0; i < 2000; ++i) {
+                const size_t bytes = static_cast<size_t>(64 + (i * 37 + t * 1000) % 20000);
+                auto* p = static_cast<unsigned char*>(storage_allocate(bytes));
+                std::memset(p, t + 1, bytes);
+                for (size_t k = 0; k < bytes; k += 97)
+                    if (p[k] != t + 1) ++bad[static_cast<size_t>(t)];
+                storage_release(p, bytes);
+            }
+        });
+    for (auto& th : threads) th.join();
+    for (int b : bad) CHECK(b == 0);
+}
