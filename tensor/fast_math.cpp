@@ -8,9 +8,8 @@
 #include "tensor/gemm/gemm_internal.hpp"
 
 namespace attn {
-namespace {
 
-bool use_avx2() {
+bool fast_math_avx2_enabled() {
     static const bool yes = [] {
         const char* env = std::getenv("ATTN_FAST_MATH");
         if (env && std::strcmp(env, "scalar") == 0) return false;
@@ -18,8 +17,6 @@ bool use_avx2() {
     }();
     return yes;
 }
-
-}  // namespace
 
 bool fast_math_avx2_available() {
 #if defined(__x86_64__)
@@ -42,7 +39,7 @@ namespace {
 template <class R, class F>
 void run(const R* in, R* out, int64_t n, void (*avx2)(const float*, float*, int64_t), F f) {
     if constexpr (std::is_same_v<R, float>)
-        if (use_avx2()) return avx2(in, out, n);
+        if (fast_math_avx2_enabled()) return avx2(in, out, n);
     for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
 }
 

@@ -110,6 +110,9 @@ void sigmoid_into(const real* in, real* out, int64_t n);
 // The vector versions, for the test that they agree with the scalar ones (n ≥ 0;
 // call only when fast_math_avx2_available()).
 bool fast_math_avx2_available();
+// Whether the *_into loops use it: available, real is float, and
+// ATTN_FAST_MATH is not "scalar" (read once).
+bool fast_math_avx2_enabled();
 void exp_avx2(const float* in, float* out, int64_t n);
 void tanh_avx2(const float* in, float* out, int64_t n);
 void sigmoid_avx2(const float* in, float* out, int64_t n);
