@@ -10,16 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/helpers.hpp"
+
 namespace fs = std::filesystem;
+using attn::testing::read_file;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // The text of every source or doc file under `dir` (recursively) whose
 // extension is in `exts`, except `skip`.

@@ -10,20 +10,12 @@
 #include <vector>
 
 #include "examples/common/caption_data.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using namespace attn::testing;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char name[] = "/tmp/attn_caption_XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 void put_u32(std::vector<uint8_t>& b, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<uint8_t>(v >> shift));
@@ -103,7 +95,7 @@ TEST_CASE("caption data: every shape is drawn inside its own cell") {
 }
 
 TEST_CASE("caption data: the IDX reader reads a file and rejects bad ones with the file and the reason") {
-    TempDir dir;
+    TempDir dir("caption");
     const std::string images = dir.path + "/images", labels = dir.path + "/labels";
     write_bytes(images, idx_images(3, 2, 4, 7));
     write_bytes(labels, idx_labels(3));
@@ -137,7 +129,7 @@ TEST_CASE("caption data: the IDX reader reads a file and rejects bad ones with t
 }
 
 TEST_CASE("caption data: Fashion scenes use training items for train and valid, test items for test") {
-    TempDir dir;
+    TempDir dir("caption");
     // Training items have pixel values 10..21, test items 200..203: a scene's
     // pixels say where its items came from.
     write_bytes(dir.path + "/train-images-idx3-ubyte", idx_images(12, 28, 28, 10));

@@ -26,21 +26,12 @@
 #include "nn/schedule.hpp"
 #include "nn/sequential.hpp"
 #include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using namespace attn::testing;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char name[] = "/tmp/attn_checkpoint_XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string operator/(const std::string& file) const { return path + "/" + file; }
-};
 
 // A small classifier: 4 features → 3 classes, with dropout (whose masks
 // come from `gen`).
@@ -83,7 +74,7 @@ real train_step(Classifier& model, Optimizer& opt, Generator& dropout_gen, const
 }  // namespace
 
 TEST_CASE("save_model / load_model: bit-exact round trip under PyTorch's state_dict keys") {
-    TempDir dir;
+    TempDir dir("checkpoint");
     Generator init(1), gen(2), other_init(99);
     Classifier model(init, gen), fresh(other_init, gen);
     REQUIRE_FALSE(same_state(model, fresh));
@@ -111,7 +102,7 @@ TEST_CASE("save_model / load_model: bit-exact round trip under PyTorch's state_d
 }
 
 TEST_CASE("save_checkpoint / load_checkpoint: names, metadata and the training state") {
-    TempDir dir;
+    TempDir dir("checkpoint");
     Generator init(1), gen(2);
     Classifier model(init, gen);
     Adam opt(model.named_parameters(), AdamOptions{.lr = 0.003});
@@ -152,7 +143,7 @@ TEST_CASE("save_checkpoint / load_checkpoint: names, metadata and the training s
 }
 
 TEST_CASE("a resumed run gives exactly the losses of an uninterrupted one (Adam and SGD)") {
-    TempDir dir;
+    TempDir dir("checkpoint");
     const uint64_t seed = 11;
     const int64_t steps = 6, stop_at = 3;
     CosineAnnealing schedule(0.05, steps);
@@ -194,7 +185,7 @@ TEST_CASE("a resumed run gives exactly the losses of an uninterrupted one (Adam 
 }
 
 TEST_CASE("load_checkpoint: wrong files are named and change nothing") {
-    TempDir dir;
+    TempDir dir("checkpoint");
     Generator init(1), gen(2);
     Classifier model(init, gen);
     Adam adam(model.named_parameters());

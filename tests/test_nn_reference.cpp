@@ -21,6 +21,7 @@
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -28,10 +29,7 @@ namespace {
 
 const SafetensorsFile& reference() {
     static const SafetensorsFile file = [] {
-        std::string path = "tests/fixtures/nn_reference.safetensors";  // from the repository root (make test)
-        if (!std::filesystem::exists(path))
-            path = (std::filesystem::path(__FILE__).parent_path() / "fixtures" / "nn_reference.safetensors").string();
-        return load_safetensors(path);
+        return load_safetensors(testing::fixture_path("nn_reference.safetensors"));
     }();
     return file;
 }

@@ -16,28 +16,12 @@
 #include "examples/common/progress.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using namespace attn::testing;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char name[] = "/tmp/attn_report_XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string operator/(const std::string& file) const { return path + "/" + file; }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
-}
 
 size_t count(const std::string& s, const std::string& what) {
     size_t n = 0;
@@ -152,7 +136,7 @@ TEST_CASE("progress: durations") {
 // ---- metrics ---------------------------------------------------------------
 
 TEST_CASE("metrics: JSON lines, flushed, read back") {
-    TempDir dir;
+    TempDir dir("report");
     const std::string path = dir / "metrics.jsonl";
     {
         MetricsLog log(path, MetricsLog::Mode::truncate);
@@ -248,7 +232,7 @@ TEST_CASE("svg: attention over an image") {
 }
 
 TEST_CASE("svg: write_svg writes a standalone document") {
-    TempDir dir;
+    TempDir dir("report");
     write_svg(dir / "chart.svg", line_chart_svg({{"a", {0, 1}, {0, 1}}}));
     const std::string text = read_file(dir / "chart.svg");
     CHECK(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg"));
@@ -288,7 +272,7 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
 }
 
 TEST_CASE("report: written atomically, creating the directory") {
-    TempDir dir;
+    TempDir dir("report");
     HtmlReport report("r");
     report.paragraph("hello");
     report.write(dir / "out/report.html");

@@ -16,6 +16,7 @@
 #include "nn/rnn.hpp"
 #include "nn/safetensors.hpp"
 #include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -23,10 +24,7 @@ namespace {
 
 const SafetensorsFile& reference() {
     static const SafetensorsFile file = [] {
-        std::string path = "tests/fixtures/rnn_reference.safetensors";  // from the repository root (make test)
-        if (!std::filesystem::exists(path))
-            path = (std::filesystem::path(__FILE__).parent_path() / "fixtures" / "rnn_reference.safetensors").string();
-        return load_safetensors(path);
+        return load_safetensors(testing::fixture_path("rnn_reference.safetensors"));
     }();
     return file;
 }

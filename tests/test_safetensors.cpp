@@ -17,29 +17,12 @@
 
 #include "nn/json.hpp"
 #include "nn/safetensors.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using namespace attn::testing;
 
 namespace {
-
-// A fresh directory under /tmp, removed with everything in it.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char name[] = "/tmp/attn_safetensors_XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string operator/(const std::string& file) const { return path + "/" + file; }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
-}
 
 void write_raw(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
@@ -123,7 +106,7 @@ TEST_CASE("safetensors: the bytes match the specification exactly") {
 }
 
 TEST_CASE("safetensors: a round trip through a file is bit-exact") {
-    TempDir dir;
+    TempDir dir("safetensors");
     const std::string path = dir / "model.safetensors";
     // NaN with a payload, negative NaN, a signalling NaN, ±inf, -0, the
     // smallest subnormal, the largest float, and ordinary numbers.
@@ -280,7 +263,7 @@ TEST_CASE("safetensors: every malformed header is rejected with a message naming
 }
 
 TEST_CASE("safetensors: load_safetensors names the file") {
-    TempDir dir;
+    TempDir dir("safetensors");
     CHECK_THROWS_WITH(load_safetensors(dir / "missing.safetensors"),
                       ("load_safetensors: '" + (dir / "missing.safetensors") +
                        "': cannot open: No such file or directory")
@@ -291,7 +274,7 @@ TEST_CASE("safetensors: load_safetensors names the file") {
 }
 
 TEST_CASE("safetensors: a failed save leaves the old file intact and no temporary file") {
-    TempDir dir;
+    TempDir dir("safetensors");
     const std::string path = dir / "ckpt.safetensors";
     save_safetensors(path, {{"w", Tensor::from({1, 2, 3})}});
     const std::string old_bytes = read_file(path);
@@ -325,7 +308,7 @@ TEST_CASE("safetensors: a failed save leaves the old file intact and no temporar
 
     // A directory we may not write to (meaningless for root, who may).
     if (::geteuid() != 0) {
-        const TempDir other;
+        const TempDir other("safetensors");
         const std::string locked = other / "locked";
         std::filesystem::create_directory(locked);
         save_safetensors(locked + "/c.safetensors", new_tensors);

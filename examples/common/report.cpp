@@ -8,6 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "examples/common/svg.hpp"
 #include "nn/atomic_file.hpp"
 
 namespace attn {
@@ -65,21 +66,9 @@ std::string token_spans(const std::vector<std::string>& tokens, const std::vecto
 
 }  // namespace
 
-std::string html_escape(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
+// HTML text and attributes need the same five escapes as XML (and the same
+// control characters are not allowed), so this is svg.hpp's xml_escape.
+std::string html_escape(std::string_view s) { return xml_escape(s); }
 
 Cell::Cell(double v) : numeric(true) {
     char buf[32];

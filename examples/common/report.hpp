@@ -90,7 +90,8 @@ private:
 // any order, or alone, and the page always shows the latest run of each.
 void write_report_part(const std::string& dir, const std::string& name, const HtmlReport& part);
 
-// Escapes & < > " ' for HTML text and attribute values.
+// Escapes & < > " ' for HTML text and attribute values (control characters
+// other than tab and newlines become '?', as in xml_escape).
 std::string html_escape(std::string_view text);
 
 }  // namespace attn
