@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -13,12 +15,48 @@
 
 using namespace attn;
 
+namespace {
+bool has_parameter(const Module& m, const std::string& name) {
+    for (const auto& [n, v] : m.named_parameters())
+        if (n == name) return true;
+    return false;
+}
+}  // namespace
+
 TEST_CASE("caption model: the W4 sizes give 496,017 parameters") {
     Generator gen(1);
     Captioner model(CaptionerConfig{}, gen);
     CHECK(model.num_parameters() == 496017);
     Captioner hard(CaptionerConfig{.hard = true}, gen);
     CHECK(hard.num_parameters() == 496017);
+    CHECK(!has_parameter(model, "context.0.weight"));  // W4's names are unchanged
+}
+
+TEST_CASE("caption model: context layers widen the encoder, same annotation shape") {
+    Generator gen(1);
+    Captioner model(CaptionerConfig{.context_layers = 2}, gen);
+    CHECK(model.num_parameters() == 496017 + 2 * (9 * 64 * 64 + 64));  // two 3×3 convs D→D with bias
+    CHECK(has_parameter(model, "context.0.weight"));
+    CHECK(has_parameter(model, "context.2.bias"));  // Sequential names: 0 conv, 1 ReLU, 2 conv, 3 ReLU
+    CHECK(model.encode(Var(Tensor::zeros(Shape{2, 1, 16, 24}))).shape() == Shape{2, 4 * 6, 64});
+    // Grid location x sees pixels 4x−3 … 4x+6 without context layers (two 3×3
+    // convs, two pools: 10 pixels), and each layer adds one location (4 pixels)
+    // on either side. So the top-left pixel reaches location (0, 2) only
+    // through the context layers.
+    for (int64_t layers : {0, 2}) {
+        Generator g(5);
+        Captioner m(CaptionerConfig{.position_code = false, .context_layers = layers}, g);
+        Tensor image = Tensor::zeros(Shape{1, 1, 32, 32});
+        const Tensor before = m.encode(Var(image)).value().clone();
+        image[0] = 1;  // the top-left pixel
+        const Tensor after = m.encode(Var(image)).value();
+        double change = 0;
+        for (int64_t c = 0; c < 64; ++c) change += std::abs(after[2 * 64 + c] - before[2 * 64 + c]);
+        if (layers == 0) CHECK(change == 0);
+        else CHECK(change > 0);
+    }
+    CHECK_THROWS_WITH_AS(Captioner(CaptionerConfig{.context_layers = -1}, gen),
+                         "Captioner: context_layers must be ≥ 0, got -1", std::invalid_argument);
 }
 
 TEST_CASE("caption model: forward shapes, soft and hard") {
@@ -89,7 +127,7 @@ TEST_CASE("caption model: the REINFORCE gradient matches the exact expected grad
 }
 
 // How the rewards credit each sampled location: the gradient of the loss
-// with respect to log α_t[s_t] is −A_bt / B, with A = reward − baseline. On
+// with respect to log α_t[s_t] is −λ_r·A_bt / B, with A = reward − baseline. On
 // the first batch the baseline is the batch mean of each credited reward.
 TEST_CASE("caption model: the caption reward and the reward-to-go credit the samples as documented") {
     const int64_t B = 2, T = 3, V = 4, L = 5;
@@ -98,14 +136,17 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
     const Tensor captions = Tensor::from({1, 2, 3, 0, 3, 1}, Shape{B, T});
     const Tensor log_p = log_softmax(logits, -1);
     auto r = [&](int64_t b, int64_t t) { return static_cast<double>(log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])]); };
-    for (CaptionReward kind : {CaptionReward::caption, CaptionReward::to_go}) {
+    for (const auto& [kind, weight] : {std::pair{CaptionReward::caption, 1.0}, std::pair{CaptionReward::to_go, 1.0},
+                                       std::pair{CaptionReward::caption, 0.25}}) {
+        INFO("reward " << (kind == CaptionReward::to_go ? "to-go" : "caption") << ", λ_r " << weight);
         Captioner::Forward f;
         f.logits = Var(logits);
         f.alphas = Var(Tensor::full(Shape{B, T, L}, 1.0 / L));
         f.log_probs = Var(Tensor::full(Shape{B, T}, -1.0), true);
         f.entropies = Var(Tensor::zeros(Shape{B, T}));
         MovingAverageBaseline baseline;
-        caption_loss(f, captions, {.penalty = 0, .entropy_bonus = 0, .reward = kind}, true, baseline).total.backward();
+        caption_loss(f, captions, {.penalty = 0, .entropy_bonus = 0, .reinforce_weight = weight, .reward = kind}, true,
+                     baseline).total.backward();
         // the expected reward of (b, t), and the baseline of column t (batch mean)
         auto reward = [&](int64_t b, int64_t t) {
             double g = 0;
@@ -115,7 +156,7 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
         for (int64_t b = 0; b < B; ++b)
             for (int64_t t = 0; t < T; ++t) {
                 const double mean_t = (reward(0, t) + reward(1, t)) / 2;
-                CHECK(f.log_probs.grad()[b * T + t] == doctest::Approx(-(reward(b, t) - mean_t) / B).epsilon(1e-5));
+                CHECK(f.log_probs.grad()[b * T + t] == doctest::Approx(-weight * (reward(b, t) - mean_t) / B).epsilon(1e-5));
             }
         CHECK(baseline.values.size() == (kind == CaptionReward::to_go ? size_t(T) : size_t(1)));
         // the baseline survives a checkpoint's text form exactly

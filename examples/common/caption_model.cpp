@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.hpp"
+#include "nn/activation.hpp"
 #include "examples/common/bleu.hpp"
 #include "tensor/ops.hpp"
 
@@ -29,6 +30,13 @@ Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
       out(c.hidden + c.channels2 + c.embedding, c.vocab, gen) {
     register_module("conv1", conv1);
     register_module("conv2", conv2);
+    if (c.context_layers < 0)
+        throw std::invalid_argument("Captioner: context_layers must be ≥ 0, got " + std::to_string(c.context_layers));
+    for (int64_t i = 0; i < c.context_layers; ++i) {
+        context.emplace<Conv2d>(c.channels2, c.channels2, 3, gen, 1, 1);
+        context.emplace<ReLU>();
+    }
+    if (c.context_layers > 0) register_module("context", context);  // W4's names stay as they were
     register_module("init_h", init_h);
     register_module("init_c", init_c);
     register_module("attention", attention);
@@ -43,7 +51,8 @@ Var Captioner::encode(const Var& images) {
         throw std::invalid_argument("Captioner::encode: images " + images.shape().str() +
                                     " must be B×1×H×W with H and W multiples of 4");
     const Var x1 = pool.forward(relu(conv1.forward(images)));  // B×C1×H/2×W/2
-    const Var x2 = pool.forward(relu(conv2.forward(x1)));      // B×D×H/4×W/4
+    Var x2 = pool.forward(relu(conv2.forward(x1)));            // B×D×H/4×W/4
+    if (context.size() > 0) x2 = context.forward(x2);          // same shape, wider view
     const int64_t B = x2.size(0), D = x2.size(1);
     // One row per grid location: B×D×L → B×L×D
     const Var features = transpose(reshape(x2, {B, D, -1}), 1, 2);
@@ -212,7 +221,7 @@ CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, co
         for (int64_t c = 0; c < columns; ++c)
             advantages[b * columns + c] = rewards[b * columns + c] - static_cast<real>(b_used[static_cast<size_t>(c)]);
     L.baseline = b_used[0];
-    const Var reinforce = reinforce_loss(f.log_probs, advantages);
+    const Var reinforce = mul(reinforce_loss(f.log_probs, advantages), static_cast<real>(options.reinforce_weight));
     baseline.update(means);
     // Variance reduction 2: the entropy bonus −λ_e·mean_b Σ_t H(α_t) keeps the
     // sampler from collapsing early onto one location.
