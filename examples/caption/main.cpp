@@ -24,6 +24,7 @@
 #include "examples/common/progress.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
+#include "nn/schedule.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;
@@ -59,20 +60,24 @@ int main(int argc, char** argv) try {
     CommonFlags common{.data = "shapes", .epochs = 6};
     std::string attention_kind = "soft", data_dir = "data/fashion-mnist", hard_eval = "argmax";
     int64_t batch_size = 32, beam = 3, hidden = 256, embedding = 64, attention_dim = 128;
-    int64_t channels1 = 32, channels2 = 64, cell_size = 16, num_shapes = 8;
+    int64_t channels1 = 32, channels2 = 64, context_layers = 0, cell_size = 16, num_shapes = 8;
     int64_t n_train = 0, n_valid = 300, n_test = 500;
-    double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, soft_probability = 0.5, clip = 5;
+    double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
     flags.add_common(common);
     flags.add("--attention", &attention_kind, "soft | hard");
     flags.add("--data-dir", &data_dir, "where --data fashion finds the IDX files");
     flags.add("--batch", &batch_size, "images per batch");
     flags.add("--lr", &lr, "Adam's learning rate");
+    std::string schedule_kind = "constant";
+    flags.add("--schedule", &schedule_kind, "constant | cosine (--lr annealed to 5% over the run, by step)");
     flags.add("--hidden", &hidden, "LSTM hidden size d_h");
     flags.add("--embedding", &embedding, "word embedding width E");
     flags.add("--attention-dim", &attention_dim, "additive attention width");
     flags.add("--channels1", &channels1, "first conv layer's channels");
     flags.add("--channels2", &channels2, "second conv layer's channels (the annotation width D)");
+    flags.add("--context-layers", &context_layers,
+              "extra 3×3 conv layers on the grid; each widens an annotation's view by 8 pixels");
     flags.add("--cell-size", &cell_size, "shapes: pixels per cell (2×2 cells; a multiple of 2)");
     flags.add("--shapes", &num_shapes, "shapes: how many kinds of shape (2..8)");
     flags.add("--train-size", &n_train, "training scenes (0: 3000 for shapes, 15000 for fashion)");
@@ -80,6 +85,7 @@ int main(int argc, char** argv) try {
     flags.add("--test-size", &n_test, "test scenes");
     flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
     flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
+    flags.add("--reinforce-weight", &reinforce_weight, "hard: λ_r, the weight of the REINFORCE (score-function) term");
     flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
     std::string reward_kind = "caption";
     flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
@@ -112,10 +118,13 @@ int main(int argc, char** argv) try {
     CaptionerConfig config{.channels1 = channels1, .channels2 = channels2, .hidden = hidden, .embedding = embedding,
                            .attention = attention_dim, .vocab = std::max<int64_t>(16, data.vocab.size()),
                            .hard = hard, .soft_probability = soft_probability,
-                           .hard_eval_expected = hard_eval == "expected"};
+                           .hard_eval_expected = hard_eval == "expected",
+                           .context_layers = context_layers};
     if (reward_kind != "to-go" && reward_kind != "caption")
         throw std::invalid_argument("--reward expects to-go or caption, got '" + reward_kind + "'");
     const CaptionReward reward = reward_kind == "caption" ? CaptionReward::caption : CaptionReward::to_go;
+    if (schedule_kind != "cosine" && schedule_kind != "constant")
+        throw std::invalid_argument("--schedule expects cosine or constant, got '" + schedule_kind + "'");
     if (hard_eval != "argmax" && hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
@@ -148,6 +157,8 @@ int main(int argc, char** argv) try {
     // ---- training --------------------------------------------------------------------------
     const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /
                                                         static_cast<size_t>(batch_size));
+    const int64_t total_steps = std::max<int64_t>(1, common.steps > 0 ? common.steps : common.epochs * batches_per_epoch);
+    const CosineAnnealing cosine(lr, total_steps, lr * 0.05);
     double train_seconds = 0;
     bool stop = common.eval_only;
     for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
@@ -168,10 +179,12 @@ int main(int argc, char** argv) try {
             const CaptionBatch batch = make_caption_batch(data.train, idx);
             model.seed_sampler(static_cast<uint64_t>(common.seed) * 7919u + static_cast<uint64_t>(state.step));
 
+            optimizer.set_lr(schedule_kind == "cosine" ? cosine.lr(std::min(state.step, total_steps)) : lr);
             optimizer.zero_grad();
             const Captioner::Forward f = model.forward(batch.images, batch.captions);
-            CaptionLoss loss = caption_loss(f, batch.captions, {.penalty = penalty, .entropy_bonus = entropy_bonus, .reward = reward},
-                                                  hard, baseline);
+            const CaptionLossOptions options{.penalty = penalty, .entropy_bonus = entropy_bonus,
+                                             .reinforce_weight = reinforce_weight, .reward = reward};
+            CaptionLoss loss = caption_loss(f, batch.captions, options, hard, baseline);
             loss.total.backward();
             if (clip > 0) clip_grad_norm_(model.parameters(), clip);
             optimizer.step();
