@@ -93,6 +93,12 @@ HardAlignment::Sample HardAlignment::sample(const AlignmentInput& in) {
     return s;
 }
 
+void HardAlignment::set_soft_probability(double p) {
+    if (!(p >= 0 && p <= 1))
+        throw std::invalid_argument(id() + ": soft_probability must be in [0, 1], got " + std::to_string(p));
+    options_.soft_probability = p;
+}
+
 Var HardAlignment::align(const AlignmentInput& in) {
     last_ = sample(in);
     return last_.weights;

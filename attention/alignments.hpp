@@ -75,6 +75,10 @@ public:
     Sample sample(const AlignmentInput& in);
     Var align(const AlignmentInput& in) override;  // sample(in).weights, kept in last()
     const Sample& last() const { return last_; }
+    // Changes Options::soft_probability (in [0, 1]) from the next call on: a
+    // trainer may start with the expected context only and sample later.
+    void set_soft_probability(double p);
+    double soft_probability() const { return options_.soft_probability; }
 
     std::string id() const override { return "hard_alignment"; }
     std::string tag() const override { return "hard"; }

@@ -87,6 +87,9 @@ int main(int argc, char** argv) try {
     flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
     flags.add("--reinforce-weight", &reinforce_weight, "hard: λ_r, the weight of the REINFORCE (score-function) term");
     flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
+    int64_t expected_epochs = 0;
+    flags.add("--expected-epochs", &expected_epochs,
+              "hard: the first N epochs use the expected context for every word (soft attention), then sample");
     std::string reward_kind = "caption";
     flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
     flags.add("--hard-eval", &hard_eval, "hard, at test time: attend to the argmax location, or use the expected context");
@@ -164,6 +167,7 @@ int main(int argc, char** argv) try {
     for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
         const auto t0 = std::chrono::steady_clock::now();
         model.train();
+        if (hard) model.hard_alignment.set_soft_probability(epoch < expected_epochs ? 1.0 : soft_probability);
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         std::vector<int64_t> order(data.train.size());
         std::iota(order.begin(), order.end(), 0);

@@ -195,6 +195,24 @@ TEST_CASE("hard_alignment: with probability 0.5 a row uses the expected context 
     CHECK(std::abs(static_cast<double>(soft_rows) / rows - 0.5) < 0.03);
 }
 
+TEST_CASE("hard_alignment: set_soft_probability changes the share of expected-context rows from the next call") {
+    Generator gen(4);
+    HardAlignment hard(gen, {false, 0.5});
+    hard.set_soft_probability(1);
+    CHECK(hard.soft_probability() == 1);
+    hard.align({repeated_scores(200), Tensor(), Var(), Tensor()});
+    double soft_rows = 0;
+    for (int64_t r = 0; r < 200; ++r) soft_rows += hard.last().soft[r];
+    CHECK(soft_rows == 200);  // every row: the expected context, no REINFORCE term
+    hard.set_soft_probability(0);
+    hard.align({repeated_scores(200), Tensor(), Var(), Tensor()});
+    soft_rows = 0;
+    for (int64_t r = 0; r < 200; ++r) soft_rows += hard.last().soft[r];
+    CHECK(soft_rows == 0);  // every row samples
+    CHECK_THROWS_WITH_AS(hard.set_soft_probability(1.5),
+                         "hard_alignment: soft_probability must be in [0, 1], got 1.500000", std::invalid_argument);
+}
+
 TEST_CASE("hard_alignment: a fully masked row gives index −1, zero weights, log_prob 0 and zero gradient") {
     Generator gen(5);
     HardAlignment hard(gen);
