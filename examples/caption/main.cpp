@@ -126,6 +126,8 @@ int main(int argc, char** argv) try {
     if (reward_kind != "to-go" && reward_kind != "caption")
         throw std::invalid_argument("--reward expects to-go or caption, got '" + reward_kind + "'");
     const CaptionReward reward = reward_kind == "caption" ? CaptionReward::caption : CaptionReward::to_go;
+    if (expected_epochs < 0 || context_layers < 0)
+        throw std::invalid_argument("--expected-epochs and --context-layers must be ≥ 0");
     if (schedule_kind != "cosine" && schedule_kind != "constant")
         throw std::invalid_argument("--schedule expects cosine or constant, got '" + schedule_kind + "'");
     if (hard_eval != "argmax" && hard_eval != "expected")
