@@ -15,10 +15,12 @@
 // Timing: at least 5 warm-up calls, then 31 samples; a sample times a batch of
 // calls lasting at least 1 ms (so a 5 µs product is not timed by a clock that
 // ticks in tens of ns plus the cost of reading it), and the median sample is
-// reported. Ours and OpenBLAS's samples alternate. The buffers are 64-byte
+// reported. Ours and OpenBLAS's samples alternate, in turns of 5; OpenBLAS's
+// run in a child process (see peer_turn). The buffers are 64-byte
 // aligned, like the framework's tensors.
 #include <dlfcn.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -91,6 +93,7 @@ double now_seconds() {
 // call over the samples taken.
 class Timer {
 public:
+    Timer() = default;  // for samples taken elsewhere (add)
     template <class F>
     explicit Timer(F fn) : fn_(std::move(fn)) {
         const double t0 = now_seconds();
@@ -106,6 +109,9 @@ public:
         for (int i = 0; i < batch_; ++i) fn_();
         samples_.push_back((now_seconds() - start) / batch_);
     }
+    void add(double seconds) { samples_.push_back(seconds); }
+    void call() { fn_(); }  // untimed
+    double last() const { return samples_.back(); }
     double median() {
         std::nth_element(samples_.begin(), samples_.begin() + samples_.size() / 2, samples_.end());
         return samples_[samples_.size() / 2];
@@ -179,36 +185,123 @@ struct Matrix {
     Matrix& operator=(const Matrix&) = delete;
 };
 
-// One shape and variant at one thread count: ours and OpenBLAS's, sampled
-// in turns so that both see the same machine (it is shared and noisy), then
-// the ratio. At 2 threads the turns are blocks of 5 samples with a pause after
-// OpenBLAS's: its workers spin for a while after each call (THREAD_TIMEOUT)
-// and would take a core from ours.
-void measure(const MatmulShape& s, const char* variant, int threads, GemmPath path, OpenBlas* blas,
-             const Matrix& a, const Matrix& b, Matrix& c, Matrix& c_peer) {
-    const bool ta = variant[0] == 'T', tb = variant[1] == 'T';
-    // Stored shapes: A is K×M when transposed, B is N×K.
-    const int64_t lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
-    Timer ours([&] { gemm_with(path, ta, tb, s.M, s.N, s.K, 1.0f, a.data, lda, b.data, ldb, 0.0f, c.data, s.N); });
-    if (!blas) {
+// The inputs of one shape: 64-byte aligned, like the framework's tensors
+// (tensor/tensor.hpp), filled from a fixed seed (so the peer's process below
+// multiplies the same numbers).
+struct Inputs {
+    Matrix a, b, c;
+    explicit Inputs(const MatmulShape& s) : a(s.M * s.K), b(s.K * s.N), c(s.M * s.N) {
+        Generator gen(1);
+        for (int64_t i = 0; i < s.M * s.K; ++i) a.data[i] = static_cast<float>(gen.uniform(-1, 1));
+        for (int64_t i = 0; i < s.K * s.N; ++i) b.data[i] = static_cast<float>(gen.uniform(-1, 1));
+    }
+};
+
+struct Variant {
+    bool ta, tb;
+    int64_t lda, ldb;  // stored shapes: A is K×M when transposed, B is N×K
+    Variant(const MatmulShape& s, const char* name)
+        : ta(name[0] == 'T'), tb(name[1] == 'T'), lda(ta ? s.M : s.K), ldb(tb ? s.K : s.N) {}
+};
+
+// ---- the peer, in a process of its own -----------------------------------------
+// OpenBLAS's worker threads spin, and sleep only after a while (its
+// THREAD_TIMEOUT); sharing a process, and so the two cores, with them made our
+// 2-thread samples run at one thread's speed in every order and with every
+// pause we tried. So OpenBLAS never runs in this process: each turn of its
+// samples is a child process (this program with --peer-turn=...), which loads
+// it, warms up, takes its samples, prints them and exits, taking its threads
+// with it, before our next turn starts.
+//
+// The child's side: prints the core OpenBLAS chose, then one sample per line.
+int peer_turn(const std::string& spec) {
+    char shape_name[32], variant_name[3];
+    int threads = 0, n = 0;
+    if (std::sscanf(spec.c_str(), "%31[^,],%2[^,],%d,%d", shape_name, variant_name, &threads, &n) != 4)
+        throw std::invalid_argument("w1_matmul: --peer-turn expects SHAPE,VARIANT,THREADS,SAMPLES, got " + spec);
+    const MatmulShape* s = nullptr;
+    for (const MatmulShape& shape : kShapes)
+        if (std::string(shape.name) == shape_name) s = &shape;
+    if (!s) throw std::invalid_argument(std::string("w1_matmul: unknown shape ") + shape_name);
+    OpenBlas blas;
+    if (!blas.load()) return 2;
+    blas.set_threads(threads);
+    Inputs in(*s);
+    const Variant v(*s, variant_name);
+    Timer theirs([&] {
+        blas.sgemm(kRowMajor, v.ta ? kTrans : kNoTrans, v.tb ? kTrans : kNoTrans, int(s->M), int(s->N), int(s->K),
+                   1.0f, in.a.data, int(v.lda), in.b.data, int(v.ldb), 0.0f, in.c.data, int(s->N));
+    });
+    std::printf("%s\n", blas.core.c_str());
+    for (int i = 0; i < n; ++i) {
+        theirs.sample();
+        std::printf("%.9e\n", theirs.last());
+    }
+    return 0;
+}
+
+// The parent's side: one turn of n samples in a child process, added to
+// `theirs`; false when the child could not load OpenBLAS.
+bool run_peer_turn(const std::string& self, const MatmulShape& s, const char* variant, int threads, int n,
+                   Timer& theirs, std::string& core) {
+    const std::string command = "'" + self + "' --peer-turn=" + s.name + "," + variant + "," +
+                                std::to_string(threads) + "," + std::to_string(n);
+    FILE* child = popen(command.c_str(), "r");
+    if (!child) throw std::runtime_error("w1_matmul: cannot start " + command);
+    char line[256];
+    int got = 0;
+    if (std::fgets(line, sizeof line, child)) {
+        core = std::string(line, std::strcspn(line, "\n"));
+        while (std::fgets(line, sizeof line, child)) {
+            theirs.add(std::strtod(line, nullptr));
+            ++got;
+        }
+    }
+    const int status = pclose(child);
+    if (status != 0 && got == 0) return false;
+    if (status != 0 || got != n) throw std::runtime_error("w1_matmul: " + command + " failed");
+    return true;
+}
+
+// Before each of our turns after the first: 20 ms of untimed calls, as the
+// peer's process warms up for 20 ms before its samples. This machine is a VM,
+// and a virtual CPU left idle while the peer's process ran and exited comes
+// back slowly: our pool's worker, woken on it, ran at a fraction of a core for
+// many milliseconds, and our 2-thread samples came out at one thread's speed
+// (docs/gemm.md §9). Working through the gap brings it back.
+void settle(Timer& ours) {
+    const double start = now_seconds();
+    while (now_seconds() - start < 0.02) ours.call();
+}
+
+// One shape and variant at one thread count: ours and OpenBLAS's, sampled in
+// alternate turns of 5 (ours here, theirs in a child process) so that both see
+// the same machine (it is shared and noisy), then the ratio. `self` is this
+// program's path, empty when there is no peer.
+void measure(const MatmulShape& s, const char* variant, int threads, GemmPath path, const std::string& self,
+             Inputs& in) {
+    const Variant v(s, variant);
+    Timer ours([&] {
+        gemm_with(path, v.ta, v.tb, s.M, s.N, s.K, 1.0f, in.a.data, v.lda, in.b.data, v.ldb, 0.0f, in.c.data, s.N);
+    });
+    const std::string our_path = std::string("\"path\":\"") + gemm_path_name(path) + "\"";
+    if (self.empty()) {
         for (int i = 0; i < kSamples; ++i) ours.sample();
-        print_line(s, variant, threads, ours, std::string("\"path\":\"") + gemm_path_name(path) + "\"");
+        print_line(s, variant, threads, ours, our_path);
         return;
     }
-    Timer theirs([&] {
-        blas->sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(s.M), int(s.N), int(s.K), 1.0f,
-                    a.data, int(lda), b.data, int(ldb), 0.0f, c_peer.data, int(s.N));
-    });
-    const int turn = threads > 1 ? 5 : 1;
-    for (int done = 0; done < kSamples;) {
+    Timer theirs;
+    std::string core = "unknown";
+    constexpr int turn = 5;
+    for (int done = 0; done < kSamples; done += turn) {
         const int n = std::min(turn, kSamples - done);
+        if (done > 0) settle(ours);
         for (int i = 0; i < n; ++i) ours.sample();
-        for (int i = 0; i < n; ++i) theirs.sample();
-        if (threads > 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        done += n;
+        if (!run_peer_turn(self, s, variant, threads, n, theirs, core))
+            throw std::runtime_error("w1_matmul: the peer process could not load libopenblas.so.0");
     }
-    print_line(s, variant, threads, ours, std::string("\"path\":\"") + gemm_path_name(path) + "\"");
-    print_line(s, variant, threads, theirs, "\"peer\":\"openblas\",\"core\":\"" + blas->core + "\"");
+    print_line(s, variant, threads, ours, our_path);
+    print_line(s, variant, threads, theirs, "\"peer\":\"openblas\",\"core\":\"" + core + "\"");
     std::printf("{\"workload\":\"W1-matmul\",\"shape\":\"%s\",\"variant\":\"%s\",\"threads\":%d,"
                 "\"peer\":\"openblas\",\"speed_ratio\":%.3f}\n",
                 s.name, variant, threads, theirs.median() / ours.median());
@@ -218,32 +311,36 @@ void measure(const MatmulShape& s, const char* variant, int threads, GemmPath pa
 }  // namespace
 
 int main(int argc, char** argv) try {
+    if (argc == 2 && std::strncmp(argv[1], "--peer-turn=", 12) == 0) return peer_turn(argv[1] + 12);
     const Options opt = parse(argc, argv);
     const GemmPath path = opt.forced ? opt.path : gemm_default_path();
     if (!gemm_path_supported(path))
         throw std::runtime_error(std::string("w1_matmul: this CPU does not support the ") + gemm_path_name(path) +
                                  " path");
-    OpenBlas blas;
-    const bool have_peer = opt.peer && blas.load();
-    if (opt.peer && !have_peer)
-        std::printf("{\"workload\":\"W1-matmul\",\"peer\":\"openblas\",\"skipped\":\"libopenblas.so.0 not found "
-                    "(apt-get install libopenblas0)\"}\n");
+    // The peer runs in child processes (above); a first one says whether OpenBLAS loads at all.
+    std::string self;
+    if (opt.peer) {
+        char buffer[4096];
+        const ssize_t length = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+        Timer probe;
+        std::string core;
+        if (length > 0 && run_peer_turn(std::string(buffer, static_cast<size_t>(length)), kShapes[0], "NN", 1, 1,
+                                        probe, core))
+            self.assign(buffer, static_cast<size_t>(length));
+        else
+            std::printf("{\"workload\":\"W1-matmul\",\"peer\":\"openblas\",\"skipped\":\"libopenblas.so.0 not "
+                        "found (apt-get install libopenblas0)\"}\n");
+    }
 
     // Every shape at 1 thread, then every shape at 2: the pool only ever grows.
     const char* variants[] = {"NN", "TN", "NT"};
     for (int threads : {1, 2}) {
         if (opt.threads != 0 && threads != opt.threads) continue;
         set_num_threads(threads);
-        if (have_peer) blas.set_threads(threads);
         for (const MatmulShape& s : kShapes) {
             if (!opt.shape.empty() && opt.shape != s.name) continue;
-            // 64-byte aligned, like the framework's tensors (tensor/tensor.hpp).
-            Generator gen(1);
-            Matrix a(s.M * s.K), b(s.K * s.N), c(s.M * s.N), c_peer(s.M * s.N);
-            for (int64_t i = 0; i < s.M * s.K; ++i) a.data[i] = static_cast<float>(gen.uniform(-1, 1));
-            for (int64_t i = 0; i < s.K * s.N; ++i) b.data[i] = static_cast<float>(gen.uniform(-1, 1));
-            for (const char* variant : variants)
-                measure(s, variant, threads, path, have_peer ? &blas : nullptr, a, b, c, c_peer);
+            Inputs in(s);
+            for (const char* variant : variants) measure(s, variant, threads, path, self, in);
         }
     }
     return 0;
