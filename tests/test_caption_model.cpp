@@ -136,8 +136,10 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
     const Tensor captions = Tensor::from({1, 2, 3, 0, 3, 1}, Shape{B, T});
     const Tensor log_p = log_softmax(logits, -1);
     auto r = [&](int64_t b, int64_t t) { return static_cast<double>(log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])]); };
-    for (const auto& [kind, weight] : {std::pair{CaptionReward::caption, 1.0}, std::pair{CaptionReward::to_go, 1.0},
-                                       std::pair{CaptionReward::caption, 0.25}}) {
+    for (const auto& setting : {std::pair{CaptionReward::caption, 1.0}, std::pair{CaptionReward::to_go, 1.0},
+                                std::pair{CaptionReward::caption, 0.25}}) {
+        const CaptionReward kind = setting.first;  // named copies: lambdas below capture them
+        const double weight = setting.second;
         INFO("reward " << (kind == CaptionReward::to_go ? "to-go" : "caption") << ", λ_r " << weight);
         Captioner::Forward f;
         f.logits = Var(logits);
