@@ -50,8 +50,7 @@ Var SoftAlignment::align(const AlignmentInput& in) {
 // ---- 23. hard_alignment --------------------------------------------------------------------------
 
 HardAlignment::HardAlignment(Generator& gen, const Options& options) : gen_(gen), options_(options) {
-    if (options.soft_probability < 0 || options.soft_probability > 1)
-        throw std::invalid_argument("hard_alignment: soft_probability must be in [0, 1]");
+    set_soft_probability(options.soft_probability);  // the one range check
 }
 
 HardAlignment::Sample HardAlignment::sample(const AlignmentInput& in) {

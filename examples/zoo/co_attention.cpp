@@ -262,16 +262,26 @@ VqaRun train_vqa(ZooContext& ctx, VqaMechanism mechanism, const std::string& tit
     return run;
 }
 
-// The baseline, trained once per seed and budget: mean pooling of both inputs.
-std::string vqa_baseline(ZooContext& ctx) {
-    static std::map<std::pair<int64_t, double>, double> cache;
+// A baseline's accuracy, trained once per (seed, budget) with a generator of
+// its own (so it is the same whichever task asks first): `train(quiet)` runs
+// it with an empty title, which draws no picture. Each caller keeps its cache.
+template <class Train>
+double baseline_once(std::map<std::pair<int64_t, double>, double>& cache, ZooContext& ctx, Train train) {
     const auto key = std::make_pair(ctx.seed, ctx.budget);
     if (!cache.count(key)) {
         Generator gen(static_cast<uint64_t>(ctx.seed));
         ZooContext quiet{gen, ctx.seed, ctx.budget, ctx.report};
-        cache[key] = train_vqa(quiet, VqaMechanism::mean_pooling, "").accuracy;
+        cache[key] = train(quiet);
     }
-    return "mean pooling of both inputs " + std::to_string(cache[key]).substr(0, 5);
+    return cache[key];
+}
+
+// The baseline: mean pooling of both inputs.
+std::string vqa_baseline(ZooContext& ctx) {
+    static std::map<std::pair<int64_t, double>, double> cache;
+    const double accuracy =
+        baseline_once(cache, ctx, [](ZooContext& quiet) { return train_vqa(quiet, VqaMechanism::mean_pooling, "").accuracy; });
+    return "mean pooling of both inputs " + std::to_string(accuracy).substr(0, 5);
 }
 
 ZooResult vqa_task(ZooContext& ctx, VqaMechanism mechanism, const std::string& title, double target) {
@@ -511,13 +521,9 @@ AspectRun train_aspect(ZooContext& ctx, AspectMechanism mechanism, const std::st
 
 std::string aspect_baseline(ZooContext& ctx) {
     static std::map<std::pair<int64_t, double>, double> cache;
-    const auto key = std::make_pair(ctx.seed, ctx.budget);
-    if (!cache.count(key)) {
-        Generator gen(static_cast<uint64_t>(ctx.seed));
-        ZooContext quiet{gen, ctx.seed, ctx.budget, ctx.report};
-        cache[key] = train_aspect(quiet, AspectMechanism::mean_pooling, "").accuracy;
-    }
-    return "mean pooling of sentence and target " + std::to_string(cache[key]).substr(0, 5);
+    const double accuracy = baseline_once(
+        cache, ctx, [](ZooContext& quiet) { return train_aspect(quiet, AspectMechanism::mean_pooling, "").accuracy; });
+    return "mean pooling of sentence and target " + std::to_string(accuracy).substr(0, 5);
 }
 
 ZooResult aspect_task(ZooContext& ctx, AspectMechanism mechanism, const std::string& title, double target) {
