@@ -2,6 +2,8 @@
 // the Fashion-MNIST scene composer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +159,73 @@ TEST_CASE("caption data: Fashion scenes use training items for train and valid, 
             CHECK(x.caption[static_cast<size_t>(cell)] == 2 + (item_value(x, cell) - 200));
         }
     CHECK(error_of([&] { make_fashion_dataset(dir.path + "/nowhere", 1, 1, 1); }).find("make data") != std::string::npos);
+}
+
+TEST_CASE("caption data: compose_fashion_scenes mirrors items left-right with the given probability") {
+    // Two 2×3 items with distinct pixels 1..6 and 7..12, labels 0 and 1.
+    IdxImages images{.count = 2, .rows = 2, .cols = 3, .pixels = {}};
+    for (uint8_t v = 1; v <= 12; ++v) images.pixels.push_back(v);
+    const std::vector<uint8_t> labels{0, 1};
+    auto pixel = [](const CaptionExample& x, int64_t cell, int64_t y, int64_t xx) {  // the byte at (y, xx) of a cell
+        return static_cast<int>(std::lround(x.image[((cell / 2) * 2 + y) * 6 + (cell % 2) * 3 + xx] * 255));
+    };
+    Generator g0(9), g1(9), g_half(4);
+    const auto plain = compose_fashion_scenes(images, labels, 0, 2, 8, 2, 2, g0);
+    const auto mirrored = compose_fashion_scenes(images, labels, 0, 2, 8, 2, 2, g1, 1.0);
+    for (const auto* scenes : {&plain, &mirrored})
+        for (const CaptionExample& x : *scenes)
+            for (int64_t cell = 0; cell < 4; ++cell) {
+                const int item = x.caption[static_cast<size_t>(cell)] - 2;  // the label says which item
+                const bool flip = scenes == &mirrored;
+                for (int64_t y = 0; y < 2; ++y)
+                    for (int64_t xx = 0; xx < 3; ++xx)
+                        CHECK(pixel(x, cell, y, xx) == 1 + item * 6 + y * 3 + (flip ? 2 - xx : xx));
+            }
+    // With probability 1/2 both orientations occur.
+    int flipped = 0, total = 0;
+    for (const CaptionExample& x : compose_fashion_scenes(images, labels, 0, 2, 50, 2, 2, g_half, 0.5))
+        for (int64_t cell = 0; cell < 4; ++cell, ++total) {
+            const int item = x.caption[static_cast<size_t>(cell)] - 2;
+            flipped += pixel(x, cell, 0, 0) == 3 + item * 6;
+        }
+    CHECK(flipped > total / 4);
+    CHECK(flipped < 3 * total / 4);
+}
+
+TEST_CASE("caption data: fresh training splits are new each epoch, the same for the same epoch, from training items") {
+    const CaptionDataset shapes = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 4}, 6, 1, 1);
+    REQUIRE(shapes.fresh_train);
+    const auto s0 = shapes.fresh_train(0), s0_again = shapes.fresh_train(0), s1 = shapes.fresh_train(1);
+    REQUIRE(s0.size() == 6);
+    auto same = [](const std::vector<CaptionExample>& a, const std::vector<CaptionExample>& b) {
+        for (size_t i = 0; i < a.size(); ++i)
+            if (!std::equal(a[i].image.data(), a[i].image.data() + a[i].image.numel(), b[i].image.data()) ||
+                a[i].caption != b[i].caption)
+                return false;
+        return true;
+    };
+    CHECK(same(s0, s0_again));
+    CHECK(!same(s0, s1));
+    CHECK(!same(s0, shapes.train));
+
+    TempDir dir("caption");
+    write_bytes(dir.path + "/train-images-idx3-ubyte", idx_images(12, 28, 28, 10));
+    write_bytes(dir.path + "/train-labels-idx1-ubyte", idx_labels(12));
+    write_bytes(dir.path + "/t10k-images-idx3-ubyte", idx_images(4, 28, 28, 200));
+    write_bytes(dir.path + "/t10k-labels-idx1-ubyte", idx_labels(4));
+    const CaptionDataset fashion = make_fashion_dataset(dir.path, 10, 2, 2);
+    REQUIRE(fashion.fresh_train);
+    const auto f3 = fashion.fresh_train(3);
+    REQUIRE(f3.size() == 10);
+    CHECK(same(f3, fashion.fresh_train(3)));
+    CHECK(!same(f3, fashion.fresh_train(4)));
+    for (const CaptionExample& x : f3)
+        for (int64_t cell = 0; cell < 4; ++cell) {
+            const int v = static_cast<int>(std::lround(x.image[((cell / 2) * 28 + 3) * 56 + (cell % 2) * 28 + 3] * 255));
+            CHECK(v >= 10);
+            CHECK(v < 10 + 11);  // never the validation item (11) nor a test item
+            CHECK(x.caption[static_cast<size_t>(cell)] == 2 + (v - 10) % 10);
+        }
 }
 
 TEST_CASE("caption data: batches stack images and captions") {

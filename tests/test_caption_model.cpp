@@ -2,6 +2,7 @@
 // estimator, decoding and metrics.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -88,6 +89,44 @@ TEST_CASE("caption model: forward shapes, soft and hard") {
         loss.total.backward();
         CHECK(model.attention.W_a.grad().defined());
     }
+}
+
+TEST_CASE("caption model: hard attention in evaluation reads the expected context or the argmax location") {
+    Generator gen(3);
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 3, 1, 1);
+    const CaptionBatch batch = make_caption_batch(d.train, {0, 1, 2});
+    const CaptionerConfig small{.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 4};
+    Captioner soft(small, gen);
+    CaptionerConfig hard_config = small;
+    hard_config.hard = true;
+    Captioner hard(hard_config, gen);
+    // the same weights in both
+    auto hard_params = hard.named_parameters();
+    for (const auto& [name, v] : soft.named_parameters()) {
+        bool copied = false;
+        for (auto& [hard_name, hv] : hard_params)
+            if (hard_name == name) {
+                Tensor target = hv.value();
+                std::copy(v.value().data(), v.value().data() + v.value().numel(), target.data());
+                copied = true;
+            }
+        REQUIRE(copied);
+    }
+    soft.eval();
+    hard.eval();
+    const Tensor soft_logits = soft.forward(batch.images, batch.captions).logits.value();
+    hard.set_hard_eval_expected(true);
+    const Tensor expected_logits = hard.forward(batch.images, batch.captions).logits.value();
+    for (int64_t i = 0; i < soft_logits.numel(); ++i) CHECK(expected_logits[i] == soft_logits[i]);
+    hard.set_hard_eval_expected(false);
+    const Tensor argmax_logits = hard.forward(batch.images, batch.captions).logits.value();
+    const Tensor argmax_again = hard.forward(batch.images, batch.captions).logits.value();
+    double difference = 0;
+    for (int64_t i = 0; i < soft_logits.numel(); ++i) {
+        CHECK(argmax_again[i] == argmax_logits[i]);  // no sampling in evaluation
+        difference += std::abs(argmax_logits[i] - soft_logits[i]);
+    }
+    CHECK(difference > 1e-4);  // one location is not the mean of all
 }
 
 // The score-function estimator on a tiny categorical problem: s ~ softmax(θ)

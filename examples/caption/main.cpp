@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <numeric>
+#include <optional>
 
 #include "autograd/ops.hpp"
 #include "examples/caption/report.hpp"
@@ -58,10 +59,11 @@ Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vec
 
 int main(int argc, char** argv) try {
     CommonFlags common{.data = "shapes", .epochs = 6};
-    std::string attention_kind = "soft", data_dir = "data/fashion-mnist", hard_eval = "argmax";
+    std::string attention_kind = "soft", data_dir = "data/fashion-mnist", hard_eval = "expected";
     int64_t batch_size = 32, beam = 3, hidden = 256, embedding = 64, attention_dim = 128;
     int64_t channels1 = 32, channels2 = 64, context_layers = 0, cell_size = 16, num_shapes = 8;
     int64_t n_train = 0, n_valid = 300, n_test = 500;
+    bool augment = false;
     double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
     flags.add_common(common);
@@ -78,6 +80,9 @@ int main(int argc, char** argv) try {
     flags.add("--channels2", &channels2, "second conv layer's channels (the annotation width D)");
     flags.add("--context-layers", &context_layers,
               "extra 3×3 conv layers on the grid; each widens an annotation's view by 8 pixels");
+    flags.add("--augment", &augment,
+              "a fresh training split every epoch (shapes: new scenes; fashion: new combinations of the training "
+              "items, mirrored left-right half the time)");
     flags.add("--cell-size", &cell_size, "shapes: pixels per cell (2×2 cells; a multiple of 2)");
     flags.add("--shapes", &num_shapes, "shapes: how many kinds of shape (2..8)");
     flags.add("--train-size", &n_train, "training scenes (0: 3000 for shapes, 15000 for fashion)");
@@ -92,7 +97,9 @@ int main(int argc, char** argv) try {
               "hard: the first N epochs use the expected context for every word (soft attention), then sample");
     std::string reward_kind = "caption";
     flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
-    flags.add("--hard-eval", &hard_eval, "hard, at test time: attend to the argmax location, or use the expected context");
+    flags.add("--hard-eval", &hard_eval,
+              "hard, in evaluation: expected (the expected context, as Xu et al.'s released generator) or argmax (the "
+              "one most likely location); the test reports both");
     flags.add("--beam", &beam, "beam width for the beam-search test metrics");
     flags.add("--clip", &clip, "gradient norm clipping (0: off)");
     if (!flags.parse(argc, argv)) return 0;
@@ -170,6 +177,7 @@ int main(int argc, char** argv) try {
         const auto t0 = std::chrono::steady_clock::now();
         model.train();
         if (hard) model.hard_alignment.set_soft_probability(epoch < expected_epochs ? 1.0 : soft_probability);
+        if (augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         std::vector<int64_t> order(data.train.size());
         std::iota(order.begin(), order.end(), 0);
@@ -244,8 +252,9 @@ int main(int argc, char** argv) try {
     const CaptionMetrics beam_m =
         caption_metrics(beamed, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
     const CaptionMetrics& m = test.metrics;
-    std::fprintf(stderr, "test (greedy): word acc %.4f  exact %.4f  BLEU-1..4 %.4f %.4f %.4f %.4f  localization %.4f\n",
-                 m.word_accuracy, m.exact, m.bleu[0], m.bleu[1], m.bleu[2], m.bleu[3], m.localization);
+    const std::string mode = hard ? ", " + hard_eval : "";
+    std::fprintf(stderr, "test (greedy%s): word acc %.4f  exact %.4f  BLEU-1..4 %.4f %.4f %.4f %.4f  localization %.4f\n",
+                 mode.c_str(), m.word_accuracy, m.exact, m.bleu[0], m.bleu[1], m.bleu[2], m.bleu[3], m.localization);
     std::fprintf(stderr, "test (beam %lld): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
                  static_cast<long long>(beam), beam_m.word_accuracy, beam_m.exact, beam_m.bleu[3], beam_m.localization);
     for (size_t i = 0; i < 3 && i < data.test.size(); ++i)
@@ -254,12 +263,30 @@ int main(int argc, char** argv) try {
 
     write_caption_report(common.out, dir, data, test.decoded, attention_kind, m, beam_m, beam);
 
+    // Hard attention: the test set under the other evaluation mode too (greedy).
+    std::optional<CaptionMetrics> other;
+    if (hard) {
+        model.set_hard_eval_expected(hard_eval != "expected");
+        other = evaluate(model, data, data.test, 64).metrics;
+        model.set_hard_eval_expected(hard_eval == "expected");
+        const std::string other_name = hard_eval == "expected" ? "argmax" : "expected";
+        std::fprintf(stderr, "test (greedy, %s): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
+                     other_name.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
+    }
+
     Json result = Json::object({{"test_word_acc", m.word_accuracy}, {"test_exact", m.exact},
                                 {"test_bleu4", m.bleu[3]}, {"test_localization", m.localization},
                                 {"test_bleu1", m.bleu[0]}, {"test_beam_word_acc", beam_m.word_accuracy},
                                 {"test_beam_exact", beam_m.exact}, {"test_beam_bleu4", beam_m.bleu[3]},
                                 {"train_seconds", train_seconds}, {"params", model.num_parameters()},
                                 {"steps", state.step}});
+    if (other) {
+        const std::string prefix = hard_eval == "expected" ? "test_argmax_" : "test_expected_";
+        result.set(prefix + "word_acc", other->word_accuracy)
+            .set(prefix + "exact", other->exact)
+            .set(prefix + "bleu4", other->bleu[3])
+            .set(prefix + "localization", other->localization);
+    }
     Json settings = Json::object();
     for (const auto& [name, value] : flags.values()) settings.set(name, value);
     result.set("settings", settings);

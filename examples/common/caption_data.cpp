@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
+#include <utility>
 
 namespace attn {
 
@@ -80,6 +82,14 @@ CaptionExample draw_shape_scene(const ShapeSceneOptions& o, Generator& gen) {
     return ex;
 }
 
+namespace {
+// The seed of epoch e's fresh training split (CaptionDataset::fresh_train),
+// far from the fixed splits' seeds 1001, 2002, 3003.
+uint64_t fresh_seed(uint64_t split_seed, int64_t epoch) {
+    return split_seed * 1000003u + static_cast<uint64_t>(epoch) + 1;
+}
+}  // namespace
+
 CaptionDataset make_shape_dataset(const ShapeSceneOptions& options, int64_t n_train, int64_t n_valid,
                                   int64_t n_test) {
     CaptionDataset d;
@@ -91,7 +101,7 @@ CaptionDataset make_shape_dataset(const ShapeSceneOptions& options, int64_t n_tr
     d.height = options.rows * options.cell_size;
     d.width = options.cols * options.cell_size;
     // Fixed seeds, one per split, independent of the run's --seed.
-    auto split = [&](uint64_t seed, int64_t n) {
+    auto split = [options](uint64_t seed, int64_t n) {  // a copy of options: fresh_train outlives this call
         Generator gen(seed);
         std::vector<CaptionExample> out;
         for (int64_t i = 0; i < n; ++i) out.push_back(draw_shape_scene(options, gen));
@@ -100,6 +110,7 @@ CaptionDataset make_shape_dataset(const ShapeSceneOptions& options, int64_t n_tr
     d.train = split(1001, n_train);
     d.valid = split(2002, n_valid);
     d.test = split(3003, n_test);
+    d.fresh_train = [split, n_train](int64_t epoch) { return split(fresh_seed(1001, epoch), n_train); };
     return d;
 }
 
@@ -185,7 +196,7 @@ const std::vector<std::string>& fashion_class_names() {
 
 std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, const std::vector<uint8_t>& labels,
                                                    int64_t first, int64_t last, int64_t n, int64_t rows,
-                                                   int64_t cols, Generator& gen) {
+                                                   int64_t cols, Generator& gen, double mirror) {
     if (static_cast<int64_t>(labels.size()) != images.count)
         throw std::invalid_argument("compose_fashion_scenes: " + std::to_string(images.count) + " images but " +
                                     std::to_string(labels.size()) + " labels");
@@ -202,9 +213,11 @@ std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, cons
             for (int64_t col = 0; col < cols; ++col) {
                 const int64_t item = first + static_cast<int64_t>(gen.randint(static_cast<uint64_t>(last - first)));
                 const uint8_t* src = images.pixels.data() + item * h * w;
+                const bool flip = mirror > 0 && gen.uniform() < mirror;
                 for (int64_t y = 0; y < h; ++y)
                     for (int64_t x = 0; x < w; ++x)
-                        ex.image[(row * h + y) * W + col * w + x] = static_cast<real>(src[y * w + x]) / real(255);
+                        ex.image[(row * h + y) * W + col * w + x] =
+                            static_cast<real>(src[y * w + (flip ? w - 1 - x : x)]) / real(255);
                 ex.caption.push_back(CaptionVocab::end + 1 + labels[static_cast<size_t>(item)]);
                 ex.cells.push_back(row * cols + col);
             }
@@ -240,6 +253,12 @@ CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int
     d.valid = compose_fashion_scenes(train_images, train_labels, valid_first, train_images.count, n_valid, 2, 2,
                                      g_valid);
     d.test = compose_fashion_scenes(test_images, test_labels, 0, test_images.count, n_test, 2, 2, g_test);
+    // Augmentation draws from the training range only, with mirrored items.
+    auto items = std::make_shared<const std::pair<IdxImages, std::vector<uint8_t>>>(train_images, train_labels);
+    d.fresh_train = [items, valid_first, n_train](int64_t epoch) {
+        Generator gen(fresh_seed(1001, epoch));
+        return compose_fashion_scenes(items->first, items->second, 0, valid_first, n_train, 2, 2, gen, 0.5);
+    };
     return d;
 }
 

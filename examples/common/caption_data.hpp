@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ struct CaptionDataset {
     std::vector<CaptionExample> train, valid, test;
     int64_t rows = 2, cols = 2;   // the grid of cells
     int64_t height = 0, width = 0;
+    // Augmentation (the trainer's --augment): a new training split for epoch
+    // e, as many scenes as `train`, drawn afresh from the same source (shapes:
+    // new random scenes; Fashion-MNIST: new combinations of the same training
+    // items, each mirrored left–right with probability 1/2). A fixed split
+    // shows the model the same few combinations every epoch, and 15,000 scenes
+    // use only ~37,000 of the 55,000 training items. Deterministic in e, so a
+    // resumed run sees what it would have seen; valid and test never change.
+    std::function<std::vector<CaptionExample>(int64_t epoch)> fresh_train;
 };
 
 // ---- built-in shapes ------------------------------------------------------------
@@ -89,14 +98,16 @@ std::vector<uint8_t> read_idx_labels(const std::string& path);
 const std::vector<std::string>& fashion_class_names();
 
 // Composes n scenes of rows×cols items (each a random item of `images`, with
-// its label as the word) from the items with indices in [first, last).
+// its label as the word) from the items with indices in [first, last); each
+// item is mirrored left–right with probability `mirror` (0: none, and then no
+// draws are spent on it, so fixed splits do not depend on the option).
 std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, const std::vector<uint8_t>& labels,
                                                    int64_t first, int64_t last, int64_t n, int64_t rows,
-                                                   int64_t cols, Generator& gen);
+                                                   int64_t cols, Generator& gen, double mirror = 0);
 
 // Reads DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte and composes 2×2
 // scenes: train from training items 0..54999, valid from 55000..59999, test
-// from the test items only.
+// from the test items only. fresh_train(e) composes from items 0..54999 too.
 CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int64_t n_valid, int64_t n_test);
 
 // ---- batches ------------------------------------------------------------------------

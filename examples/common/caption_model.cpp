@@ -125,7 +125,7 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
         state = s.state;
         logits.push_back(s.logits);
         alphas.push_back(s.alpha);
-        if (config_.hard) {
+        if (s.log_prob.defined()) {  // hard, unless evaluating with the expected context
             log_probs.push_back(s.log_prob);
             entropies.push_back(s.entropy);
         }
@@ -134,7 +134,7 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
     Forward f;
     f.logits = stack(logits, 1);
     f.alphas = stack(alphas, 1);
-    if (config_.hard) {
+    if (!log_probs.empty()) {
         f.log_probs = stack(log_probs, 1);
         f.entropies = stack(entropies, 1);
     }

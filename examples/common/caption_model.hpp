@@ -102,12 +102,16 @@ public:
     struct Forward {
         Var logits;     // B×T×V
         Var alphas;     // B×T×L
-        Var log_probs;  // hard: B×T
+        Var log_probs;  // hard: B×T (undefined when evaluating with the expected context)
         Var entropies;  // hard: B×T
     };
     Forward forward(const Tensor& images, const Tensor& captions);
 
     const CaptionerConfig& config() const { return config_; }
+    // Hard attention in evaluation: the expected context Σ_i α_ti a_i (true; what
+    // Xu et al.'s released caption generator does) or the one most likely
+    // location argmax α_t (false). Training always samples.
+    void set_hard_eval_expected(bool expected) { config_.hard_eval_expected = expected; }
     // Restarts the hard attention's sampler: the trainer seeds it from (seed,
     // step) before every batch, so a resumed run draws what it would have drawn.
     void seed_sampler(uint64_t seed) { sampler_gen_.manual_seed(seed); }
