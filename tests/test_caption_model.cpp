@@ -168,7 +168,7 @@ TEST_CASE("caption model: the REINFORCE gradient matches the exact expected grad
 // How the rewards credit each sampled location: the gradient of the loss
 // with respect to log α_t[s_t] is −λ_r·A_bt / B, with A = reward − baseline. On
 // the first batch the baseline is the batch mean of each credited reward.
-TEST_CASE("caption model: the caption reward and the reward-to-go credit the samples as documented") {
+TEST_CASE("caption model: the caption reward, the reward-to-go and the word reward credit the samples as documented") {
     const int64_t B = 2, T = 3, V = 4, L = 5;
     Generator gen(7);
     const Tensor logits = Tensor::normal(Shape{B, T, V}, 0, 1, gen);
@@ -176,10 +176,10 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
     const Tensor log_p = log_softmax(logits, -1);
     auto r = [&](int64_t b, int64_t t) { return static_cast<double>(log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])]); };
     for (const auto& setting : {std::pair{CaptionReward::caption, 1.0}, std::pair{CaptionReward::to_go, 1.0},
-                                std::pair{CaptionReward::caption, 0.25}}) {
+                                std::pair{CaptionReward::caption, 0.25}, std::pair{CaptionReward::word, 0.5}}) {
         const CaptionReward kind = setting.first;  // named copies: lambdas below capture them
         const double weight = setting.second;
-        INFO("reward " << (kind == CaptionReward::to_go ? "to-go" : "caption") << ", λ_r " << weight);
+        INFO("reward " << static_cast<int>(kind) << " (0 caption, 1 to-go, 2 word), λ_r " << weight);
         Captioner::Forward f;
         f.logits = Var(logits);
         f.alphas = Var(Tensor::full(Shape{B, T, L}, 1.0 / L));
@@ -190,6 +190,7 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
                      baseline).total.backward();
         // the expected reward of (b, t), and the baseline of column t (batch mean)
         auto reward = [&](int64_t b, int64_t t) {
+            if (kind == CaptionReward::word) return r(b, t);
             double g = 0;
             for (int64_t u = kind == CaptionReward::to_go ? t : 0; u < T; ++u) g += r(b, u);
             return g;
@@ -199,7 +200,7 @@ TEST_CASE("caption model: the caption reward and the reward-to-go credit the sam
                 const double mean_t = (reward(0, t) + reward(1, t)) / 2;
                 CHECK(f.log_probs.grad()[b * T + t] == doctest::Approx(-weight * (reward(b, t) - mean_t) / B).epsilon(1e-5));
             }
-        CHECK(baseline.values.size() == (kind == CaptionReward::to_go ? size_t(T) : size_t(1)));
+        CHECK(baseline.values.size() == (kind == CaptionReward::caption ? size_t(1) : size_t(T)));
         // the baseline survives a checkpoint's text form exactly
         CHECK(MovingAverageBaseline::parse(baseline.str()).values == baseline.values);
     }

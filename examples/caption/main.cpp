@@ -96,7 +96,9 @@ int main(int argc, char** argv) try {
     flags.add("--expected-epochs", &expected_epochs,
               "hard: the first N epochs use the expected context for every word (soft attention), then sample");
     std::string reward_kind = "caption";
-    flags.add("--reward", &reward_kind, "hard: what credits the location of word t: to-go (log p of words t..T) or caption (of all words, as Xu et al.)");
+    flags.add("--reward", &reward_kind,
+              "hard: what credits the location of word t: caption (log p of all words, as Xu et al.'s paper), to-go "
+              "(of words t..T) or word (of word t alone)");
     flags.add("--hard-eval", &hard_eval,
               "hard, in evaluation: expected (the expected context, as Xu et al.'s released generator) or argmax (the "
               "one most likely location); the test reports both");
@@ -130,9 +132,11 @@ int main(int argc, char** argv) try {
                            .hard = hard, .soft_probability = soft_probability,
                            .hard_eval_expected = hard_eval == "expected",
                            .context_layers = context_layers};
-    if (reward_kind != "to-go" && reward_kind != "caption")
-        throw std::invalid_argument("--reward expects to-go or caption, got '" + reward_kind + "'");
-    const CaptionReward reward = reward_kind == "caption" ? CaptionReward::caption : CaptionReward::to_go;
+    if (reward_kind != "to-go" && reward_kind != "caption" && reward_kind != "word")
+        throw std::invalid_argument("--reward expects caption, to-go or word, got '" + reward_kind + "'");
+    const CaptionReward reward = reward_kind == "caption" ? CaptionReward::caption
+                                 : reward_kind == "to-go" ? CaptionReward::to_go
+                                                          : CaptionReward::word;
     if (expected_epochs < 0 || context_layers < 0)
         throw std::invalid_argument("--expected-epochs and --context-layers must be ≥ 0");
     if (schedule_kind != "cosine" && schedule_kind != "constant")

@@ -192,26 +192,28 @@ CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, co
     if (!hard) return L;
 
     // The rewards, no gradient: r_bt = log p(y_bt | image, s_≤t), and either
-    // the caption's R_b = Σ_t r_bt for every step, or the reward-to-go
-    // G_bt = Σ_{t'≥t} r_bt' (one column per step).
+    // the caption's R_b = Σ_t r_bt for every step, the reward-to-go
+    // G_bt = Σ_{t'≥t} r_bt', or the word's own r_bt (one column per step).
     const int64_t B = captions.size(0), T = captions.size(1);
     const Tensor log_p = log_softmax(f.logits.value(), -1);  // B×T×V
     const int64_t V = log_p.size(2);
-    const bool to_go = options.reward == CaptionReward::to_go;
-    const int64_t columns = to_go ? T : 1;
+    const bool per_step = options.reward != CaptionReward::caption;
+    const int64_t columns = per_step ? T : 1;
     Tensor rewards = Tensor::zeros(Shape{B, columns});
     for (int64_t b = 0; b < B; ++b) {
         double suffix = 0;  // Σ_{t'≥t} r_bt', built from the end
         for (int64_t t = T - 1; t >= 0; --t) {
-            suffix += log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])];
-            if (to_go) rewards[b * T + t] = static_cast<real>(suffix);
+            const double r = log_p[(b * T + t) * V + static_cast<int64_t>(captions[b * T + t])];
+            suffix += r;
+            if (options.reward == CaptionReward::to_go) rewards[b * T + t] = static_cast<real>(suffix);
+            if (options.reward == CaptionReward::word) rewards[b * T + t] = static_cast<real>(r);
         }
-        if (!to_go) rewards[b] = static_cast<real>(suffix);
+        if (!per_step) rewards[b] = static_cast<real>(suffix);
     }
     std::vector<double> means(static_cast<size_t>(columns), 0);
     for (int64_t b = 0; b < B; ++b)
         for (int64_t c = 0; c < columns; ++c) means[static_cast<size_t>(c)] += rewards[b * columns + c] / static_cast<double>(B);
-    L.mean_reward = means[0];  // G_b0 = R_b: the whole caption's log-likelihood either way
+    L.mean_reward = means[0];  // caption and to-go: G_b0 = R_b, the whole caption's log-likelihood; word: r_b0
 
     // Variance reduction 1: subtract the moving-average baseline (the b of
     // before this batch), then update it.

@@ -169,7 +169,11 @@ Var reinforce_loss(const Var& log_probs, const Tensor& advantages);
 //                                          before t were written before s_t was drawn,
 //                                          so their terms have zero expected gradient and
 //                                          only add noise (the causality trick)
-enum class CaptionReward { caption, to_go };
+//   word     r_bt = log p(y_bt)            the word's own log-likelihood only: biased
+//                                          (s_t also shapes later words through the
+//                                          LSTM state) but least noisy; what Xu et
+//                                          al.'s released code credits by default
+enum class CaptionReward { caption, to_go, word };
 
 struct CaptionLossOptions {
     double penalty = 1;          // λ of the doubly stochastic penalty
