@@ -129,6 +129,51 @@ TEST_CASE("caption model: hard attention in evaluation reads the expected contex
     CHECK(difference > 1e-4);  // one location is not the mean of all
 }
 
+TEST_CASE("caption model: a beam wide enough to keep every caption finds the best one, with and without length penalty") {
+    // V = 4 (<start>, <end>, two words), T = 3: the 15 possible captions are
+    // <end>; w <end>; w w' x (x any of the three; the third word ends it).
+    // A beam of 16 prunes nothing, so beam search must return the caption
+    // with the best score over all 15, computed here by teacher forcing.
+    Generator gen(11);
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 1, 1, 3);
+    Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 4}, gen);
+    for (const auto& [name, p] : model.named_parameters()) {  // weights large enough for uneven probabilities
+        Tensor w = p.value();
+        for (int64_t i = 0; i < w.numel(); ++i) w[i] *= 4;
+    }
+    model.eval();
+    std::vector<std::vector<int64_t>> captions = {{1}, {2, 1}, {3, 1}};
+    for (int64_t w1 : {2, 3})
+        for (int64_t w2 : {2, 3})
+            for (int64_t x : {1, 2, 3}) captions.push_back({w1, w2, x});
+    const int64_t n = static_cast<int64_t>(captions.size()), T = 3;
+    for (const CaptionExample& ex : d.test) {
+        Tensor images = Tensor::empty(Shape{n, 1, 8, 16}), padded = Tensor::full(Shape{n, T}, 1);
+        for (int64_t c = 0; c < n; ++c) {
+            std::copy(ex.image.data(), ex.image.data() + 128, images.data() + c * 128);
+            for (size_t t = 0; t < captions[static_cast<size_t>(c)].size(); ++t)
+                padded[c * T + static_cast<int64_t>(t)] = static_cast<real>(captions[static_cast<size_t>(c)][t]);
+        }
+        const Tensor log_p = log_softmax(model.forward(images, padded).logits.value(), -1);  // n×T×V
+        for (double penalty : {0.0, 1.0}) {
+            double best = -1e300;
+            size_t best_c = 0;
+            for (size_t c = 0; c < captions.size(); ++c) {
+                Decoded dc;
+                dc.words = captions[c];
+                for (size_t t = 0; t < captions[c].size(); ++t)
+                    dc.log_prob += log_p[(static_cast<int64_t>(c) * T + static_cast<int64_t>(t)) * 4 + captions[c][t]];
+                if (beam_score(dc, penalty) > best) best = beam_score(dc, penalty), best_c = c;
+            }
+            const Decoded found = beam_search(model, ex.image, 16, T, penalty);
+            INFO("length penalty " << penalty);
+            CHECK(found.words == captions[best_c]);
+            CHECK(beam_score(found, penalty) == doctest::Approx(best).epsilon(1e-5));
+        }
+    }
+    CHECK_THROWS_AS(beam_search(model, d.test[0].image, 2, T, -1), std::invalid_argument);
+}
+
 // The score-function estimator on a tiny categorical problem: s ~ softmax(θ)
 // over K = 4 outcomes with rewards f(s). The exact gradient of J(θ) = Σ_k p_k f_k
 // is ∂J/∂θ_j = p_j (f_j − J). REINFORCE's average of (f(s) − b) ∇ log p(s) over

@@ -64,7 +64,8 @@ int main(int argc, char** argv) try {
     int64_t channels1 = 32, channels2 = 64, context_layers = 0, cell_size = 16, num_shapes = 8;
     int64_t n_train = 0, n_valid = 300, n_test = 500;
     bool augment = false;
-    double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5;
+    double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5,
+           length_penalty = 0;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
     flags.add_common(common);
     flags.add("--attention", &attention_kind, "soft | hard");
@@ -103,6 +104,8 @@ int main(int argc, char** argv) try {
               "hard, in evaluation: expected (the expected context, as Xu et al.'s released generator) or argmax (the "
               "one most likely location); the test reports both");
     flags.add("--beam", &beam, "beam width for the beam-search test metrics");
+    flags.add("--length-penalty", &length_penalty,
+              "beam search ranks captions by log p / length^this (0: the total log p, 1: the mean per word)");
     flags.add("--clip", &clip, "gradient norm clipping (0: off)");
     if (!flags.parse(argc, argv)) return 0;
     std::cerr << "seed " << common.seed << "\n";
@@ -250,7 +253,7 @@ int main(int argc, char** argv) try {
     std::vector<Decoded> beamed;
     std::vector<const CaptionExample*> examples;
     for (const CaptionExample& ex : data.test) {
-        beamed.push_back(beam_search(model, ex.image, beam, static_cast<int64_t>(ex.caption.size())));
+        beamed.push_back(beam_search(model, ex.image, beam, static_cast<int64_t>(ex.caption.size()), length_penalty));
         examples.push_back(&ex);
     }
     const CaptionMetrics beam_m =

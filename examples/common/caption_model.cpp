@@ -265,9 +265,17 @@ std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64
     return out;
 }
 
-Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length) {
+double beam_score(const Decoded& d, double length_penalty) {
+    return length_penalty == 0 ? d.log_prob
+                               : d.log_prob / std::pow(static_cast<double>(std::max<size_t>(1, d.words.size())),
+                                                       length_penalty);
+}
+
+Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length, double length_penalty) {
     NoGradGuard no_grad;
     if (beam < 1) throw std::invalid_argument("beam_search: beam width must be >= 1");
+    if (!(length_penalty >= 0))
+        throw std::invalid_argument("beam_search: length_penalty must be >= 0, got " + std::to_string(length_penalty));
     const int64_t H = image.size(-2), W = image.size(-1);
     // The image repeated `beam` times: every beam is one row of the batch.
     Tensor images = Tensor::empty(Shape{beam, 1, H, W});
@@ -313,10 +321,14 @@ Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t
                 parents.push_back(c.k);
             }
         }
-        // Log-probabilities only fall: stop once no live beam can beat the best finished one.
+        // Stop once no live beam can beat the best finished caption. A live
+        // beam's total s ≤ 0 only falls, and it would finish with at most
+        // max_length words, so its best possible score is s / max_length^penalty.
         double best_finished = dead;
-        for (const Decoded& d : finished) best_finished = std::max(best_finished, d.log_prob);
-        if (next.empty() || next_score[0] <= best_finished) break;
+        for (const Decoded& d : finished) best_finished = std::max(best_finished, beam_score(d, length_penalty));
+        if (next.empty() ||
+            next_score[0] / std::pow(static_cast<double>(max_length), length_penalty) <= best_finished)
+            break;
         // Reorder the states to follow their parents; pad with dead beams.
         while (static_cast<int64_t>(next.size()) < beam) {
             next.push_back(next[0]);
@@ -329,8 +341,9 @@ Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t
         score = std::move(next_score);
     }
     if (finished.empty()) throw std::logic_error("beam_search: no caption finished");
-    return *std::max_element(finished.begin(), finished.end(),
-                             [](const Decoded& a, const Decoded& b) { return a.log_prob < b.log_prob; });
+    return *std::max_element(finished.begin(), finished.end(), [&](const Decoded& a, const Decoded& b) {
+        return beam_score(a, length_penalty) < beam_score(b, length_penalty);
+    });
 }
 
 // ---- metrics -------------------------------------------------------------------------------

@@ -205,8 +205,14 @@ struct Decoded {
 // Greedy: the most likely word at every step, T steps, for each image.
 std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64_t max_length);
 // Beam search of width `beam` for one image (1×H×W or H×W): the most likely
-// caption ending in <end> (or reaching max_length), by total log-probability.
-Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length);
+// caption ending in <end> (or reaching max_length), by total log-probability
+// divided by length^length_penalty. 0 ranks by the total, which favours short
+// captions (every word costs log-probability); 1 by the mean per word (the
+// length normalisation of Xu et al.'s released generator, its `-n`).
+Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length,
+                    double length_penalty = 0);
+// The score beam_search ranks finished captions by: log_prob / length^length_penalty.
+double beam_score(const Decoded& d, double length_penalty);
 
 // ---- metrics -------------------------------------------------------------------------------
 
