@@ -39,6 +39,7 @@ struct Evaluation {
 };
 Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vector<CaptionExample>& split,
                     int64_t batch_size) {
+    const bool was_training = model.is_training();
     model.eval();
     Evaluation e;
     std::vector<const CaptionExample*> examples;
@@ -51,7 +52,7 @@ Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vec
         examples.insert(examples.end(), batch.examples.begin(), batch.examples.end());
     }
     e.metrics = caption_metrics(e.decoded, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
-    model.train();
+    if (was_training) model.train();  // back as it was: beam search after the test must not sample
     return e;
 }
 
