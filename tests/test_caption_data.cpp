@@ -54,6 +54,19 @@ std::string error_of(F f) {
     return "";
 }
 
+// A tiny Fashion-MNIST directory: 12 training items (28×28) with pixel values
+// 10..21 and 4 test items with 200..203, labels i mod 10: a scene's pixels say
+// where its items came from.
+void write_tiny_fashion(const std::string& dir) {
+    write_bytes(dir + "/train-images-idx3-ubyte", idx_images(12, 28, 28, 10));
+    write_bytes(dir + "/train-labels-idx1-ubyte", idx_labels(12));
+    write_bytes(dir + "/t10k-images-idx3-ubyte", idx_images(4, 28, 28, 200));
+    write_bytes(dir + "/t10k-labels-idx1-ubyte", idx_labels(4));
+}
+// The byte value of the item in cell `cell` of a 2×2 scene of such items.
+int item_value(const CaptionExample& x, int64_t cell) {
+    return static_cast<int>(std::lround(x.image[((cell / 2) * 28 + 3) * 56 + (cell % 2) * 28 + 3] * 255));
+}
 }  // namespace
 
 TEST_CASE("caption data: shape scenes and captions are deterministic, in reading order, ending in <end>") {
@@ -132,18 +145,10 @@ TEST_CASE("caption data: the IDX reader reads a file and rejects bad ones with t
 
 TEST_CASE("caption data: Fashion scenes use training items for train and valid, test items for test") {
     TempDir dir("caption");
-    // Training items have pixel values 10..21, test items 200..203: a scene's
-    // pixels say where its items came from.
-    write_bytes(dir.path + "/train-images-idx3-ubyte", idx_images(12, 28, 28, 10));
-    write_bytes(dir.path + "/train-labels-idx1-ubyte", idx_labels(12));
-    write_bytes(dir.path + "/t10k-images-idx3-ubyte", idx_images(4, 28, 28, 200));
-    write_bytes(dir.path + "/t10k-labels-idx1-ubyte", idx_labels(4));
+    write_tiny_fashion(dir.path);
     const CaptionDataset d = make_fashion_dataset(dir.path, 10, 4, 6);
     CHECK(d.height == 56);
     CHECK(d.vocab.size() == 12);
-    auto item_value = [](const CaptionExample& x, int64_t cell) {  // the byte value of the cell's item
-        return static_cast<int>(std::lround(x.image[((cell / 2) * 28 + 3) * 56 + (cell % 2) * 28 + 3] * 255));
-    };
     for (const CaptionExample& x : d.train)
         for (int64_t cell = 0; cell < 4; ++cell) {
             const int v = item_value(x, cell);
@@ -209,10 +214,7 @@ TEST_CASE("caption data: fresh training splits are new each epoch, the same for 
     CHECK(!same(s0, shapes.train));
 
     TempDir dir("caption");
-    write_bytes(dir.path + "/train-images-idx3-ubyte", idx_images(12, 28, 28, 10));
-    write_bytes(dir.path + "/train-labels-idx1-ubyte", idx_labels(12));
-    write_bytes(dir.path + "/t10k-images-idx3-ubyte", idx_images(4, 28, 28, 200));
-    write_bytes(dir.path + "/t10k-labels-idx1-ubyte", idx_labels(4));
+    write_tiny_fashion(dir.path);
     const CaptionDataset fashion = make_fashion_dataset(dir.path, 10, 2, 2);
     REQUIRE(fashion.fresh_train);
     const auto f3 = fashion.fresh_train(3);
@@ -221,7 +223,7 @@ TEST_CASE("caption data: fresh training splits are new each epoch, the same for 
     CHECK(!same(f3, fashion.fresh_train(4)));
     for (const CaptionExample& x : f3)
         for (int64_t cell = 0; cell < 4; ++cell) {
-            const int v = static_cast<int>(std::lround(x.image[((cell / 2) * 28 + 3) * 56 + (cell % 2) * 28 + 3] * 255));
+            const int v = item_value(x, cell);
             CHECK(v >= 10);
             CHECK(v < 10 + 11);  // never the validation item (11) nor a test item
             CHECK(x.caption[static_cast<size_t>(cell)] == 2 + (v - 10) % 10);
