@@ -82,4 +82,20 @@ private:
     bool training_ = true;
 };
 
+// Evaluation mode for one scope, then back to the mode it found:
+//   { EvalMode eval(model); ...decode... }   // dropout off, no sampling
+// so a decoder can be called from inside a training loop without leaving the
+// model in evaluation mode, or running it in training mode by mistake.
+class EvalMode {
+public:
+    explicit EvalMode(Module& module) : module_(module), was_training_(module.is_training()) { module_.eval(); }
+    ~EvalMode() { module_.train(was_training_); }
+    EvalMode(const EvalMode&) = delete;
+    EvalMode& operator=(const EvalMode&) = delete;
+
+private:
+    Module& module_;
+    bool was_training_;
+};
+
 }  // namespace attn

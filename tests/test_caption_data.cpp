@@ -228,6 +228,25 @@ TEST_CASE("caption data: fresh training splits are new each epoch, the same for 
             CHECK(v < 10 + 11);  // never the validation item (11) nor a test item
             CHECK(x.caption[static_cast<size_t>(cell)] == 2 + (v - 10) % 10);
         }
+
+    // Fresh Fashion splits mirror about half the items: with items inked in
+    // their left half only, a mirrored one has its ink on the right.
+    std::vector<uint8_t> half = idx_images(12, 28, 28, 10);
+    for (int64_t i = 0; i < 12; ++i)
+        for (int64_t y = 0; y < 28; ++y)
+            for (int64_t x = 14; x < 28; ++x) half[static_cast<size_t>(16 + (i * 28 + y) * 28 + x)] = 0;
+    write_bytes(dir.path + "/train-images-idx3-ubyte", half);
+    int left = 0, right = 0;
+    for (const CaptionExample& x : make_fashion_dataset(dir.path, 40, 1, 1).fresh_train(0))
+        for (int64_t cell = 0; cell < 4; ++cell) {
+            const int64_t y = (cell / 2) * 28 + 3, x0 = (cell % 2) * 28;
+            const bool ink_left = x.image[y * 56 + x0 + 3] > 0, ink_right = x.image[y * 56 + x0 + 24] > 0;
+            CHECK(ink_left != ink_right);
+            left += ink_left;
+            right += ink_right;
+        }
+    CHECK(left > 40);  // of 160 items, each side well represented
+    CHECK(right > 40);
 }
 
 TEST_CASE("caption data: batches stack images and captions") {

@@ -127,6 +127,22 @@ TEST_CASE("caption model: hard attention in evaluation reads the expected contex
         difference += std::abs(argmax_logits[i] - soft_logits[i]);
     }
     CHECK(difference > 1e-4);  // one location is not the mean of all
+
+    // Decoding runs in evaluation mode whatever mode it is called in (a hard
+    // model in training mode would sample), and leaves the mode as it was.
+    const Decoded beam_eval = beam_search(hard, d.train[0].image, 2, 3);  // hard is in eval mode here
+    hard.train();
+    for (int rep = 0; rep < 5; ++rep) {  // in training mode each call would draw new locations
+        const Decoded beam_train = beam_search(hard, d.train[0].image, 2, 3);
+        CHECK(beam_train.words == beam_eval.words);
+        CHECK(beam_train.log_prob == beam_eval.log_prob);
+    }
+    const std::vector<Decoded> greedy_a = greedy_decode(hard, batch.images, 3), greedy_b = greedy_decode(hard, batch.images, 3);
+    for (size_t i = 0; i < greedy_a.size(); ++i) CHECK(greedy_a[i].alphas == greedy_b[i].alphas);
+    CHECK(hard.is_training());
+    hard.eval();
+    CHECK(greedy_decode(hard, batch.images, 3)[0].alphas == greedy_a[0].alphas);  // the same as in eval mode
+    CHECK(!hard.is_training());
 }
 
 TEST_CASE("caption model: a beam wide enough to keep every caption finds the best one, with and without length penalty") {

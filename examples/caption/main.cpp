@@ -39,8 +39,6 @@ struct Evaluation {
 };
 Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vector<CaptionExample>& split,
                     int64_t batch_size) {
-    const bool was_training = model.is_training();
-    model.eval();
     Evaluation e;
     std::vector<const CaptionExample*> examples;
     for (size_t start = 0; start < split.size(); start += static_cast<size_t>(batch_size)) {
@@ -52,7 +50,6 @@ Evaluation evaluate(Captioner& model, const CaptionDataset& data, const std::vec
         examples.insert(examples.end(), batch.examples.begin(), batch.examples.end());
     }
     e.metrics = caption_metrics(e.decoded, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
-    if (was_training) model.train();  // back as it was: beam search after the test must not sample
     return e;
 }
 
@@ -273,13 +270,13 @@ int main(int argc, char** argv) try {
 
     // Hard attention: the test set under the other evaluation mode too (greedy).
     std::optional<CaptionMetrics> other;
+    const std::string other_mode = hard_eval == "expected" ? "argmax" : "expected";
     if (hard) {
-        model.set_hard_eval_expected(hard_eval != "expected");
+        model.set_hard_eval_expected(other_mode == "expected");
         other = evaluate(model, data, data.test, 64).metrics;
-        model.set_hard_eval_expected(hard_eval == "expected");
-        const std::string other_name = hard_eval == "expected" ? "argmax" : "expected";
+        model.set_hard_eval_expected(other_mode != "expected");
         std::fprintf(stderr, "test (greedy, %s): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
-                     other_name.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
+                     other_mode.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
     }
 
     Json result = Json::object({{"test_word_acc", m.word_accuracy}, {"test_exact", m.exact},
@@ -289,7 +286,7 @@ int main(int argc, char** argv) try {
                                 {"train_seconds", train_seconds}, {"params", model.num_parameters()},
                                 {"steps", state.step}});
     if (other) {
-        const std::string prefix = hard_eval == "expected" ? "test_argmax_" : "test_expected_";
+        const std::string prefix = "test_" + other_mode + "_";
         result.set(prefix + "word_acc", other->word_accuracy)
             .set(prefix + "exact", other->exact)
             .set(prefix + "bleu4", other->bleu[3])

@@ -229,8 +229,8 @@ std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, cons
 }
 
 CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int64_t n_valid, int64_t n_test) {
-    const IdxImages train_images = read_idx_images(dir + "/train-images-idx3-ubyte");
-    const std::vector<uint8_t> train_labels = read_idx_labels(dir + "/train-labels-idx1-ubyte");
+    IdxImages train_images = read_idx_images(dir + "/train-images-idx3-ubyte");  // moved into fresh_train below
+    std::vector<uint8_t> train_labels = read_idx_labels(dir + "/train-labels-idx1-ubyte");
     const IdxImages test_images = read_idx_images(dir + "/t10k-images-idx3-ubyte");
     const std::vector<uint8_t> test_labels = read_idx_labels(dir + "/t10k-labels-idx1-ubyte");
     if (train_images.count != static_cast<int64_t>(train_labels.size()))
@@ -254,7 +254,8 @@ CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int
                                      g_valid);
     d.test = compose_fashion_scenes(test_images, test_labels, 0, test_images.count, n_test, 2, 2, g_test);
     // Augmentation draws from the training range only, with mirrored items.
-    auto items = std::make_shared<const std::pair<IdxImages, std::vector<uint8_t>>>(train_images, train_labels);
+    auto items = std::make_shared<const std::pair<IdxImages, std::vector<uint8_t>>>(std::move(train_images),
+                                                                                  std::move(train_labels));
     d.fresh_train = [items, valid_first, n_train](int64_t epoch) {
         Generator gen(fresh_seed(1001, epoch));
         return compose_fashion_scenes(items->first, items->second, 0, valid_first, n_train, 2, 2, gen, 0.5);

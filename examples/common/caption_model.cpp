@@ -238,6 +238,7 @@ CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, co
 
 std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64_t max_length) {
     NoGradGuard no_grad;
+    EvalMode eval(model);  // a hard model reads argmax or expected context, never a sample
     const int64_t B = images.size(0);
     const Var annotations = model.encode(Var(images));
     const auto memory = model.attention.precompute(annotations);
@@ -266,13 +267,12 @@ std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64
 }
 
 double beam_score(const Decoded& d, double length_penalty) {
-    return length_penalty == 0 ? d.log_prob
-                               : d.log_prob / std::pow(static_cast<double>(std::max<size_t>(1, d.words.size())),
-                                                       length_penalty);
+    return d.log_prob / std::pow(static_cast<double>(std::max<size_t>(1, d.words.size())), length_penalty);
 }
 
 Decoded beam_search(Captioner& model, const Tensor& image, int64_t beam, int64_t max_length, double length_penalty) {
     NoGradGuard no_grad;
+    EvalMode eval(model);
     if (beam < 1) throw std::invalid_argument("beam_search: beam width must be >= 1");
     if (!(length_penalty >= 0))
         throw std::invalid_argument("beam_search: length_penalty must be >= 0, got " + std::to_string(length_penalty));

@@ -202,6 +202,7 @@ struct Decoded {
     double log_prob = 0;                     // Σ log p(word) up to and with the first <end>
 };
 
+// Decoding runs the model in evaluation mode (and leaves its mode as it found it).
 // Greedy: the most likely word at every step, T steps, for each image.
 std::vector<Decoded> greedy_decode(Captioner& model, const Tensor& images, int64_t max_length);
 // Beam search of width `beam` for one image (1×H×W or H×W): the most likely
