@@ -88,6 +88,10 @@ int main(int argc, char** argv) try {
     flags.add("--valid-size", &n_valid, "validation scenes (picks best.safetensors)");
     flags.add("--test-size", &n_test, "test scenes");
     flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
+    double sampling_penalty = -1;
+    flags.add("--sampling-penalty", &sampling_penalty,
+              "hard: λ of the penalty once the expected-context epochs are over (negative: --penalty). The "
+              "penalty spreads α evenly over an item's cell, and a sample then reads any location in it");
     flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
     flags.add("--reinforce-weight", &reinforce_weight, "hard: λ_r, the weight of the REINFORCE (score-function) term");
     flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
@@ -201,7 +205,9 @@ int main(int argc, char** argv) try {
             optimizer.set_lr(schedule_kind == "cosine" ? cosine.lr(std::min(state.step, total_steps)) : lr);
             optimizer.zero_grad();
             const Captioner::Forward f = model.forward(batch.images, batch.captions);
-            const CaptionLossOptions options{.penalty = penalty, .entropy_bonus = entropy_bonus,
+            const bool sampling = hard && epoch >= expected_epochs;
+            const CaptionLossOptions options{.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
+                                             .entropy_bonus = entropy_bonus,
                                              .reinforce_weight = reinforce_weight, .reward = reward};
             CaptionLoss loss = caption_loss(f, batch.captions, options, hard, baseline);
             loss.total.backward();
