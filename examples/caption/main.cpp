@@ -185,7 +185,12 @@ int main(int argc, char** argv) try {
     for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
         const auto t0 = std::chrono::steady_clock::now();
         model.train();
-        if (hard) model.hard_alignment.set_soft_probability(epoch < expected_epochs ? 1.0 : soft_probability);
+        // Hard attention samples once the expected-context epochs are over.
+        const bool sampling = hard && epoch >= expected_epochs;
+        if (hard) model.hard_alignment.set_soft_probability(sampling ? soft_probability : 1.0);
+        const CaptionLossOptions options{.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
+                                         .entropy_bonus = entropy_bonus,
+                                         .reinforce_weight = reinforce_weight, .reward = reward};
         if (augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         std::vector<int64_t> order(data.train.size());
@@ -205,10 +210,6 @@ int main(int argc, char** argv) try {
             optimizer.set_lr(schedule_kind == "cosine" ? cosine.lr(std::min(state.step, total_steps)) : lr);
             optimizer.zero_grad();
             const Captioner::Forward f = model.forward(batch.images, batch.captions);
-            const bool sampling = hard && epoch >= expected_epochs;
-            const CaptionLossOptions options{.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
-                                             .entropy_bonus = entropy_bonus,
-                                             .reinforce_weight = reinforce_weight, .reward = reward};
             CaptionLoss loss = caption_loss(f, batch.captions, options, hard, baseline);
             loss.total.backward();
             if (clip > 0) clip_grad_norm_(model.parameters(), clip);
@@ -280,7 +281,7 @@ int main(int argc, char** argv) try {
     if (hard) {
         model.set_hard_eval_expected(other_mode == "expected");
         other = evaluate(model, data, data.test, 64).metrics;
-        model.set_hard_eval_expected(other_mode != "expected");
+        model.set_hard_eval_expected(hard_eval == "expected");  // back to the chosen mode
         std::fprintf(stderr, "test (greedy, %s): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
                      other_mode.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
     }
