@@ -32,13 +32,15 @@ int default_threads() {
 // How long a worker keeps checking for the next job before it sleeps, and the
 // caller for the workers to finish before it sleeps. Waking a thread from a
 // condition variable takes 4–50 µs on this machine, as long as a small job
-// itself: in training, jobs come a few µs apart, so a short spin finds the
-// next one awake. Bounded, so that an idle process stops using the CPU after
-// 50 µs. ATTN_SPIN_US sets it (0: sleep at once, the old behaviour).
+// itself: in training, jobs come a few µs to a few hundred µs apart (between
+// them the caller does single-threaded work), so a spin of 300 µs finds most
+// of them awake. Bounded, so that an idle process stops using the CPU soon.
+// (OpenMP runtimes and OpenBLAS spin for as long or longer.) ATTN_SPIN_US sets
+// it (0: sleep at once). Measured in docs/performance.md.
 std::chrono::nanoseconds spin_time() {
     static const std::chrono::nanoseconds t = [] {
         const char* env = std::getenv("ATTN_SPIN_US");
-        const long us = env && *env ? std::strtol(env, nullptr, 10) : 50;
+        const long us = env && *env ? std::strtol(env, nullptr, 10) : 300;
         return std::chrono::nanoseconds(std::max(0L, us) * 1000);
     }();
     return t;
@@ -75,6 +77,22 @@ public:
     ~ThreadPool() { stop_workers(); }
 
     int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+    // True when the pool has workers and none of them is asleep on the
+    // condition variable: a job published now starts on them at once.
+    bool workers_awake() const { return !workers_.empty() && sleeping_.load(std::memory_order_relaxed) == 0; }
+
+    // Wakes the sleeping workers without a job, to spin for the next one.
+    // Only the first call while they sleep pays for the wake-up (a system
+    // call); later ones see `rousing_` until a worker is up.
+    void rouse() {
+        if (sleeping_.load(std::memory_order_relaxed) == 0 || rousing_.exchange(true)) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++rouse_;
+        }
+        wake_.notify_all();
+    }
 
     void resize(int threads) {
         std::lock_guard<std::mutex> job_lock(job_mutex_);
@@ -133,8 +151,17 @@ private:
             spin_until([&] { return stopping_.load(std::memory_order_acquire) ||
                                     generation_.load(std::memory_order_acquire) != seen; });
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
+            if (!stopping_.load() && generation_.load() == seen) {
+                const uint64_t roused = rouse_.load();
+                sleeping_.fetch_add(1, std::memory_order_relaxed);
+                wake_.wait(lock, [&] {
+                    return stopping_.load() || generation_.load() != seen || rouse_.load() != roused;
+                });
+                sleeping_.fetch_sub(1, std::memory_order_relaxed);
+                rousing_.store(false);
+            }
             if (stopping_) return;
+            if (generation_.load() == seen) continue;  // roused without a job: spin again
             seen = generation_.load();
             if (index >= job_chunks_) continue;  // this job has fewer chunks than workers
             lock.unlock();
@@ -162,6 +189,9 @@ private:
     std::atomic<uint64_t> generation_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<int> pending_{0};
+    std::atomic<int> sleeping_{0};  // workers waiting on wake_
+    std::atomic<uint64_t> rouse_{0};  // bumped to wake them without a job
+    std::atomic<bool> rousing_{false};  // a rouse() is under way
     RangeFn* job_fn_ = nullptr;
     int64_t job_begin_ = 0, job_end_ = 0;
     int job_chunks_ = 0;
@@ -177,6 +207,10 @@ ThreadPool& pool() {
 }  // namespace
 
 int num_threads() { return pool().size(); }
+
+bool pool_workers_awake() { return pool().workers_awake(); }
+
+void pool_rouse_workers() { pool().rouse(); }
 
 void set_num_threads(int n) {
     if (n < 1 || n > 1024)

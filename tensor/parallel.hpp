@@ -19,6 +19,17 @@ namespace attn {
 int num_threads();
 void set_num_threads(int n);
 
+// True when every pool worker is awake (running a job or spinning for the
+// next one, see ATTN_SPIN_US in parallel.cpp), so that work handed to the pool
+// now starts without the cost of waking a sleeping thread. A hint, not a
+// promise: a worker may fall asleep right after the answer.
+bool pool_workers_awake();
+
+// Wakes sleeping pool workers without giving them work: they spin for the
+// next job (ATTN_SPIN_US) and then sleep again. For a caller that will soon
+// have work worth splitting only if it can start at once.
+void pool_rouse_workers();
+
 // A non-owning reference to a callable `void(int64_t begin, int64_t end)`.
 // Unlike std::function it never allocates, which matters on hot paths.
 class RangeFn {

@@ -4,8 +4,8 @@
 // alpha/beta (beta = 0 over a C full of NaN), leading dimensions wider than
 // the rows with sentinels in the gaps, packed and in-place operands, 1 and 2
 // threads, the batched form, the double version, and the choice of path.
-// One thread: every product below gemm's threshold (4M multiply-adds) runs on
-// the calling thread; larger ones are split over two threads.
+// Products of 4M multiply-adds or more are split over the pool's threads;
+// from 256K they are split when the workers are awake (see gemm.cpp).
 #include <doctest/doctest.h>
 
 #include <array>
@@ -14,6 +14,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tensor/gemm/gemm.hpp"
@@ -204,6 +205,40 @@ TEST_CASE("gemm: two threads give the reference's values and the same bits as on
             INFO(gemm_path_name(path) << " " << M << "×" << K << "×" << N);
             CHECK(std::memcmp(split.data(), again.data(), single.size() * sizeof(float)) == 0);
             CHECK(std::memcmp(single.data(), split.data(), single.size() * sizeof(float)) == 0);
+        }
+}
+
+TEST_CASE("gemm: a product split because the workers are awake gives the bits of one thread, all transposes") {
+    at_least_two_threads();
+    uint64_t seed = 900;
+    for (GemmPath path : fast_paths())
+        // 256K to 4M multiply-adds: split only when the workers are awake. By
+        // rows (64³, 70×45×100 with partial tiles) and by columns (gru-step).
+        for (const auto& s : {std::array<int64_t, 3>{64, 64, 64}, {70, 45, 100}, {64, 384, 128}}) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            Generator gen(++seed);
+            const std::vector<float> A = matrix(M, K, 0, gen), B = matrix(K, N, 0, gen);
+            std::vector<float> At(A.size()), Bt(B.size());  // the same matrices stored transposed
+            for (int64_t i = 0; i < M; ++i)
+                for (int64_t k = 0; k < K; ++k) At[k * M + i] = A[i * K + k];
+            for (int64_t k = 0; k < K; ++k)
+                for (int64_t j = 0; j < N; ++j) Bt[j * K + k] = B[k * N + j];
+            std::vector<float> single(static_cast<size_t>(M * N));
+            one_thread(path, M, N, K, A.data(), B.data(), single.data());
+            for (int t = 0; t < 4; ++t) {
+                const bool ta = t & 1, tb = t & 2;
+                std::vector<float> split(single.size(), kNaN);
+                // Wake the workers, so that gemm finds them spinning and splits.
+                pool_rouse_workers();
+                for (int spins = 0; !pool_workers_awake() && spins < 1000000; ++spins) std::this_thread::yield();
+                gemm_with(path, ta, tb, M, N, K, 1, ta ? At.data() : A.data(), ta ? M : K, tb ? Bt.data() : B.data(),
+                          tb ? K : N, 0, split.data(), N);
+                INFO(gemm_path_name(path) << " " << (ta ? "T" : "N") << (tb ? "T" : "N") << " " << M << "×" << K
+                                          << "×" << N);
+                // Each element of C gets the same FMAs in the same k order
+                // whichever thread computes it and however A and B are laid out.
+                CHECK(std::memcmp(single.data(), split.data(), single.size() * sizeof(float)) == 0);
+            }
         }
 }
 

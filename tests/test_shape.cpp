@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "tensor/parallel.hpp"
 #include "tensor/random.hpp"
@@ -50,6 +54,40 @@ TEST_CASE("generator: same seed, same stream; uniform and normal moments") {
     CHECK(std::abs(s2 / n - 1) < 0.02);
     CHECK(std::abs(m / n - 0.5) < 0.004);
     for (int i = 0; i < 1000; ++i) CHECK(g.randint(7) < 7);
+}
+
+// Polls `condition` for up to 5 s (the workers' spin is 300 µs; the margin is
+// for a loaded machine); true if it held.
+template <class Condition>
+bool eventually(Condition condition) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!condition())
+        if (std::chrono::steady_clock::now() > limit) return false;
+        else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return true;
+}
+
+TEST_CASE("thread pool: idle workers fall asleep after their spin; pool_rouse_workers wakes them without a job") {
+    const int saved = num_threads();
+    set_num_threads(1);
+    CHECK_FALSE(pool_workers_awake());  // no workers at all
+    pool_rouse_workers();               // nothing to do, nothing breaks
+    set_num_threads(2);
+    std::atomic<int> ran{0};
+    parallel_for(0, 2, 1, [&](int64_t, int64_t) { ++ran; });
+    CHECK(ran == 2);
+    CHECK(eventually([] { return !pool_workers_awake(); }));
+    pool_rouse_workers();
+    CHECK(eventually([] { return pool_workers_awake(); }));
+    CHECK(eventually([] { return !pool_workers_awake(); }));  // and they sleep again
+    // Roused workers still run the next job.
+    pool_rouse_workers();
+    std::vector<int> hits(100, 0);
+    parallel_for(0, 100, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    });
+    for (int h : hits) REQUIRE(h == 1);
+    set_num_threads(saved);
 }
 
 TEST_CASE("thread pool: parallel_for covers the range once, deterministic chunks") {

@@ -88,12 +88,20 @@ void require_supported(GemmPath path, const char* who) {
 std::atomic<gemm_internal::Packing> packing_policy{gemm_internal::Packing::by_size};
 
 // ---- threads ------------------------------------------------------------------
-// Below this many multiply-adds (about 70 µs of work on one core) a product
-// runs on the calling thread. Waking a sleeping pool worker takes 4 µs at
-// best and 15–50 µs on average on this shared machine (measured), and a
-// product split in two pays it every call: below ~70 µs the second core
-// gives back less than that, and on a busy machine it gives back nothing.
+// When a product is split over the pool (docs/gemm.md §7). Waking a sleeping
+// pool worker takes 4 µs at best and 15–50 µs on average on this shared
+// machine (measured); handing work to a worker that is awake, spinning for its
+// next job (parallel.cpp), takes under 1 µs. So:
+//  - from 4M multiply-adds (about 70 µs on one core) a product is always
+//    split: half of it repays even a slow wake-up;
+//  - from 256K (64×64×64, about 4.5 µs) it is split if the workers are awake.
+//    If they sleep, it runs here, and they are roused to spin for the next
+//    product: in a loop of such products (a training step's), from the
+//    second product on they are all split.
+//  - below 256K a product always runs on the calling thread: a half-product
+//    of 2 µs would gain too little over the hand-off.
 constexpr int64_t parallel_min_madds = int64_t(1) << 22;
+constexpr int64_t awake_parallel_min_madds = int64_t(1) << 18;
 
 // The register tile of a path: pieces handed to threads are whole tiles, so
 // no thread computes partial tiles in the middle of C.
@@ -181,7 +189,12 @@ void run(GemmPath path, const Product& p) {
         return;
     }
     const int threads = num_threads();
-    if (threads == 1 || p.M * p.N * p.K < parallel_min_madds) return run_on_this_thread(path, p);
+    const int64_t madds = p.M * p.N * p.K;
+    if (threads == 1 || madds < awake_parallel_min_madds) return run_on_this_thread(path, p);
+    if (madds < parallel_min_madds && !pool_workers_awake()) {
+        pool_rouse_workers();
+        return run_on_this_thread(path, p);
+    }
     int64_t mr = 1, nr = 1;
     tile_of(path, mr, nr);
     const int64_t m_tiles = (p.M + mr - 1) / mr, n_tiles = (p.N + nr - 1) / nr;
