@@ -6,6 +6,9 @@
 //
 //     pointwise(bw.grad(), y, [](real g, real y) { return g * (1 - y * y); })  // tanh
 //
+// Large tensors are split over the thread pool (f must be a pure function of
+// its arguments); each element is computed the same way on any thread.
+//
 // index_add_(): the adjoint of picking slices along an axis (index_select,
 // slice, split, embedding): adds src's slices into dst at the given indices.
 #pragma once
@@ -15,9 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "tensor/parallel.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attn {
+
+// Elements per parallel chunk of pointwise(), as for the tensor library's
+// element-wise ops: below twice this, the calling thread does it all.
+constexpr int64_t kPointwiseGrain = 16384;
 
 inline void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
     if (a.shape() != b.shape())
@@ -32,7 +40,9 @@ Tensor pointwise(const Tensor& a, const Tensor& b, F f) {
     const real* pa = a.data();
     const real* pb = b.data();
     real* po = out.data();
-    for (int64_t i = 0, n = a.numel(); i < n; ++i) po[i] = f(pa[i], pb[i]);
+    parallel_for(0, a.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
+    });
     return out;
 }
 
@@ -45,7 +55,9 @@ Tensor pointwise(const Tensor& a, const Tensor& b, const Tensor& c, F f) {
     const real* pb = b.data();
     const real* pc = c.data();
     real* po = out.data();
-    for (int64_t i = 0, n = a.numel(); i < n; ++i) po[i] = f(pa[i], pb[i], pc[i]);
+    parallel_for(0, a.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i], pc[i]);
+    });
     return out;
 }
 

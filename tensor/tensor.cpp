@@ -1,5 +1,6 @@
 #include "tensor/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 
 #include "tensor/allocator.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attn {
 
@@ -146,7 +148,10 @@ Tensor Tensor::rows(int64_t start, int64_t end) const {
 
 Tensor& Tensor::fill_(real value) {
     real* p = data();
-    for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = value;
+    // Large fills (the zeros of a gradient buffer or of conv2d's columns, up
+    // to tens of MB) are split over the pool: 64K floats a chunk at least.
+    parallel_for(0, numel(), int64_t(1) << 16,
+                 [&](int64_t begin, int64_t end) { std::fill(p + begin, p + end, value); });
     return *this;
 }
 

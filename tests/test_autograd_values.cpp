@@ -3,11 +3,13 @@
 // by finite differences in tests/grad/; these pin down the conventions.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 
 using namespace attn;
 
@@ -319,6 +321,36 @@ TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value
         CHECK(agree(x1.grad(), x2.grad()));
         CHECK(agree(w1.grad(), w2.grad()));
         if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+    }
+}
+
+TEST_CASE("autograd values: conv2d_fused, relu, max_pool2d and unfold give the same bits on 1 and 2 threads") {
+    // Large enough that each is split over two threads: planes (unfold, the
+    // pool), images (conv2d_fused's input gradient), elements (relu's
+    // gradient, the 147K-float fills of gradient buffers).
+    Generator gen(12);
+    const Tensor xv = Tensor::normal(Shape{4, 8, 48, 48}, 0, 1, gen);
+    const Tensor wv = Tensor::normal(Shape{16, 8, 3, 3}, 0, 0.3f, gen), bv = Tensor::normal(Shape{16}, 0, 1, gen);
+    const Tensor up = Tensor::normal(Shape{4, 16, 24, 24}, 0, 1, gen);
+    const Tensor up_cols = Tensor::normal(Shape{4, 8 * 9, 48 * 48}, 0, 1, gen);
+    struct Run {
+        Tensor pooled, cols, dx, dw, db;
+    };
+    auto run = [&](int threads) {
+        set_num_threads(threads);
+        Var x(xv.clone(), true), w(wv.clone(), true), b(bv.clone(), true);
+        Var pooled = max_pool2d(relu(conv2d_fused(x, w, b, 1, 1)), Size2(2));
+        Var cols = unfold(x, Size2(3), Size2(1), Size2(1));
+        (sum(mul(pooled, Var(up))) + sum(mul(cols, Var(up_cols)))).backward();
+        return Run{pooled.value(), cols.value(), x.grad(), w.grad(), b.grad()};
+    };
+    const int before = num_threads();
+    const Run one = run(1), two = run(2);
+    set_num_threads(before);
+    for (const auto& [a, b] : {std::pair{one.pooled, two.pooled}, {one.cols, two.cols}, {one.dx, two.dx},
+                               {one.dw, two.dw}, {one.db, two.db}}) {
+        REQUIRE(a.shape() == b.shape());
+        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
     }
 }
 
