@@ -46,31 +46,43 @@ std::chrono::nanoseconds spin_time() {
     return t;
 }
 
-// Spins until done() or spin_time() has passed; true if done(). The first
-// ~64 checks only pause (the CPU's hint for spin loops); after that each check
-// yields the core, so that on a machine with more runnable threads than cores
-// the thread we wait for (or anyone else) can run in our place.
+// Spins until done() or spin_time() has passed; true if done(). For the first
+// 20 µs it only pauses between checks (the CPU's hint for spin loops): a
+// worker must see a job within the ~2 µs that half of a small product takes,
+// or the caller will have done it (ThreadPool::run), and yielding the core is
+// a system call that can take that long here. After 20 µs each check yields,
+// so that on a machine with more runnable threads than cores the thread we
+// wait for (or anyone else) can run in our place.
 template <class Done>
 bool spin_until(Done done) {
     const auto limit = spin_time();
     if (limit.count() == 0) return done();
+    constexpr auto pause_only = std::chrono::microseconds(20);
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0;; ++i) {
+    for (int i = 1;; ++i) {
         if (done()) return true;
-        if (i < 64) {
 #if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
-            continue;
-        }
-        if (std::chrono::steady_clock::now() - start > limit) return false;
-        std::this_thread::yield();
+        if (i % 64 != 0) continue;  // the clock every 64 pauses, ~1 µs
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited > limit) return false;
+        if (waited > pause_only) std::this_thread::yield();
     }
 }
 
 // The pool. Between jobs, workers spin briefly (spin_time) and then sleep on a
-// condition variable; a job is published by bumping `generation_`, and each
-// worker runs chunk (its index+1) while the caller runs chunk 0.
+// condition variable; a job is published by bumping `generation_`. The caller
+// runs chunk 0; the other chunks are claimed one at a time, by the workers and
+// by the caller once its own is done. So a worker that is slow to start (asleep,
+// or sharing the caller's core) never makes the job slower than the caller
+// alone: the caller takes its chunk. Which thread runs a chunk does not change
+// the chunk's bounds, so results stay the same bits.
+//
+// Claims go through one 64-bit word, `claim_`: the job's generation (high 32
+// bits) and the next unclaimed chunk (low 32). A claim is a compare-and-swap
+// that checks both, so a worker that woke for an earlier job can never take a
+// chunk of a later one.
 class ThreadPool {
 public:
     explicit ThreadPool(int threads) { resize(threads); }
@@ -101,7 +113,7 @@ public:
         // A new worker starts at the current generation, so it waits for the next
         // job rather than re-running the last one.
         for (int i = 0; i < threads - 1; ++i)
-            workers_.emplace_back([this, i, g = generation_.load()] { worker_loop(i + 1, g); });
+            workers_.emplace_back([this, g = generation_.load()] { worker_loop(g); });
     }
 
     void run(int chunks, int64_t begin, int64_t end, RangeFn fn) {
@@ -111,6 +123,7 @@ public:
             fn(begin, end);
             return;
         }
+        uint32_t job = 0;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             job_fn_ = &fn;
@@ -119,10 +132,15 @@ public:
             job_chunks_ = chunks;
             pending_ = chunks - 1;
             error_ = nullptr;
-            ++generation_;
+            job = static_cast<uint32_t>(++generation_);
+            claim_.store(uint64_t(job) << 32 | 1, std::memory_order_release);  // chunk 0 is the caller's
         }
         wake_.notify_all();
         run_chunk(0);
+        for (int chunk; claim(job, chunks, chunk);) {  // the chunks no worker has started
+            run_chunk(chunk);
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
         spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; });
         std::unique_lock<std::mutex> lock(mutex_);
         done_.wait(lock, [this] { return pending_.load() == 0; });
@@ -131,6 +149,20 @@ public:
     }
 
 private:
+    // Takes the next chunk of job `job` (of `chunks` chunks) into `chunk`;
+    // false when they are all taken or the job is no longer the current one.
+    bool claim(uint32_t job, int chunks, int& chunk) {
+        uint64_t state = claim_.load(std::memory_order_acquire);
+        for (;;) {
+            const int next = static_cast<int>(state & 0xffffffffu);
+            if (static_cast<uint32_t>(state >> 32) != job || next >= chunks) return false;
+            if (claim_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) {
+                chunk = next;
+                return true;
+            }
+        }
+    }
+
     void run_chunk(int index) {
         const int64_t n = job_end_ - job_begin_;
         const int64_t b = job_begin_ + n * index / job_chunks_;
@@ -146,7 +178,7 @@ private:
         t_inside_worker = was_inside;
     }
 
-    void worker_loop(int index, uint64_t seen) {
+    void worker_loop(uint64_t seen) {
         for (;;) {
             spin_until([&] { return stopping_.load(std::memory_order_acquire) ||
                                     generation_.load(std::memory_order_acquire) != seen; });
@@ -163,11 +195,13 @@ private:
             if (stopping_) return;
             if (generation_.load() == seen) continue;  // roused without a job: spin again
             seen = generation_.load();
-            if (index >= job_chunks_) continue;  // this job has fewer chunks than workers
+            const int chunks = job_chunks_;
             lock.unlock();
-            run_chunk(index);
-            lock.lock();
-            if (--pending_ == 0) done_.notify_one();
+            for (int chunk; claim(static_cast<uint32_t>(seen), chunks, chunk);) {
+                run_chunk(chunk);
+                std::lock_guard<std::mutex> done_lock(mutex_);  // the caller may be waiting on done_
+                if (--pending_ == 0) done_.notify_one();
+            }
         }
     }
 
@@ -192,6 +226,7 @@ private:
     std::atomic<int> sleeping_{0};  // workers waiting on wake_
     std::atomic<uint64_t> rouse_{0};  // bumped to wake them without a job
     std::atomic<bool> rousing_{false};  // a rouse() is under way
+    std::atomic<uint64_t> claim_{0};    // the current job's generation and next chunk (above)
     RangeFn* job_fn_ = nullptr;
     int64_t job_begin_ = 0, job_end_ = 0;
     int job_chunks_ = 0;

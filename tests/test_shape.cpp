@@ -67,6 +67,34 @@ bool eventually(Condition condition) {
     return true;
 }
 
+TEST_CASE("thread pool: every chunk runs exactly once, job after job, with a second caller thread beside") {
+    // The chunks of a job are claimed by whichever thread comes first (the
+    // caller takes those no worker has started): none may be lost or run twice.
+    const int saved = num_threads();
+    for (int threads : {2, 3}) {
+        set_num_threads(threads);
+        auto jobs = [](int count, bool& ok) {
+            for (int it = 0; it < count; ++it) {
+                const int n = 1 + it % 37;
+                std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+                parallel_for(0, n, 1, [&](int64_t b, int64_t e) {
+                    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+                });
+                for (const auto& h : hits) ok = ok && h == 1;
+                if (it % 50 == 0) pool_rouse_workers();
+                if (it % 400 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let them sleep
+            }
+        };
+        bool ok_here = true, ok_there = true;
+        std::thread other([&] { jobs(500, ok_there); });  // runs its jobs inline while ours hold the pool
+        jobs(2000, ok_here);
+        other.join();
+        CHECK(ok_here);
+        CHECK(ok_there);
+    }
+    set_num_threads(saved);
+}
+
 TEST_CASE("thread pool: idle workers fall asleep after their spin; pool_rouse_workers wakes them without a job") {
     const int saved = num_threads();
     set_num_threads(1);
