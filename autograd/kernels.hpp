@@ -40,7 +40,9 @@ Tensor pointwise(const Tensor& a, const Tensor& b, F f) {
     const real* pa = a.data();
     const real* pb = b.data();
     real* po = out.data();
-    parallel_for(0, a.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    // (the pointers copied into the closure: read through references, W2's tanh
+    // backward took 2.7 % of the step instead of 1.8, perf record)
+    parallel_for(0, a.numel(), kPointwiseGrain, [pa, pb, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
     });
     return out;
@@ -55,7 +57,7 @@ Tensor pointwise(const Tensor& a, const Tensor& b, const Tensor& c, F f) {
     const real* pb = b.data();
     const real* pc = c.data();
     real* po = out.data();
-    parallel_for(0, a.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    parallel_for(0, a.numel(), kPointwiseGrain, [pa, pb, pc, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i], pc[i]);
     });
     return out;
