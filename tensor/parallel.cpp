@@ -95,8 +95,9 @@ public:
     bool workers_awake() const { return !workers_.empty() && sleeping_.load(std::memory_order_relaxed) == 0; }
 
     // Wakes the sleeping workers without a job, to spin for the next one.
-    // Only the first call while they sleep pays for the wake-up (a system
-    // call); later ones see `rousing_` until a worker is up.
+    // Only the first call after a worker went to sleep pays for the wake-up
+    // (a system call); later ones see `rousing_`, which a worker clears each
+    // time it goes to sleep.
     void rouse() {
         if (sleeping_.load(std::memory_order_relaxed) == 0 || rousing_.exchange(true)) return;
         {
@@ -185,12 +186,12 @@ private:
             std::unique_lock<std::mutex> lock(mutex_);
             if (!stopping_.load() && generation_.load() == seen) {
                 const uint64_t roused = rouse_.load();
+                rousing_.store(false);  // a rouse() sent before now found us awake: the next one must wake us
                 sleeping_.fetch_add(1, std::memory_order_relaxed);
                 wake_.wait(lock, [&] {
                     return stopping_.load() || generation_.load() != seen || rouse_.load() != roused;
                 });
                 sleeping_.fetch_sub(1, std::memory_order_relaxed);
-                rousing_.store(false);
             }
             if (stopping_) return;
             if (generation_.load() == seen) continue;  // roused without a job: spin again

@@ -108,6 +108,9 @@ TEST_CASE("thread pool: idle workers fall asleep after their spin; pool_rouse_wo
     pool_rouse_workers();
     CHECK(eventually([] { return pool_workers_awake(); }));
     CHECK(eventually([] { return !pool_workers_awake(); }));  // and they sleep again
+    pool_rouse_workers();                                      // as often as asked
+    CHECK(eventually([] { return pool_workers_awake(); }));
+    CHECK(eventually([] { return !pool_workers_awake(); }));
     // Roused workers still run the next job.
     pool_rouse_workers();
     std::vector<int> hits(100, 0);
