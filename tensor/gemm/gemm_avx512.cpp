@@ -100,11 +100,14 @@ struct Avx512 {
 
         // C = alpha·acc + beta·C; beta = 0 never reads C (it may hold NaN).
         const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
+        // (one pointer stepped down the rows: with a pointer per row, kept
+        // for the whole k loop, registers ran out and each store reloaded its
+        // row's pointer from the stack; 1 % of a 64×64×64 product)
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r, c += ldc)
 #pragma GCC unroll 2
             for (int v = 0; v < V; ++v) {
-                float* cp = c + r * ldc + VL * v;
+                float* cp = c + VL * v;
                 __m512 x = alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(alpha_v, acc[r][v]);
                 if (EDGE && v == V - 1) {
                     if (beta != 0.0f) x = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(last, cp), x);
