@@ -23,10 +23,6 @@
 
 namespace attn {
 
-// Elements per parallel chunk of pointwise(), as for the tensor library's
-// element-wise ops: below twice this, the calling thread does it all.
-constexpr int64_t kPointwiseGrain = 16384;
-
 inline void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
     if (a.shape() != b.shape())
         throw std::invalid_argument(std::string(op) + ": shapes " + a.shape().str() + " and " + b.shape().str() +
@@ -42,7 +38,7 @@ Tensor pointwise(const Tensor& a, const Tensor& b, F f) {
     real* po = out.data();
     // (the pointers copied into the closure: read through references, W2's tanh
     // backward took 2.7 % of the step instead of 1.8, perf record)
-    parallel_for(0, a.numel(), kPointwiseGrain, [pa, pb, po, &f](int64_t begin, int64_t end) {
+    parallel_for(0, a.numel(), kParallelGrain, [pa, pb, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
     });
     return out;
@@ -57,7 +53,7 @@ Tensor pointwise(const Tensor& a, const Tensor& b, const Tensor& c, F f) {
     const real* pb = b.data();
     const real* pc = c.data();
     real* po = out.data();
-    parallel_for(0, a.numel(), kPointwiseGrain, [pa, pb, pc, po, &f](int64_t begin, int64_t end) {
+    parallel_for(0, a.numel(), kParallelGrain, [pa, pb, pc, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i], pc[i]);
     });
     return out;

@@ -119,13 +119,11 @@ inline void add_run(real* in, int64_t stride, const real* cols, int64_t count) {
 
 // Runs fn(bc_begin, bc_end) over the B·C planes of w, split over the thread
 // pool when there is enough work: `per_plane` is the work of one plane (in
-// elements touched), and a chunk gets at least 16K of it. Every plane is
-// computed the same way on any thread, so the result does not depend on the
-// number of threads.
+// elements touched; parallel_grain). Every plane is computed the same way on
+// any thread, so the result does not depend on the number of threads.
 template <class F>
 void parallel_planes(const Window& w, int64_t per_plane, F fn) {
-    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_plane));
-    parallel_for(0, w.B * w.C, grain, fn);
+    parallel_for(0, w.B * w.C, parallel_grain(per_plane), fn);
 }
 
 // unfold's walk over all the planes of w, in parallel: the columns written

@@ -38,9 +38,6 @@
 namespace attn {
 namespace {
 
-// Elements per parallel chunk: ranges below 2·kGrain stay on the calling thread.
-constexpr int64_t kGrain = 16384;
-
 // "1", "-0.5": a value as it appears in an error message.
 std::string show(real v) {
     std::ostringstream os;
@@ -61,7 +58,7 @@ Tensor map(const Tensor& a, const char* op, F f) {
     Tensor out = Tensor::empty(a.shape());
     const real* pa = a.data();
     real* po = out.data();
-    parallel_for(0, a.numel(), kGrain, [&](int64_t b, int64_t e) {
+    parallel_for(0, a.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) po[i] = f(pa[i]);
     });
     return out;
@@ -74,7 +71,7 @@ Tensor map_span(const Tensor& a, const char* op, void (*f)(const real*, real*, i
     Tensor out = Tensor::empty(a.shape());
     const real* pa = a.data();
     real* po = out.data();
-    parallel_for(0, a.numel(), kGrain, [&](int64_t b, int64_t e) { f(pa + b, po + b, e - b); });
+    parallel_for(0, a.numel(), kParallelGrain, [&](int64_t b, int64_t e) { f(pa + b, po + b, e - b); });
     return out;
 }
 
@@ -137,7 +134,7 @@ void for_each_row(const BroadcastPlan<N>& p, Row row) {
     const int64_t inner = p.dims[p.rank - 1];
     int64_t rows = 1;
     for (int i = 0; i + 1 < p.rank; ++i) rows *= p.dims[i];
-    const int64_t grain = inner >= kGrain ? 1 : kGrain / inner;
+    const int64_t grain = parallel_grain(inner);
     parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
         int64_t idx[Shape::kMaxRank] = {};
         int64_t off[N] = {};
@@ -176,7 +173,7 @@ bool is_trailing_block(const Shape& small, const Shape& big) {
 // chunks of whole blocks when n is large.
 template <class BlockFn>
 void for_each_block(int64_t n, int64_t block, BlockFn block_fn) {
-    const int64_t grain = block >= kGrain ? 1 : kGrain / block;
+    const int64_t grain = parallel_grain(block);
     parallel_for(0, n / block, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r) block_fn(r * block);
     });
@@ -191,21 +188,21 @@ void zip_into(Tensor& out, const Tensor& a, const Tensor& b, F f) {
     real* po = out.data();
     const int64_t n = out.numel();
     if (a.shape() == out.shape() && b.shape() == out.shape()) {  // 1. same shapes
-        parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
+        parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
             for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], pb[i]);
         });
         return;
     }
     if (a.shape() == out.shape() && b.numel() == 1) {  // 2. tensor ∘ scalar
         const real s = pb[0];
-        parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
+        parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
             for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], s);
         });
         return;
     }
     if (b.shape() == out.shape() && a.numel() == 1) {  //    scalar ∘ tensor
         const real s = pa[0];
-        parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
+        parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
             for (int64_t i = lo; i < hi; ++i) po[i] = f(s, pb[i]);
         });
         return;
@@ -423,7 +420,7 @@ void axpy_(Tensor& a, real alpha, const Tensor& b) {
 void mul_(Tensor& a, real s) {
     check_defined(a, "mul_");
     real* p = a.data();
-    parallel_for(0, a.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, a.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) p[i] *= s;
     });
 }

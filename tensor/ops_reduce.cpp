@@ -31,7 +31,6 @@
 namespace attn {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk (see ops_elementwise.cpp)
 constexpr real kInf = std::numeric_limits<real>::infinity();
 
 void check_defined(const Tensor& t, const char* op) {
@@ -95,7 +94,7 @@ Tensor reduce_slices(const Tensor& a, int axis, bool keepdim, Kernel kernel) {
     Tensor out = Tensor::empty(reduced_shape(a.shape(), axis, keepdim));
     const real* in = a.data();
     real* po = out.data();
-    const int64_t grain = v.n >= kGrain ? 1 : kGrain / (v.n > 0 ? v.n : 1);
+    const int64_t grain = parallel_grain(v.n);
     parallel_for(0, v.outer * v.inner, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t s = lo; s < hi; ++s) {
             const int64_t o = s / v.inner, j = s % v.inner;
@@ -112,7 +111,7 @@ Tensor transform_slices(const Tensor& a, int axis, Kernel kernel) {
     Tensor out = Tensor::empty(a.shape());
     const real* in = a.data();
     real* po = out.data();
-    const int64_t grain = v.n >= kGrain ? 1 : kGrain / (v.n > 0 ? v.n : 1);
+    const int64_t grain = parallel_grain(v.n);
     parallel_for(0, v.outer * v.inner, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t s = lo; s < hi; ++s) {
             const int64_t base = (s / v.inner) * v.n * v.inner + s % v.inner;
@@ -128,13 +127,13 @@ Tensor transform_slices(const Tensor& a, int axis, Kernel kernel) {
 // sum over B·n rows of a B·n×d tensor is this case.
 void sum_axis_into(const real* in, const AxisView& v, real* out) {
     if (v.inner == 1) {
-        const int64_t grain = v.n >= kGrain ? 1 : kGrain / (v.n > 0 ? v.n : 1);
+        const int64_t grain = parallel_grain(v.n);
         parallel_for(0, v.outer, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t o = lo; o < hi; ++o) out[o] = static_cast<real>(slice_sum(in + o * v.n, v.n, 1));
         });
         return;
     }
-    const int64_t grain = v.n >= kGrain ? 1 : kGrain / (v.n > 0 ? v.n : 1);
+    const int64_t grain = parallel_grain(v.n);
     parallel_for(0, v.outer * v.inner, grain, [&](int64_t lo, int64_t hi) {
         // This chunk owns outputs [lo, hi): for each outer index o it touches,
         // the columns j0 … j1 of that row.
@@ -319,12 +318,12 @@ Tensor sum(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
 // whatever the number of threads.
 Tensor sum(const Tensor& a) {
     check_defined(a, "sum");
-    const int64_t n = a.numel(), blocks = (n + kGrain - 1) / kGrain;
+    const int64_t n = a.numel(), blocks = (n + kParallelGrain - 1) / kParallelGrain;
     std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
     const real* x = a.data();
     parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t b = lo; b < hi; ++b) {
-            const int64_t start = b * kGrain, len = (start + kGrain < n ? kGrain : n - start);
+            const int64_t start = b * kParallelGrain, len = (start + kParallelGrain < n ? kParallelGrain : n - start);
             partial[static_cast<size_t>(b)] = slice_sum(x + start, len, 1);
         }
     });

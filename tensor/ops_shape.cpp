@@ -27,7 +27,6 @@
 namespace attn {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk (see ops_elementwise.cpp)
 
 void check_defined(const Tensor& t, const char* op) {
     if (!t.defined()) throw std::invalid_argument(std::string(op) + ": the input tensor is undefined");
@@ -76,7 +75,7 @@ void strided_copy(const real* in, const Shape& shape, const int64_t* strides, re
     const int64_t inner = shape[r - 1], step = strides[r - 1];
     if (shape.numel() == 0) return;
     const int64_t rows = shape.numel() / inner;
-    const int64_t grain = inner >= kGrain ? 1 : kGrain / inner;
+    const int64_t grain = parallel_grain(inner);
     parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
         int64_t idx[Shape::kMaxRank] = {}, off = 0, rest = lo;
         for (int d = r - 2; d >= 0; --d) {

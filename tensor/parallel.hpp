@@ -36,6 +36,16 @@ bool pool_workers_awake();
 // have work worth splitting only if it can start at once.
 void pool_rouse_workers();
 
+// How much element-sized work is worth a parallel chunk: a range of less than
+// two chunks' worth runs on the calling thread. The tensor ops, autograd's
+// pointwise() and the convolution walks all size their chunks by it.
+inline constexpr int64_t kParallelGrain = 16384;
+
+// The grain, in items, for a range of items of `work_per_item` elements each.
+inline int64_t parallel_grain(int64_t work_per_item) {
+    return work_per_item >= kParallelGrain ? 1 : kParallelGrain / (work_per_item > 0 ? work_per_item : 1);
+}
+
 // A non-owning reference to a callable `void(int64_t begin, int64_t end)`.
 // Unlike std::function it never allocates, which matters on hot paths.
 class RangeFn {

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -230,7 +231,13 @@ TEST_CASE("gemm: a product split because the workers are awake gives the bits of
                 std::vector<float> split(single.size(), kNaN);
                 // Wake the workers, so that gemm finds them spinning and splits.
                 pool_rouse_workers();
-                for (int spins = 0; !pool_workers_awake() && spins < 1000000; ++spins) std::this_thread::yield();
+                const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                bool awake = pool_workers_awake();
+                while (!awake && std::chrono::steady_clock::now() < limit) {
+                    std::this_thread::yield();
+                    awake = pool_workers_awake();
+                }
+                CHECK(awake);  // else this case would not reach the split at all
                 gemm_with(path, ta, tb, M, N, K, 1, ta ? At.data() : A.data(), ta ? M : K, tb ? Bt.data() : B.data(),
                           tb ? K : N, 0, split.data(), N);
                 INFO(gemm_path_name(path) << " " << (ta ? "T" : "N") << (tb ? "T" : "N") << " " << M << "×" << K
