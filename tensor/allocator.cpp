@@ -4,8 +4,9 @@
 #include <bit>
 #include <cstdlib>
 #include <mutex>
+#include <iterator>
+#include <map>
 #include <new>
-#include <unordered_map>
 #include <vector>
 
 // Under AddressSanitizer a cached block is poisoned while it waits in a free
@@ -26,13 +27,33 @@ namespace {
 
 struct Cache {
     std::mutex mutex;
-    std::unordered_map<size_t, std::vector<void*>> free_lists;  // size class → free blocks
+    std::map<size_t, std::vector<void*>> free_lists;  // size class → free blocks
     size_t cached_bytes = 0;
     int64_t hits = 0, misses = 0;
-    int64_t live = 0, peak_live = 0;
+    int64_t live = 0, peak_live = 0;  // peak_live can be reset (reset_peak_live_bytes)
+    size_t largest_live = 0;          // the most bytes ever live at once, never reset
     void count_out(size_t size) {
         live += static_cast<int64_t>(size);
         peak_live = std::max(peak_live, live);
+        largest_live = std::max(largest_live, static_cast<size_t>(live));
+    }
+    // How much may be cached now: the limit, plus what the program has
+    // already needed at once beyond what it holds now. So live + cached never
+    // exceeds the largest live set + the limit.
+    size_t bound() const { return storage_cache_limit() + (largest_live - static_cast<size_t>(live)); }
+    // Frees cached blocks, largest first, until the cache is within bound().
+    void evict() {
+        while (cached_bytes > bound() && !free_lists.empty()) {
+            auto last = std::prev(free_lists.end());
+            auto& [size, blocks] = *last;
+            while (!blocks.empty() && cached_bytes > bound()) {
+                ASAN_UNPOISON_MEMORY_REGION(blocks.back(), size);
+                std::free(blocks.back());
+                blocks.pop_back();
+                cached_bytes -= size;
+            }
+            if (blocks.empty()) free_lists.erase(last);
+        }
     }
 };
 
@@ -91,8 +112,17 @@ void* storage_allocate(size_t bytes) {
             return p;
         }
         ++c.misses;
+        // A new block: the program may now hold more than it ever did, and
+        // what is cached must not add to that.
+        c.evict();
     }
-    return fresh_block(size);
+    try {
+        return fresh_block(size);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        c.live -= static_cast<int64_t>(size);
+        throw;
+    }
 }
 
 void storage_release(void* p, size_t bytes) {
@@ -102,7 +132,7 @@ void storage_release(void* p, size_t bytes) {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.live -= static_cast<int64_t>(size);
     if (storage_cache_enabled()) {
-        if (c.cached_bytes + size <= storage_cache_limit()) {
+        if (c.cached_bytes + size <= c.bound()) {
             ASAN_POISON_MEMORY_REGION(p, size);
             c.free_lists[size].push_back(p);
             c.cached_bytes += size;
@@ -115,7 +145,8 @@ void storage_release(void* p, size_t bytes) {
 AllocatorStats allocator_stats() {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    return {c.hits, c.misses, static_cast<int64_t>(c.cached_bytes), c.live, c.peak_live};
+    return {c.hits, c.misses, static_cast<int64_t>(c.cached_bytes), c.live, c.peak_live,
+            static_cast<int64_t>(c.largest_live)};
 }
 
 void reset_peak_live_bytes() {

@@ -12,10 +12,22 @@
 // above that to one of 8 steps per power of two (…, 4096, 4608, 5120, …), so a
 // block wastes under 12.5%. Requests of a class share one free list.
 //
-// Bounded: at most cache_limit() bytes (256 MiB by default, ATTN_CACHE_MB
-// sets it) sit in the free lists; a block freed beyond that goes back to
-// malloc. Thread-safe (one mutex: tensors are created and freed by the thread
-// that runs the graph, so it is uncontended).
+// Bounded by what the program has already needed: live + cached never
+// exceeds the largest live set so far (the most bytes ever live at once) +
+// storage_cache_limit(). So blocks freed after a step's peak are all kept,
+// however large (W6's naive attention at L = 1024 frees 512 MiB score
+// matrices; faulting them in again every step took more than half of its
+// time), and the next step reuses them, yet caching never makes the process
+// hold more than its peak + the limit. When a request misses the cache and
+// the sum would pass that bound, cached blocks are freed, largest first, until
+// it holds again: a program whose sizes change does not keep its old blocks on
+// top of its new ones. (Why the limit on top of the peak: each size class
+// keeps as many blocks as it ever had live at once, and different classes
+// peak at different moments, so a step's blocks add up to a little more than
+// its peak; W6 at L = 1024: 3,424 MiB of blocks, peak 3,360.) The limit is
+// 256 MiB by default; ATTN_CACHE_MB sets it. Thread-safe (one mutex: tensors
+// are created and freed by the thread that runs the graph, so it is
+// uncontended).
 //
 // ATTN_NO_CACHE=1 turns caching off (every block to and from malloc), to
 // measure what it buys or to let a memory checker see each block's lifetime.
@@ -41,7 +53,8 @@ struct AllocatorStats {
     int64_t misses = 0;        // requests that went to malloc
     int64_t cached_bytes = 0;  // bytes now in the free lists
     int64_t live_bytes = 0;    // bytes handed out and not yet given back
-    int64_t peak_live_bytes = 0;
+    int64_t peak_live_bytes = 0;     // since reset_peak_live_bytes()
+    int64_t largest_live_bytes = 0;  // ever: what bounds the cache
 };
 AllocatorStats allocator_stats();
 // Starts peak_live_bytes again from the live bytes of now.

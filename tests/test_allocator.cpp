@@ -2,6 +2,7 @@
 // what is cached, and many threads allocating and freeing at once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -55,14 +56,58 @@ TEST_CASE("allocator: tensors go through it, and empty_storage_cache frees every
     CHECK(after.hits == before.hits + 1);
 }
 
-TEST_CASE("allocator: what is cached stays under the limit") {
+// The bound: live + cached ≤ the largest live set so far + the limit.
+bool within_bound() {
+    const AllocatorStats s = allocator_stats();
+    return s.live_bytes + s.cached_bytes <= s.largest_live_bytes + static_cast<int64_t>(storage_cache_limit());
+}
+
+TEST_CASE("allocator: blocks beyond the limit are kept after a larger live set, and reused") {
     if (!storage_cache_enabled()) return;
     empty_storage_cache();
-    const size_t block = storage_cache_limit() / 3 + 64;  // the fourth one no longer fits
+    // Four blocks of half the limit each, live at once: twice the limit. (Never
+    // written, so their pages are never faulted in.)
+    const size_t block = storage_cache_limit() / 2 + 64, size = storage_size_class(block);
     std::vector<void*> blocks;
     for (int i = 0; i < 4; ++i) blocks.push_back(storage_allocate(block));
+    CHECK(allocator_stats().largest_live_bytes >= static_cast<int64_t>(4 * size));
     for (void* p : blocks) storage_release(p, block);
-    CHECK(static_cast<size_t>(allocator_stats().cached_bytes) <= storage_cache_limit());
+    CHECK(allocator_stats().cached_bytes == static_cast<int64_t>(4 * size));  // all four kept
+    CHECK(within_bound());
+    // The same four requests again (a second training step): four hits, the same blocks.
+    const AllocatorStats before = allocator_stats();
+    std::vector<void*> again;
+    for (int i = 0; i < 4; ++i) again.push_back(storage_allocate(block));
+    CHECK(allocator_stats().hits == before.hits + 4);
+    CHECK(allocator_stats().misses == before.misses);
+    for (void* p : again) CHECK(std::find(blocks.begin(), blocks.end(), p) != blocks.end());
+    for (void* p : again) storage_release(p, block);
+    empty_storage_cache();
+}
+
+TEST_CASE("allocator: when sizes change, the cache gives back old blocks instead of growing the footprint") {
+    if (!storage_cache_enabled()) return;
+    empty_storage_cache();
+    const size_t old_block = storage_cache_limit() / 2 + 64, new_block = old_block * 5 / 4 + 4096;
+    REQUIRE(storage_size_class(new_block) != storage_size_class(old_block));
+    std::vector<void*> blocks;
+    for (int i = 0; i < 4; ++i) blocks.push_back(storage_allocate(old_block));
+    for (void* p : blocks) storage_release(p, old_block);
+    const int64_t largest = allocator_stats().largest_live_bytes;
+    // Now only the new size is asked for: every request misses, and each one
+    // frees old blocks so that live + cached stays within the largest live
+    // set + the limit, though the live set itself grows past the old peak.
+    blocks.clear();
+    for (int i = 0; i < 4; ++i) {
+        blocks.push_back(storage_allocate(new_block));
+        CHECK(within_bound());
+    }
+    CHECK(allocator_stats().largest_live_bytes > largest);
+    CHECK(allocator_stats().cached_bytes < static_cast<int64_t>(4 * storage_size_class(old_block)));  // some went back
+    for (void* p : blocks) {
+        storage_release(p, new_block);
+        CHECK(within_bound());
+    }
     empty_storage_cache();
 }
 
