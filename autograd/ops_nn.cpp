@@ -79,9 +79,7 @@ std::vector<int64_t> class_indices(const char* op, const Shape& logits, const Te
 Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
     const int ax = a.shape().normalize_axis(axis, "softmax");
     return record("softmax", softmax(masked_scores(a.value(), mask, "softmax"), ax), {a}, [ax](Backward& bw) {
-        const Tensor& z = bw.output();
-        const Tensor& g = bw.grad();
-        bw.accumulate(0, mul(z, sub(g, sum(mul(g, z), ax, true))));
+        bw.accumulate(0, softmax_backward(bw.output(), bw.grad(), ax));
     });
 }
 

@@ -126,6 +126,9 @@ void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bo
 // gives all-zero weights, not NaN (and log_softmax gives -inf there).
 Tensor softmax(const Tensor& a, int axis);
 Tensor log_softmax(const Tensor& a, int axis);
+// The gradient of softmax from its output z and the output's gradient g (same
+// shape): z·(g − Σ g·z) along the axis, in one pass per slice.
+Tensor softmax_backward(const Tensor& z, const Tensor& g, int axis);
 
 // ---- indexing --------------------------------------------------------------
 // Index tensors hold whole numbers stored as reals. An index out of range or

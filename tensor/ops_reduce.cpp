@@ -86,6 +86,47 @@ real slice_max(const real* x, int64_t n, int64_t stride) {
     return m;
 }
 
+// The same two over a contiguous run, for the rows of softmax: eight
+// independent lanes, each taking every eighth element, then combined. A
+// single running max or sum is one long chain of dependent operations (~4
+// cycles an element for the double adds); eight chains overlap, and the
+// compiler can put the lanes in vector registers. NaN is as sticky as above:
+// a lane that meets one keeps it, and so does the combination.
+real run_max(const real* x, int64_t n) {
+    constexpr int kLanes = 8;
+    real m[kLanes];
+    for (real& v : m) v = -kInf;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; ++j) {
+            const real v = x[i + j];
+            m[j] = (v > m[j] || std::isnan(v)) ? v : m[j];
+        }
+    for (; i < n; ++i)
+        if (x[i] > m[0] || std::isnan(x[i])) m[0] = std::isnan(m[0]) ? m[0] : x[i];
+    real r = m[0];
+    for (int j = 1; j < kLanes; ++j)
+        if (m[j] > r || std::isnan(m[j])) r = std::isnan(r) ? r : m[j];
+    return r;
+}
+
+// Σ x[i]·w[i] in double (w = nullptr: Σ x[i]), in eight lanes as run_max.
+double run_dot(const real* x, const real* w, int64_t n) {
+    constexpr int kLanes = 8;
+    double s[kLanes] = {};
+    int64_t i = 0;
+    if (w) {
+        for (; i + kLanes <= n; i += kLanes)
+            for (int j = 0; j < kLanes; ++j) s[j] += static_cast<double>(x[i + j]) * w[i + j];
+        for (; i < n; ++i) s[0] += static_cast<double>(x[i]) * w[i];
+    } else {
+        for (; i + kLanes <= n; i += kLanes)
+            for (int j = 0; j < kLanes; ++j) s[j] += x[i + j];
+        for (; i < n; ++i) s[0] += x[i];
+    }
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 // out[o, j] = kernel(pointer to the slice's first element, n, stride = inner),
 // for every slice; slices are split across threads when the tensor is large.
 template <class Kernel>
@@ -241,22 +282,59 @@ Tensor softmax(const Tensor& a, int axis) {
     check_defined(a, "softmax");
     const int ax = a.shape().normalize_axis(axis, "softmax");
     return transform_slices(a, ax, [](const real* x, real* y, int64_t n, int64_t stride) {
-        const real m = slice_max(x, n, stride);
+        const real m = stride == 1 ? run_max(x, n) : slice_max(x, n, stride);
         if (m == -kInf) {
             for (int64_t i = 0; i < n; ++i) y[i * stride] = 0;
             return;
         }
+        double s = 0;
         if (stride == 1) {  // the usual last axis: e^(x − m) for the whole row at once
             for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
             exp_into(y, y, n);
+            s = run_dot(y, nullptr, n);
         } else {
-            for (int64_t i = 0; i < n; ++i) y[i * stride] = exp_real(x[i * stride] - m);
+            for (int64_t i = 0; i < n; ++i) s += y[i * stride] = exp_real(x[i * stride] - m);
         }
-        double s = 0;
-        for (int64_t i = 0; i < n; ++i) s += y[i * stride];
         const real inv = static_cast<real>(1 / s);
         for (int64_t i = 0; i < n; ++i) y[i * stride] *= inv;
     });
+}
+
+// The gradient of softmax along `axis`, from its output z and the gradient g
+// of the output:
+//
+//     ∂L/∂x_i = z_i·(g_i − Σ_j g_j·z_j)      (Σ over the slice)
+//
+// One pass per slice: the dot product, then the result; where the composite
+// mul(z, sub(g, sum(mul(g, z)))) makes two temporaries the size of z and
+// reads it four times (W6's 128×1024×1024 weights: 512 MiB each).
+Tensor softmax_backward(const Tensor& z, const Tensor& g, int axis) {
+    check_defined(z, "softmax_backward");
+    check_defined(g, "softmax_backward");
+    if (z.shape() != g.shape())
+        throw std::invalid_argument("softmax_backward: the output " + z.shape().str() + " and its gradient " +
+                                    g.shape().str() + " need the same shape");
+    const int ax = z.shape().normalize_axis(axis, "softmax_backward");
+    const AxisView v = axis_view(z.shape(), ax);
+    Tensor out = Tensor::empty(z.shape());
+    const real *pz = z.data(), *pg = g.data();
+    real* po = out.data();
+    parallel_for(0, v.outer * v.inner, parallel_grain(v.n), [&](int64_t lo, int64_t hi) {
+        for (int64_t s = lo; s < hi; ++s) {
+            const int64_t base = (s / v.inner) * v.n * v.inner + s % v.inner, st = v.inner;
+            const real *zs = pz + base, *gs = pg + base;
+            real* os = po + base;
+            double dot = 0;
+            if (st == 1) {
+                dot = run_dot(gs, zs, v.n);
+            } else {
+                for (int64_t i = 0; i < v.n; ++i) dot += static_cast<double>(gs[i * st]) * zs[i * st];
+            }
+            const real d = static_cast<real>(dot);
+            for (int64_t i = 0; i < v.n; ++i) os[i * st] = zs[i * st] * (gs[i * st] - d);
+        }
+    });
+    return out;
 }
 
 // log_softmax(x)_i = x_i - logsumexp(x). Subtracting in log space keeps the

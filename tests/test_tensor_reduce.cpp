@@ -204,3 +204,47 @@ TEST_CASE("softmax: values, large inputs, masked entries and fully masked rows")
     CHECK(allclose(log_softmax(r, 0), transpose(log_softmax(transpose(r, 0, 2), -1), 0, 2), 1e-5, 1e-6));
     check_values(sum(softmax(r, 0), 0), std::vector<double>(15, 1.0), 1e-5);
 }
+
+TEST_CASE("softmax on long rows: the eight-lane max and sum, their tails, and a NaN anywhere in the row") {
+    // Rows of 1..37 values: every tail length after the lanes of 8, with the
+    // largest value in each possible lane, against a plain one-at-a-time softmax.
+    Generator gen(4);
+    for (int64_t n = 1; n <= 37; ++n) {
+        Tensor x = Tensor::normal(Shape{3, n}, 0, 3, gen);
+        x[n - 1] = 50;  // row 0's maximum in its last position (a tail, or the last lane)
+        const Tensor s = softmax(x, 1);
+        for (int64_t r = 0; r < 3; ++r) {
+            double m = -1e300, z = 0;
+            for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(x[r * n + i]));
+            for (int64_t i = 0; i < n; ++i) z += std::exp(x[r * n + i] - m);
+            for (int64_t i = 0; i < n; ++i) CHECK(s[r * n + i] == doctest::Approx(std::exp(x[r * n + i] - m) / z).epsilon(1e-5));
+        }
+    }
+    // A NaN is never hidden, in a lane or in the tail: its whole row is NaN.
+    for (int64_t at : {0, 5, 8, 19, 20}) {
+        Tensor x = Tensor::full(Shape{2, 21}, 1.0);
+        x[at] = std::numeric_limits<real>::quiet_NaN();
+        const Tensor s = softmax(x, -1);
+        for (int64_t i = 0; i < 21; ++i) CHECK(std::isnan(s[i]));
+        for (int64_t i = 21; i < 42; ++i) CHECK(s[i] == doctest::Approx(1.0 / 21));
+    }
+}
+
+TEST_CASE("softmax_backward: z·(g − Σ g·z) along any axis, the composite's values; shapes must match") {
+    Generator gen(12);
+    for (int axis : {0, 1, 2}) {
+        const Tensor x = Tensor::normal(Shape{3, 20, 6}, 0, 2, gen);
+        const Tensor g = Tensor::normal(Shape{3, 20, 6}, 0, 1, gen);
+        const Tensor z = softmax(x, axis);
+        const Tensor composite = mul(z, sub(g, sum(mul(g, z), axis, true)));
+        CHECK(allclose(softmax_backward(z, g, axis), composite, 1e-5, 1e-6));
+    }
+    // A masked position (z = 0) gets gradient 0, whatever g is there.
+    const Tensor z = softmax(Tensor::from({0, 0, -kInf}, Shape{1, 3}), 1);
+    const Tensor d = softmax_backward(z, Tensor::from({1, 2, 1e30}, Shape{1, 3}), 1);
+    CHECK(d[2] == 0);
+    CHECK(d[0] == doctest::Approx(0.5 * (1 - 1.5)));
+    CHECK_THROWS_WITH_AS(softmax_backward(Tensor::zeros(Shape{2, 3}), Tensor::zeros(Shape{3, 2}), 1),
+                         doctest::Contains("softmax_backward: the output 2×3 and its gradient 3×2"),
+                         std::invalid_argument);
+}
