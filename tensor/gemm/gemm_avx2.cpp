@@ -33,6 +33,10 @@ struct Avx2 {
 
     // When to pack an operand instead of reading it in place (loops.hpp).
     static constexpr int64_t pack_b_span = 256 * 1024, pack_a_min = 128 * 1024;
+    // A strided Aᵀ is always packed here (loops.hpp): with 6-row tiles and
+    // 12 ymm FMAs a step, reading it in place was 1.3–1.8× slower on every
+    // shape measured (TN 1024×N×1024, N = 64 to 512; proj-out; gru-in).
+    static constexpr int64_t strided_a_in_place_min = INT64_MAX, strided_a_in_place_max_n = 0;
 
     // The mask of the columns of the last vector that exist: lane i is on
     // (all ones) when i < n.

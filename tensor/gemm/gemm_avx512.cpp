@@ -47,6 +47,15 @@ struct Avx512 {
     // when one KC-deep block of it spans over 256 KiB, A when it holds over
     // 128K floats (512 KiB). Measured on the W1 shapes.
     static constexpr int64_t pack_b_span = 256 * 1024, pack_a_min = 128 * 1024;
+    // op(A) = Aᵀ with rows 4 KiB or more apart is packed, except when A is
+    // larger than L2 (1 MiB here) and fewer than 512 columns of C reuse it:
+    // then packing it, one 64-byte line from each of kc rows in turn, waits
+    // on L3 for every line, and costs more than the kernel's own reads of A
+    // in place, which the out-of-order core overlaps with 16 FMAs a step.
+    // Measured, TN 1024×N×1024: N = 64, 128, 256 in place 99–110 GFLOP/s,
+    // packed 73–96; N = 512 and 1024 packed 105, in place 99–102; A of 1 MiB
+    // or less (proj-out, gru-in): packed 93–103, in place 81–94.
+    static constexpr int64_t strided_a_in_place_min = 1 << 20, strided_a_in_place_max_n = 512;
 
     // ---- the micro-kernel ---------------------------------------------------
     // One tile of R ≤ MR rows and V ≤ 2 vectors (cols ≤ 16·V columns):

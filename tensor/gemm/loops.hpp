@@ -105,7 +105,10 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float* a, int64_t a_
 //    reused enough to repay the copy. Except op(A) = Aᵀ with rows of A 4 KiB
 //    or more apart: read in place, every step k of the micro-kernel then
 //    touches a new page and the same L1 set as the step before, so the
-//    micro-panel cannot stay in L1 for the next tile.
+//    micro-panel cannot stay in L1 for the next tile; it is packed, unless
+//    it holds more than Kernel::strided_a_in_place_min bytes and
+//    N < Kernel::strided_a_in_place_max_n, where packing costs more (the
+//    kernel files say when, and why).
 template <class Kernel>
 bool pack_b_needed(const Product& p) {
     if (p.b.col_stride != 1) return true;
@@ -118,6 +121,8 @@ bool pack_a_needed(const Product& p) {
     const Packing policy = packing();
     if (policy != Packing::by_size) return policy == Packing::always;
     const bool strided = p.a.row_stride == 1 && p.a.col_stride * 4 >= 4096;
+    if (strided && p.M * p.K * 4 > Kernel::strided_a_in_place_min && p.N < Kernel::strided_a_in_place_max_n)
+        return false;
     return p.N > Kernel::NR && (strided || (p.N >= 4 * Kernel::NR && p.M * p.K > Kernel::pack_a_min));
 }
 
