@@ -293,6 +293,48 @@ TEST_CASE("autograd values: unfold and its backward (fold) match the formula on 
     }
 }
 
+TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided, padded windows, ties included") {
+    // z = the maximum of the window's elements inside the input; the gradient
+    // goes to the first of them (in row-major window order) holding it.
+    struct Geometry {
+        int64_t C, H, W, kh, kw, sh, sw, ph, pw;
+    };
+    for (const Geometry& g : {Geometry{2, 8, 8, 2, 2, 2, 2, 0, 0}, Geometry{1, 5, 4, 3, 3, 2, 2, 1, 1},
+                             Geometry{2, 6, 7, 3, 3, 1, 1, 1, 1}, Geometry{3, 4, 5, 2, 3, 1, 2, 0, 1},
+                             Geometry{1, 7, 5, 4, 2, 3, 1, 2, 1}, Geometry{1, 3, 3, 3, 3, 1, 1, 1, 1}}) {
+        const int64_t B = 2, Ho = (g.H + 2 * g.ph - g.kh) / g.sh + 1, Wo = (g.W + 2 * g.pw - g.kw) / g.sw + 1;
+        // Small whole numbers, so that most windows hold ties.
+        Generator gen(5);
+        Tensor xv = Tensor::uniform(Shape{B, g.C, g.H, g.W}, 0, 4, gen);
+        for (int64_t k = 0; k < xv.numel(); ++k) xv[k] = std::floor(xv[k]);
+        Var x(xv, true);
+        Var z = max_pool2d(x, Size2(g.kh, g.kw), Size2(g.sh, g.sw), Size2(g.ph, g.pw));
+        REQUIRE(z.shape() == Shape{B, g.C, Ho, Wo});
+        const Tensor up = Tensor::normal(z.shape(), 0, 1, gen);
+        z.backward(up);
+        Tensor want_dx = Tensor::zeros(x.shape());
+        int bad = 0;
+        for (int64_t bc = 0; bc < B * g.C; ++bc)
+            for (int64_t oh = 0; oh < Ho; ++oh)
+                for (int64_t ow = 0; ow < Wo; ++ow) {
+                    real best = -std::numeric_limits<real>::infinity();
+                    int64_t at = -1;
+                    for (int64_t i = 0; i < g.kh; ++i)
+                        for (int64_t j = 0; j < g.kw; ++j) {
+                            const int64_t y = oh * g.sh - g.ph + i, xx = ow * g.sw - g.pw + j;
+                            if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) continue;
+                            const int64_t xi = (bc * g.H + y) * g.W + xx;
+                            if (xv[xi] > best) best = xv[xi], at = xi;
+                        }
+                    const int64_t zi = (bc * Ho + oh) * Wo + ow;
+                    if (z.value()[zi] != best) ++bad;
+                    want_dx[at] += up[zi];
+                }
+        CHECK(bad == 0);
+        for (int64_t k = 0; k < x.numel(); ++k) CHECK(x.grad()[k] == doctest::Approx(want_dx[k]).epsilon(1e-6));
+    }
+}
+
 TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value and gradient") {
     struct Geometry {
         int64_t C, H, W, O, k, stride, pad;
