@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
-#include <mutex>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <new>
 #include <vector>
 

@@ -258,15 +258,20 @@ TEST_CASE("autograd values: conv2d, max_pool2d and avg_pool2d on a 3×3 image") 
     CHECK(close(max_pool2d(x, 2, 2, 1).value(), {1, 3, 7, 9}));
 }
 
+// A window walk for the unfold and pooling tests: C planes of H×W, a kh×kw
+// window moved by (sh, sw) over the input padded by (ph, pw); Ho×Wo windows.
+struct WindowCase {
+    int64_t C, H, W, kh, kw, sh, sw, ph, pw;
+    int64_t Ho() const { return (H + 2 * ph - kh) / sh + 1; }
+    int64_t Wo() const { return (W + 2 * pw - kw) / sw + 1; }
+};
+
 TEST_CASE("autograd values: unfold and its backward (fold) match the formula on strided, padded windows") {
     // z[b, c·kh·kw + i·kw + j, oh·Wo + ow] = x[b, c, oh·sh − ph + i, ow·sw − pw + j], 0 in the padding
-    struct Geometry {
-        int64_t C, H, W, kh, kw, sh, sw, ph, pw;
-    };
-    for (const Geometry& g : {Geometry{1, 5, 4, 3, 3, 2, 2, 1, 1}, Geometry{2, 6, 7, 3, 3, 1, 1, 1, 1},
-                             Geometry{3, 4, 5, 2, 3, 1, 2, 0, 1}, Geometry{1, 3, 3, 3, 5, 1, 3, 1, 2},
-                             Geometry{2, 2, 2, 1, 1, 1, 1, 0, 0}, Geometry{1, 7, 5, 4, 2, 3, 1, 2, 1}}) {
-        const int64_t B = 2, Ho = (g.H + 2 * g.ph - g.kh) / g.sh + 1, Wo = (g.W + 2 * g.pw - g.kw) / g.sw + 1;
+    for (const WindowCase& g : {WindowCase{1, 5, 4, 3, 3, 2, 2, 1, 1}, WindowCase{2, 6, 7, 3, 3, 1, 1, 1, 1},
+                               WindowCase{3, 4, 5, 2, 3, 1, 2, 0, 1}, WindowCase{1, 3, 3, 3, 5, 1, 3, 1, 2},
+                               WindowCase{2, 2, 2, 1, 1, 1, 1, 0, 0}, WindowCase{1, 7, 5, 4, 2, 3, 1, 2, 1}}) {
+        const int64_t B = 2, Ho = g.Ho(), Wo = g.Wo();
         Generator gen(7);
         Var x(Tensor::normal(Shape{B, g.C, g.H, g.W}, 0, 1, gen), true);
         Var z = unfold(x, Size2(g.kh, g.kw), Size2(g.sh, g.sw), Size2(g.ph, g.pw));
@@ -296,13 +301,10 @@ TEST_CASE("autograd values: unfold and its backward (fold) match the formula on 
 TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided, padded windows, ties included") {
     // z = the maximum of the window's elements inside the input; the gradient
     // goes to the first of them (in row-major window order) holding it.
-    struct Geometry {
-        int64_t C, H, W, kh, kw, sh, sw, ph, pw;
-    };
-    for (const Geometry& g : {Geometry{2, 8, 8, 2, 2, 2, 2, 0, 0}, Geometry{1, 5, 4, 3, 3, 2, 2, 1, 1},
-                             Geometry{2, 6, 7, 3, 3, 1, 1, 1, 1}, Geometry{3, 4, 5, 2, 3, 1, 2, 0, 1},
-                             Geometry{1, 7, 5, 4, 2, 3, 1, 2, 1}, Geometry{1, 3, 3, 3, 3, 1, 1, 1, 1}}) {
-        const int64_t B = 2, Ho = (g.H + 2 * g.ph - g.kh) / g.sh + 1, Wo = (g.W + 2 * g.pw - g.kw) / g.sw + 1;
+    for (const WindowCase& g : {WindowCase{2, 8, 8, 2, 2, 2, 2, 0, 0}, WindowCase{1, 5, 4, 3, 3, 2, 2, 1, 1},
+                               WindowCase{2, 6, 7, 3, 3, 1, 1, 1, 1}, WindowCase{3, 4, 5, 2, 3, 1, 2, 0, 1},
+                               WindowCase{1, 7, 5, 4, 2, 3, 1, 2, 1}, WindowCase{1, 3, 3, 3, 3, 1, 1, 1, 1}}) {
+        const int64_t B = 2, Ho = g.Ho(), Wo = g.Wo();
         // Small whole numbers, so that most windows hold ties.
         Generator gen(5);
         Tensor xv = Tensor::uniform(Shape{B, g.C, g.H, g.W}, 0, 4, gen);
