@@ -265,12 +265,15 @@ struct WindowCase {
     int64_t Ho() const { return (H + 2 * ph - kh) / sh + 1; }
     int64_t Wo() const { return (W + 2 * pw - kw) / sw + 1; }
 };
+// Windows that fit, overhang by a row or a column, skip input (stride > kernel
+// width), or see a whole padded border; 2×2 stride 2 is the W4 pool.
+const WindowCase kWindowCases[] = {{2, 8, 8, 2, 2, 2, 2, 0, 0}, {1, 5, 4, 3, 3, 2, 2, 1, 1}, {2, 6, 7, 3, 3, 1, 1, 1, 1},
+                                   {3, 4, 5, 2, 3, 1, 2, 0, 1}, {1, 3, 3, 3, 5, 1, 3, 1, 2}, {2, 2, 2, 1, 1, 1, 1, 0, 0},
+                                   {1, 7, 5, 4, 2, 3, 1, 2, 1}, {1, 3, 3, 3, 3, 1, 1, 1, 1}};
 
 TEST_CASE("autograd values: unfold and its backward (fold) match the formula on strided, padded windows") {
     // z[b, c·kh·kw + i·kw + j, oh·Wo + ow] = x[b, c, oh·sh − ph + i, ow·sw − pw + j], 0 in the padding
-    for (const WindowCase& g : {WindowCase{1, 5, 4, 3, 3, 2, 2, 1, 1}, WindowCase{2, 6, 7, 3, 3, 1, 1, 1, 1},
-                               WindowCase{3, 4, 5, 2, 3, 1, 2, 0, 1}, WindowCase{1, 3, 3, 3, 5, 1, 3, 1, 2},
-                               WindowCase{2, 2, 2, 1, 1, 1, 1, 0, 0}, WindowCase{1, 7, 5, 4, 2, 3, 1, 2, 1}}) {
+    for (const WindowCase& g : kWindowCases) {
         const int64_t B = 2, Ho = g.Ho(), Wo = g.Wo();
         Generator gen(7);
         Var x(Tensor::normal(Shape{B, g.C, g.H, g.W}, 0, 1, gen), true);
@@ -301,9 +304,7 @@ TEST_CASE("autograd values: unfold and its backward (fold) match the formula on 
 TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided, padded windows, ties included") {
     // z = the maximum of the window's elements inside the input; the gradient
     // goes to the first of them (in row-major window order) holding it.
-    for (const WindowCase& g : {WindowCase{2, 8, 8, 2, 2, 2, 2, 0, 0}, WindowCase{1, 5, 4, 3, 3, 2, 2, 1, 1},
-                               WindowCase{2, 6, 7, 3, 3, 1, 1, 1, 1}, WindowCase{3, 4, 5, 2, 3, 1, 2, 0, 1},
-                               WindowCase{1, 7, 5, 4, 2, 3, 1, 2, 1}, WindowCase{1, 3, 3, 3, 3, 1, 1, 1, 1}}) {
+    for (const WindowCase& g : kWindowCases) {
         const int64_t B = 2, Ho = g.Ho(), Wo = g.Wo();
         // Small whole numbers, so that most windows hold ties.
         Generator gen(5);
