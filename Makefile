@@ -8,6 +8,8 @@
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
+#   make mutation-check   apply each deliberate mistake of tests/mutations/ to
+#                     the library and check that the tests catch it
 #   make clean
 #
 # CXX, CXXFLAGS and LDFLAGS are yours: the project's own flags live in
@@ -73,7 +75,7 @@ GRAD_BIN := $(B)/tests/grad
 BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 
-.PHONY: all test bench clean doctest run data zoo
+.PHONY: all test bench clean doctest run data zoo mutation-check
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -137,6 +139,10 @@ zoo: $(B)/examples/zoo
 
 data:
 	@sh scripts/fetch-data.sh data
+
+# Builds in build/mutation/ and restores every file it mutates.
+mutation-check:
+	@python3 scripts/mutation-check.py
 
 clean:
 	rm -rf build

@@ -1,9 +1,10 @@
 // The score functions, catalog entries 15–21 (attention/scores.hpp): their
-// gradient-check cases in the attention registry, and each entry's property
-// test and reference values in double precision (atol 1e-6).
+// independent references and registry entries (tests/grad/catalog.hpp), and
+// each entry's property tests and reference values in double precision.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,7 +13,7 @@
 #include "attention/alignments.hpp"
 #include "attention/scores.hpp"
 #include "tensor/ops.hpp"
-#include "tests/grad/attention_registry.hpp"
+#include "tests/grad/catalog.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -21,62 +22,215 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-template <class S>
-S& as(Module* m) {
-    return *static_cast<S*>(m);
+// ---- the independent references: the catalog's formulas in plain loops ------------------
+// Each takes the queries Q (B×m×d_q) and keys K (B×n×d_k) and gives E (B×m×n).
+
+// 15: e_l = wᵀ act(W_1 q + W_2 k_l + b)
+Array additive_score_reference(const Ref& r, double (*act)(double)) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    const Array W_1 = r.p["W_1"], W_2 = r.p["W_2"];
+    const Vec b = vec(r.p["b"]), w = vec(r.p["w"]);
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t bb = 0; bb < Q.size(0); ++bb)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                const Vec pre = add(add(matvec(W_1, row(Q, bb, i)), matvec(W_2, row(K, bb, l))), b);
+                E(bb, i, l) = dot(w, apply(pre, act));
+            }
+    return E;
 }
 
-// ---- gradient-check cases: every score, to queries, keys and parameters ----------------
-const RegisterMechanisms score_cases({
-    {"additive_score", "2 queries of 3, 4 keys of 5, d_w 6", {Shape{2, 2, 3}, Shape{2, 4, 5}},
-     [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 6, g); },
-     [](Module* m, const std::vector<Var>& x) { return as<AdditiveScore>(m).score(x[0], x[1]); }},
-    {"additive_score", "keys projected once, then scored (Bahdanau's decoder)", {Shape{2, 1, 3}, Shape{2, 4, 5}},
-     [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 4, g); },
-     [](Module* m, const std::vector<Var>& x) {
+// 16 and 17: e_l = qᵀ k_l, divided by √d_k when scaled
+Array dot_score_reference(const Ref& r, bool scaled) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l)
+                E(b, i, l) = dot(row(Q, b, i), row(K, b, l)) / (scaled ? std::sqrt(double(K.size(2))) : 1.0);
+    return E;
+}
+
+// 18, 19, 20: e_l = act(k_lᵀ (W q + b_vec) + b_scalar), W d_k×d_q
+Array general_score_reference(const Ref& r, bool vector_bias, bool scalar_bias, double (*act)(double)) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    const Array W = r.p["W"];
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i) {
+            Vec Wq = matvec(W, row(Q, b, i));
+            if (vector_bias) Wq = add(Wq, vec(r.p["b"]));
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                const double e = dot(row(K, b, l), Wq) + (scalar_bias ? r.p["b"][0] : 0.0);
+                E(b, i, l) = act(e);
+            }
+        }
+    return E;
+}
+
+// 21: e_l = β qᵀk_l / (‖q‖ ‖k_l‖ + ε), β per score (beta(b, i)) or one for all
+Array cosine_reference(const Array& Q, const Array& K, const std::function<double(int64_t, int64_t)>& beta) {
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                const Vec q = row(Q, b, i), k = row(K, b, l);
+                E(b, i, l) = beta(b, i) * dot(q, k) / (norm(q) * norm(k) + 1e-8);
+            }
+    return E;
+}
+
+// 21: e_l = −‖q − k_l‖, or −‖q − k_l‖²
+Array negative_distance_reference(const Ref& r, bool squared) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                const Vec diff = sub(row(Q, b, i), row(K, b, l));
+                E(b, i, l) = squared ? -dot(diff, diff) : -norm(diff);
+            }
+    return E;
+}
+
+double identity(double x) { return x; }
+double tanh_(double x) { return std::tanh(x); }
+
+Outputs scores(const Var& e) { return {{"scores", e}}; }
+std::vector<Expected> expect_scores(Array E) { return {{"scores", std::move(E)}}; }
+
+// ---- the registry entries ---------------------------------------------------------------
+const RegisterEntry additive_entry(15, "additive_score", {
+    {.variant = "2 queries of 3, 4 keys of 5, d_w 6",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 6, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, tanh_)); }},
+    {.variant = "keys projected once, then scored (Bahdanau's decoder)",
+     .inputs = {Shape{2, 1, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 4, g); },
+     .run = [](Module* m, In x, Masks) {
          auto& s = as<AdditiveScore>(m);
-         return s.score_projected(x[0], s.project_keys(x[1]));
-     }},
-    {"additive_score", "relu activation", {Shape{1, 3, 2}, Shape{1, 4, 3}},
-     [](Generator& g) { return std::make_unique<AdditiveScore>(2, 3, 5, g, Activation::relu); },
-     [](Module* m, const std::vector<Var>& x) { return as<AdditiveScore>(m).score(x[0], x[1]); }},
-    {"dot_score", "3 queries, 4 keys of 5", {Shape{2, 3, 5}, Shape{2, 4, 5}}, nullptr,
-     [](Module*, const std::vector<Var>& x) { return DotScore().score(x[0], x[1]); }},
-    {"scaled_dot_score", "3 queries, 4 keys of 5", {Shape{2, 3, 5}, Shape{2, 4, 5}}, nullptr,
-     [](Module*, const std::vector<Var>& x) { return ScaledDotScore().score(x[0], x[1]); }},
-    {"general_score", "d_q 3 ≠ d_k 4", {Shape{2, 2, 3}, Shape{2, 5, 4}},
-     [](Generator& g) { return std::make_unique<GeneralScore>(3, 4, g); },
-     [](Module* m, const std::vector<Var>& x) { return as<GeneralScore>(m).score(x[0], x[1]); }},
-    {"biased_general_score", "d_q 3 ≠ d_k 4", {Shape{2, 2, 3}, Shape{2, 5, 4}},
-     [](Generator& g) { return std::make_unique<BiasedGeneralScore>(3, 4, g); },
-     [](Module* m, const std::vector<Var>& x) { return as<BiasedGeneralScore>(m).score(x[0], x[1]); }},
-    {"activated_general_score", "tanh, d_q 3 ≠ d_k 4", {Shape{2, 2, 3}, Shape{2, 5, 4}},
-     [](Generator& g) { return std::make_unique<ActivatedGeneralScore>(3, 4, g); },
-     [](Module* m, const std::vector<Var>& x) { return as<ActivatedGeneralScore>(m).score(x[0], x[1]); }},
-    {"similarity_score", "cosine with a learned key strength", {Shape{2, 3, 4}, Shape{2, 5, 4}},
-     [](Generator&) {
-         SimilarityScore::Options o;
-         o.beta = 2.5;
-         o.learn_beta = true;
-         return std::make_unique<SimilarityScore>(o);
+         return scores(s.score_projected(x[0], s.project_keys(x[1])));
      },
-     [](Module* m, const std::vector<Var>& x) { return as<SimilarityScore>(m).score(x[0], x[1]); }},
-    {"similarity_score", "cosine with a key strength per query (NTM)", {Shape{2, 3, 4}, Shape{2, 5, 4}, Shape{2, 3, 1}},
-     nullptr,
-     [](Module*, const std::vector<Var>& x) { return SimilarityScore().cosine(x[0], x[1], exp(x[2])); }},
-    {"similarity_score", "negative distance", {Shape{2, 3, 4}, Shape{2, 5, 4}}, nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         SimilarityScore::Options o;
-         o.kind = SimilarityScore::Kind::negative_distance;
-         return SimilarityScore(o).score(x[0], x[1]);
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, tanh_)); }},
+    {.variant = "relu activation",
+     .inputs = {Shape{2, 3, 2}, Shape{2, 4, 3}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(2, 3, 5, g, Activation::relu); },
+     .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, relu)); }},
+    {.variant = "sigmoid activation",
+     .inputs = {Shape{2, 3, 2}, Shape{2, 4, 3}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(2, 3, 5, g, Activation::sigmoid); },
+     .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, sigmoid)); }},
+});
+
+const RegisterEntry dot_entry(16, "dot_score", {
+    {.variant = "3 queries, 4 keys of 5",
+     .inputs = {Shape{2, 3, 5}, Shape{2, 4, 5}},
+     .run = [](Module*, In x, Masks) { return scores(DotScore().score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(dot_score_reference(r, false)); }},
+});
+
+const RegisterEntry scaled_dot_entry(17, "scaled_dot_score", {
+    {.variant = "3 queries, 4 keys of 5",
+     .inputs = {Shape{2, 3, 5}, Shape{2, 4, 5}},
+     .run = [](Module*, In x, Masks) { return scores(ScaledDotScore().score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(dot_score_reference(r, true)); }},
+});
+
+const RegisterEntry general_entry(18, "general_score", {
+    {.variant = "d_q 3 ≠ d_k 4",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<GeneralScore>(3, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<GeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, false, false, identity)); }},
+    {.variant = "square W (d_q = d_k = 4): a transposed W gives other values, not a shape error",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<GeneralScore>(4, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<GeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, false, false, identity)); }},
+});
+
+const RegisterEntry biased_general_entry(19, "biased_general_score", {
+    {.variant = "d_q 3 ≠ d_k 4",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<BiasedGeneralScore>(3, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<BiasedGeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, true, false, identity)); }},
+    {.variant = "square W (d_q = d_k = 4): a transposed W gives other values, not a shape error",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<BiasedGeneralScore>(4, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<BiasedGeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, true, false, identity)); }},
+});
+
+const RegisterEntry activated_general_entry(20, "activated_general_score", {
+    {.variant = "tanh, d_q 3 ≠ d_k 4",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<ActivatedGeneralScore>(3, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<ActivatedGeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, false, true, tanh_)); },
+     .properties = {bounded("scores", -1, 1)}},
+    {.variant = "sigmoid, d_q 4 ≠ d_k 2",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 2}},
+     .make = [](Generator& g) { return std::make_unique<ActivatedGeneralScore>(4, 2, g, Activation::sigmoid); },
+     .run = [](Module* m, In x, Masks) { return scores(as<ActivatedGeneralScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, false, true, sigmoid)); }},
+});
+
+SimilarityScore::Options similarity(SimilarityScore::Kind kind, bool squared = false, bool learn_beta = false) {
+    SimilarityScore::Options o;
+    o.kind = kind;
+    o.squared = squared;
+    o.beta = 2.5;
+    o.learn_beta = learn_beta;
+    return o;
+}
+
+const RegisterEntry similarity_entry(21, "similarity_score", {
+    {.variant = "cosine with a learned key strength",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .make = [](Generator&) {
+         return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::cosine, false, true));
+     },
+     .run = [](Module* m, In x, Masks) { return scores(as<SimilarityScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) {
+         const double beta = r.p["beta"][0];
+         return expect_scores(cosine_reference(r.x[0], r.x[1], [&](int64_t, int64_t) { return beta; }));
+     },
+     .properties = {bounded("scores", -6, 6)}},
+    {.variant = "cosine with a fixed key strength 2.5",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .run = [](Module*, In x, Masks) {
+         return scores(SimilarityScore(similarity(SimilarityScore::Kind::cosine)).score(x[0], x[1]));
+     },
+     .reference = [](const Ref& r) {
+         return expect_scores(cosine_reference(r.x[0], r.x[1], [](int64_t, int64_t) { return 2.5; }));
+     },
+     .properties = {bounded("scores", -2.5, 2.5)}},
+    {.variant = "cosine with a key strength per query (NTM): β = exp(x[2])",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}, Shape{2, 3, 1}},
+     .run = [](Module*, In x, Masks) { return scores(SimilarityScore().cosine(x[0], x[1], exp(x[2]))); },
+     .reference = [](const Ref& r) {
+         const Array& beta = r.x[2];
+         return expect_scores(
+             cosine_reference(r.x[0], r.x[1], [&](int64_t b, int64_t i) { return std::exp(beta(b, i, 0)); }));
      }},
-    {"similarity_score", "negative squared distance", {Shape{2, 3, 4}, Shape{2, 5, 4}}, nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         SimilarityScore::Options o;
-         o.kind = SimilarityScore::Kind::negative_distance;
-         o.squared = true;
-         return SimilarityScore(o).score(x[0], x[1]);
-     }},
+    {.variant = "negative distance",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .run = [](Module*, In x, Masks) {
+         return scores(SimilarityScore(similarity(SimilarityScore::Kind::negative_distance)).score(x[0], x[1]));
+     },
+     .reference = [](const Ref& r) { return expect_scores(negative_distance_reference(r, false)); }},
+    {.variant = "negative squared distance",
+     .inputs = {Shape{2, 3, 4}, Shape{2, 5, 4}},
+     .run = [](Module*, In x, Masks) {
+         return scores(
+             SimilarityScore(similarity(SimilarityScore::Kind::negative_distance, true)).score(x[0], x[1]));
+     },
+     .reference = [](const Ref& r) { return expect_scores(negative_distance_reference(r, true)); }},
 });
 
 // B×m×d from rows.

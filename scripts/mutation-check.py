@@ -1,0 +1,190 @@
+"""Applies deliberate mistakes to the library, one at a time, and checks that
+the tests catch each one.
+
+    python3 scripts/mutation-check.py                 every mutation in tests/mutations/
+    python3 scripts/mutation-check.py scores alignments   the files tests/mutations/scores.txt, ...
+    python3 scripts/mutation-check.py --match additive    mutations whose title contains "additive"
+
+(`make mutation-check` runs the first.) A mutation is a block of a file in
+tests/mutations/:
+
+    ## additive_score: the bias b dropped
+    file: attention/scores.cpp
+    find: const Var H = additive_features(projected_queries, projected_keys, b, act_);
+    replace: const Var H = additive_features(projected_queries, projected_keys, Var(), act_);
+    ids: additive_score
+
+`find` must occur exactly once in `file` (so the list fails loudly when the
+code moves); `\\n` in find/replace stands for a line break. `ids` names the
+registry entries to run (ATTN_MECHANISM); every other test of the double
+build runs too, and `unit: yes` adds the float unit tests. The mutated file is
+restored afterwards, whatever happens; objects are built in build/mutation/,
+so the normal build is never left holding mutated code.
+
+A mutation is KILLED when a test fails, SURVIVED when every test passes, and
+an ERROR when it does not apply or does not compile (a mistake the compiler
+catches proves nothing about the tests). The script prints the survivors and
+exits 1 if there are any, or any errors.
+"""
+import argparse
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MUTATIONS = ROOT / "tests" / "mutations"
+BUILD = "build/mutation"
+
+
+class Mutation:
+    def __init__(self, source, line, title):
+        self.source, self.line, self.title = source, line, title
+        self.fields = {}
+
+    def get(self, key, default=None):
+        return self.fields.get(key, default)
+
+    def where(self):
+        return f"{self.source.name}:{self.line}"
+
+
+def parse(path):
+    mutations, current = [], None
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.rstrip("\n")
+        if line.startswith("## "):
+            current = Mutation(path, number, line[3:].strip())
+            mutations.append(current)
+        elif not line.strip() or line.startswith("#"):
+            continue
+        elif current is None:
+            sys.exit(f"{path}:{number}: a field before the first '## title' line")
+        else:
+            key, sep, value = line.partition(":")
+            if not sep or key.strip() not in ("file", "find", "replace", "ids", "unit"):
+                sys.exit(f"{path}:{number}: expected 'file:', 'find:', 'replace:', 'ids:' or 'unit:', got {line!r}")
+            current.fields[key.strip()] = value[1:] if value.startswith(" ") else value
+    for m in mutations:
+        for key in ("file", "find", "replace", "ids"):
+            if key not in m.fields:
+                sys.exit(f"{m.where()}: mutation '{m.title}' has no '{key}:' line")
+    return mutations
+
+
+def unescape(text):
+    return text.replace("\\n", "\n")
+
+
+def make(targets, log):
+    cmd = ["make", "-j2", f"B={BUILD}", "WERROR="] + targets
+    return subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode == 0
+
+
+def run_tests(m, log):
+    """True when every test passed (the mutation survived); also the first failing test."""
+    env = dict(os.environ, ATTN_MECHANISM=m.get("ids").replace(" ", ""))
+    binaries = [f"{BUILD}/tests/grad"] + ([f"{BUILD}/tests/unit"] if m.get("unit", "no") == "yes" else [])
+    first_failure = ""
+    passed = True
+    for binary in binaries:
+        try:
+            out = subprocess.run([binary], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return False, f"{binary}: timed out"
+        log.write(out.stdout + out.stderr)
+        if out.returncode != 0:
+            passed = False
+            if not first_failure:
+                found = re.search(r"TEST CASE:\s+(.*)", out.stdout)
+                first_failure = found.group(1).strip() if found else f"{binary} exited {out.returncode}"
+    return passed, first_failure
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", help="names of files in tests/mutations/ (default: all)")
+    parser.add_argument("--match", default="", help="only mutations whose title contains this")
+    args = parser.parse_args()
+
+    paths = sorted(MUTATIONS.glob("*.txt"))
+    if args.files:
+        paths = [MUTATIONS / (f if f.endswith(".txt") else f + ".txt") for f in args.files]
+        for p in paths:
+            if not p.exists():
+                sys.exit(f"mutation-check: no file {p.relative_to(ROOT)}")
+    mutations = [m for p in paths for m in parse(p) if args.match in m.title]
+    if not mutations:
+        sys.exit("mutation-check: no mutations selected")
+
+    logdir = ROOT / BUILD
+    logdir.mkdir(parents=True, exist_ok=True)
+    log_path = logdir / "mutation-check.log"
+    with open(log_path, "w") as log:
+        print(f"mutation-check: building the unmutated tests in {BUILD}/ ...", flush=True)
+        need_unit = any(m.get("unit", "no") == "yes" for m in mutations)
+        targets = [f"{BUILD}/tests/grad"] + ([f"{BUILD}/tests/unit"] if need_unit else [])
+        if not make(targets, log):
+            sys.exit(f"mutation-check: the unmutated build failed; see {log_path.relative_to(ROOT)}")
+        baseline = Mutation(pathlib.Path("baseline"), 0, "baseline")
+        baseline.fields = {"ids": ",".join(sorted({i.strip() for m in mutations for i in m.get("ids").split(",")})),
+                           "unit": "yes" if need_unit else "no"}
+        ok, failure = run_tests(baseline, log)
+        if not ok:
+            sys.exit(f"mutation-check: the unmutated tests fail ({failure}); fix them first")
+
+        survivors, errors, killed = [], [], 0
+        start = time.time()
+        for k, m in enumerate(mutations, 1):
+            path = ROOT / m.get("file")
+            if not path.exists():
+                errors.append((m, f"no file {m.get('file')}"))
+                print(f"[{k}/{len(mutations)}] ERROR    {m.title}: no file {m.get('file')}", flush=True)
+                continue
+            original = path.read_text()
+            find, replace = unescape(m.get("find")), unescape(m.get("replace"))
+            count = original.count(find)
+            if count != 1:
+                errors.append((m, f"'find' occurs {count} times in {m.get('file')}"))
+                print(f"[{k}/{len(mutations)}] ERROR    {m.title}: 'find' occurs {count} times in {m.get('file')}",
+                      flush=True)
+                continue
+            log.write(f"\n===== {m.title} ({m.where()})\n")
+            interrupted = []
+            old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+            try:
+                path.write_text(original.replace(find, replace))
+                signal.signal(signal.SIGINT, old_handler)
+                if not make(targets, log):
+                    status, detail = "ERROR", "does not compile"
+                    errors.append((m, detail))
+                else:
+                    survived, failure = run_tests(m, log)
+                    if survived:
+                        status, detail = "SURVIVED", ""
+                        survivors.append(m)
+                    else:
+                        status, detail = "killed", failure
+                        killed += 1
+            finally:
+                path.write_text(original)
+                signal.signal(signal.SIGINT, old_handler)
+            if interrupted:
+                raise KeyboardInterrupt
+            print(f"[{k}/{len(mutations)}] {status:8s} {m.title}" + (f"  ({detail})" if detail else ""), flush=True)
+
+    minutes = (time.time() - start) / 60
+    print(f"\nmutation-check: {len(mutations)} mutations, {killed} killed, {len(survivors)} survived, "
+          f"{len(errors)} errors ({minutes:.1f} min; log in {log_path.relative_to(ROOT)})")
+    for m in survivors:
+        print(f"  SURVIVED  {m.title}  ({m.where()})")
+    for m, why in errors:
+        print(f"  ERROR     {m.title}  ({m.where()}): {why}")
+    return 1 if survivors or errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
