@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attention/by_id.hpp"
 #include "nn/init.hpp"
 #include "tensor/ops.hpp"
 
@@ -52,18 +53,16 @@ Var masked_mean(const Var& values, const Tensor& mask) {
 // ---- 31. bahdanau_attention ------------------------------------------------------------------
 
 BahdanauAttention::BahdanauAttention(int64_t state_dim, int64_t encoder_dim, int64_t attention_dim,
-                                     Generator& gen) {
-    W_a = register_parameter("W_a", init::xavier_uniform({attention_dim, state_dim}, gen));
-    U_a = register_parameter("U_a", init::xavier_uniform({attention_dim, encoder_dim}, gen));
-    v_a = register_parameter("v_a", init::uniform_fan_in({attention_dim}, attention_dim, gen));
+                                     Generator& gen)
+    : score(state_dim, encoder_dim, attention_dim, gen, Activation::tanh, /*with_bias=*/false) {
+    register_module("score", score);
 }
 
 BahdanauAttention::Memory BahdanauAttention::precompute(const Var& encoder_states, const Tensor& mask) {
     check_rank(id(), "encoder states", encoder_states, 3);
-    check_width(id(), "encoder states", encoder_states, U_a.size(1));
+    check_width(id(), "encoder states", encoder_states, score.W_2.size(1));
     // U_a h_j for every source position, once per sequence   B×n×d_w
-    const Var projected = matmul(encoder_states, U_a, false, true);
-    return {encoder_states, projected,
+    return {encoder_states, score.project_keys(encoder_states),
             scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1))};
 }
 
@@ -72,13 +71,8 @@ Var BahdanauAttention::scores(const Var& queries, const Memory& memory) {
     if (queries.size(0) != memory.states.size(0))
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and encoder states " +
                                     memory.states.shape().str() + " need the same batch size");
-    check_width(id(), "queries", queries, W_a.size(1));
-    // W_a s_{i−1}                                  B×m×d_w
-    const Var projected_queries = matmul(queries, W_a, false, true);
-    // tanh(W_a s_{i−1} + U_a h_j)                   B×m×n×d_w
-    const Var hidden = additive_features(projected_queries, memory.projected, Var(), Activation::tanh);
-    // e_ij = v_aᵀ tanh(⋯)                            B×m×n×1 → B×m×n
-    return squeeze(matmul(hidden, reshape(v_a, {v_a.size(0), 1})), -1);
+    // e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)        B×m×n
+    return score.score_projected(queries, memory.projected);
 }
 
 AttentionOutput BahdanauAttention::forward(const Var& queries, const Memory& memory) {
@@ -105,52 +99,24 @@ Taxonomy BahdanauAttention::taxonomy() const {
 
 // ---- 32. luong_attention ------------------------------------------------------------------------
 
-LocationScore::LocationScore(int64_t query_dim, int64_t max_length, Generator& gen) {
-    if (max_length <= 0)
-        throw std::invalid_argument("location_score: needs a maximum source length > 0, got " +
-                                    std::to_string(max_length));
-    W_a = register_parameter("W_a", init::xavier_uniform({max_length, query_dim}, gen));
-}
+LuongAttention::LuongAttention(int64_t state_dim, int64_t encoder_dim, const Options& options, Generator& gen)
+    : LuongAttention(state_dim, encoder_dim,
+                     make_score(options.score,
+                                {.query_dim = state_dim,
+                                 .key_dim = encoder_dim,
+                                 .hidden_dim = options.attention_dim,
+                                 .max_length = options.max_length},
+                                gen),
+                     make_alignment(options.align,
+                                    {.query_dim = state_dim, .hidden_dim = options.attention_dim,
+                                     .window = options.window},
+                                    gen),
+                     gen) {}
 
-Var LocationScore::score(const Var& queries, const Var& keys) {
-    check_rank(id(), "queries", queries, 3);
-    check_rank(id(), "keys", keys, 3);
-    check_width(id(), "queries", queries, W_a.size(1));
-    const int64_t n = keys.size(1), n_max = W_a.size(0);
-    if (n > n_max)
-        throw std::invalid_argument(id() + ": keys " + keys.shape().str() + " are longer than the maximum length " +
-                                    std::to_string(n_max) + " the score was built for");
-    // W_a h_t, one score per source position, kept for the first n   B×m×n
-    return slice(matmul(queries, W_a, false, true), 2, 0, n);
-}
-
-LuongAttention::LuongAttention(int64_t state_dim, int64_t encoder_dim, const Options& options, Generator& gen) {
-    const int64_t hidden = options.attention_dim > 0 ? options.attention_dim : state_dim;
-    switch (options.score) {
-        case Score::dot:
-            if (state_dim != encoder_dim)
-                throw std::invalid_argument("luong_attention: the dot score needs d_s = d_h, got " +
-                                            std::to_string(state_dim) + " and " + std::to_string(encoder_dim));
-            score_ = std::make_unique<DotScore>();
-            break;
-        case Score::general: score_ = std::make_unique<GeneralScore>(state_dim, encoder_dim, gen); break;
-        case Score::concat: {
-            // v_aᵀ tanh(W_a [h_t; h̄_s]) is the additive score with W_a = [W_1 W_2]
-            // and b = 0: start from Luong's form exactly.
-            auto additive = std::make_unique<AdditiveScore>(state_dim, encoder_dim, hidden, gen);
-            additive->b.value().fill_(0);
-            score_ = std::move(additive);
-            break;
-        }
-        case Score::location: score_ = std::make_unique<LocationScore>(state_dim, options.max_length, gen); break;
-    }
-    switch (options.align) {
-        case Align::global: align_ = std::make_unique<SoftAlignment>(); break;
-        case Align::local_m: align_ = std::make_unique<LocalMonotonicAlignment>(options.window); break;
-        case Align::local_p:
-            align_ = std::make_unique<LocalPredictiveAlignment>(state_dim, hidden, options.window, gen);
-            break;
-    }
+LuongAttention::LuongAttention(int64_t state_dim, int64_t encoder_dim, std::unique_ptr<ScoreFunction> score,
+                               std::unique_ptr<Alignment> align, Generator& gen)
+    : score_(std::move(score)), align_(std::move(align)) {
+    if (!score_ || !align_) throw std::invalid_argument("luong_attention: needs a score and an alignment");
     register_module("score", *score_);
     register_module("align", *align_);
     W_c = register_parameter("W_c", init::xavier_uniform({state_dim, encoder_dim + state_dim}, gen));

@@ -47,9 +47,11 @@ Var masked_mean(const Var& values, const Tensor& mask);
 //   e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)     the additive score without bias
 //   α_ij = softmax_j(e_ij)                       the soft alignment
 //   c_i  = Σ_j α_ij h_j
-// W_a d_w×d_s, U_a d_w×d_h, v_a d_w. U_a h_j does not depend on the decoder step:
-// precompute() projects the encoder states once per source sequence and step()
-// scores one decoder state against them, inside the decoder loop:
+// The score is an AdditiveScore without b, registered as "score": W_a is
+// score.W_1 (d_w×d_s), U_a is score.W_2 (d_w×d_h), v_a is score.w (d_w).
+// U_a h_j does not depend on the decoder step: precompute() projects the
+// encoder states once per source sequence and step() scores one decoder state
+// against them, inside the decoder loop:
 //
 //     auto memory = attention.precompute(H, mask);        // once
 //     for (t ...) { auto [c, alpha] = attention.step(s, memory); s = cell([y; c], s); }
@@ -76,16 +78,16 @@ public:
     std::string id() const override { return "bahdanau_attention"; }
     Taxonomy taxonomy() const override;
 
-    Var W_a, U_a, v_a;
+    AdditiveScore score;
 };
 
 // ---- 32. luong_attention ----------------------------------------------------------------
 // Luong, Pham, Manning (2015), Effective Approaches to Attention-based Neural
 // Machine Translation, EMNLP. The query is the current decoder state h_t.
-//   score   dot       h_tᵀ h̄_s
-//           general   h_tᵀ W_a h̄_s                (general_score, W d_h×d_s = W_aᵀ)
-//           concat    v_aᵀ tanh(W_a [h_t; h̄_s])    (additive_score, starting from b = 0)
-//           location  a_t = softmax(W_a h_t)       (W_a n_max×d_s: needs a maximum length)
+//   score   any score function: Luong's dot h_tᵀ h̄_s, general h_tᵀ W_a h̄_s
+//           (general_score, its W = W_aᵀ), concat v_aᵀ tanh(W_a [h_t; h̄_s])
+//           (additive_score), location a_t = softmax(W_a h_t) (location_score,
+//           W_a n_max×d_s: needs a maximum length) — or any other of the table
 //   align   global (soft), local-m (window around p = t), local-p (predicted p_t)
 //   c_t  = Σ_s a_ts h̄_s
 //   h̃_t  = tanh(W_c [c_t; h_t])                    W_c d_s×(d_h + d_s), the attentional state
@@ -94,16 +96,18 @@ public:
 // alignment decisions (docs/attention/query_types.md).
 class LuongAttention : public AttentionModule {
 public:
-    enum class Score { dot, general, concat, location };
-    enum class Align { global, local_m, local_p };
     struct Options {
-        Score score = Score::general;
-        Align align = Align::global;
+        std::string score = "general_score";  // an id of attention/by_id.hpp's score table
+        std::string align = "soft_alignment";  // an id of its alignment table
         int64_t window = 10;         // D, the half-width of the local windows
         int64_t max_length = 0;      // location score: the longest source, n_max
-        int64_t attention_dim = 0;   // concat's d_w and local-p's d_p (0: d_s)
+        int64_t attention_dim = 0;   // the additive score's d_w and local-p's d_p (0: d_s)
     };
+    // The score and the alignment by id (make_score, make_alignment).
     LuongAttention(int64_t state_dim, int64_t encoder_dim, const Options& options, Generator& gen);
+    // Any score and alignment, already built.
+    LuongAttention(int64_t state_dim, int64_t encoder_dim, std::unique_ptr<ScoreFunction> score,
+                   std::unique_ptr<Alignment> align, Generator& gen);
 
     struct Output {
         Var output;   // h̃_t  B×m×d_s
@@ -127,17 +131,6 @@ public:
 private:
     std::unique_ptr<ScoreFunction> score_;
     std::unique_ptr<Alignment> align_;
-};
-
-// Luong's location score as a score function: the keys only say how many
-// there are. queries B×m×d_s, keys B×n×· → (Q W_aᵀ)[:, :, :n]   B×m×n.
-class LocationScore : public ScoreFunction {
-public:
-    LocationScore(int64_t query_dim, int64_t max_length, Generator& gen);
-    Var score(const Var& queries, const Var& keys) override;
-    std::string id() const override { return "location_score"; }
-
-    Var W_a;  // n_max×d_s
 };
 
 // ---- 33. specialized_query_attention -----------------------------------------------------

@@ -57,11 +57,11 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // ---- 15. additive_score ---------------------------------------------------------------------
 
 AdditiveScore::AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
-                             Activation act)
+                             Activation act, bool with_bias)
     : act_(act) {
     W_1 = register_parameter("W_1", init::xavier_uniform({hidden_dim, query_dim}, gen));
     W_2 = register_parameter("W_2", init::xavier_uniform({hidden_dim, key_dim}, gen));
-    b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
+    if (with_bias) b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
     w = register_parameter("w", init::uniform_fan_in(Shape{hidden_dim}, hidden_dim, gen));
 }
 
@@ -89,7 +89,8 @@ Var AdditiveScore::score(const Var& queries, const Var& keys) {
 
 std::string AdditiveScore::describe() const {
     return "additive_score(d_q=" + std::to_string(W_1.size(1)) + ", d_k=" + std::to_string(W_2.size(1)) +
-           ", d_w=" + std::to_string(W_1.size(0)) + ", act=" + activation_name(act_) + ")";
+           ", d_w=" + std::to_string(W_1.size(0)) + ", act=" + activation_name(act_) +
+           (b.defined() ? "" : ", no bias") + ")";
 }
 
 // ---- 16. dot_score --------------------------------------------------------------------------
@@ -212,6 +213,26 @@ std::string SimilarityScore::describe() const {
         return "similarity_score(cosine, beta=" + std::to_string(options_.beta) +
                (options_.learn_beta ? ", learned)" : ")");
     return std::string("similarity_score(negative_distance") + (options_.squared ? ", squared)" : ")");
+}
+
+// ---- Luong's location score ------------------------------------------------------------------
+
+LocationScore::LocationScore(int64_t query_dim, int64_t max_length, Generator& gen) {
+    if (max_length <= 0)
+        throw std::invalid_argument("location_score: needs a maximum source length > 0, got " +
+                                    std::to_string(max_length));
+    W_a = register_parameter("W_a", init::xavier_uniform({max_length, query_dim}, gen));
+}
+
+Var LocationScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    check_width(id(), "queries", queries, W_a.size(1));
+    const int64_t n = keys.size(1), n_max = W_a.size(0);
+    if (n > n_max)
+        throw std::invalid_argument(id() + ": keys " + keys.shape().str() + " are longer than the maximum length " +
+                                    std::to_string(n_max) + " the score was built for");
+    // W_a h_t, one score per source position, kept for the first n   B×m×n
+    return slice(matmul(queries, W_a, false, true), 2, 0, n);
 }
 
 }  // namespace attn

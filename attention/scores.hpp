@@ -46,11 +46,12 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // W_1 d_w×d_q, W_2 d_w×d_k, b d_w, w d_w.
 // The keys' half does not depend on the query: a decoder projects its encoder
 // states once per sequence (project_keys) and scores each step against them
-// (score_projected); score() does both.
+// (score_projected); score() does both. Bahdanau et al. and Vinyals et al.
+// write it without b (with_bias = false: no parameter b at all).
 class AdditiveScore : public ScoreFunction {
 public:
     AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
-                  Activation act = Activation::tanh);
+                  Activation act = Activation::tanh, bool with_bias = true);
 
     Var score(const Var& queries, const Var& keys) override;
     // keys B×n×d_k → K W_2ᵀ  B×n×d_w
@@ -61,7 +62,7 @@ public:
     std::string id() const override { return "additive_score"; }
     std::string describe() const override;
 
-    Var W_1, W_2, b, w;
+    Var W_1, W_2, b, w;  // b undefined without the bias
 
 private:
     Activation act_;
@@ -164,6 +165,19 @@ public:
 
 private:
     Options options_;
+};
+
+// ---- Luong's location score (part of entry 32, luong_attention) -----------------------------
+// Luong et al. (2015): a_t = softmax(W_a h_t), one score per source position
+// from the query alone; the keys only say how many there are, so it needs a
+// maximum length. queries B×m×d_q, keys B×n×· → (Q W_aᵀ)[:, :, :n]   B×m×n.
+class LocationScore : public ScoreFunction {
+public:
+    LocationScore(int64_t query_dim, int64_t max_length, Generator& gen);
+    Var score(const Var& queries, const Var& keys) override;
+    std::string id() const override { return "location_score"; }
+
+    Var W_a;  // n_max×d_q
 };
 
 }  // namespace attn

@@ -2,7 +2,7 @@
 the rules tests/test_attention_index.cpp checks:
 
   implemented  attention/ has `return "id";` (a module's id()) or a function id(...)
-  tested       the id appears as a word in tests/
+  tested       tests/ registers it in the catalog registry: RegisterEntry x(N, "id", ...)
   documented   the id appears as a word in a docs/attention/ page other than README.md
                (the page column links the page that names it most)
   example      the id appears as a word in examples/
@@ -49,6 +49,7 @@ for k, line in enumerate(lines):
     pages = sorted((p for p, text in docs.items() if word(id_, text)),
                    key=lambda p: -len(re.findall(r"(?<![a-z0-9_])" + id_ + r"(?![a-z0-9_])", docs[p])))
     page = f"[{pages[0].stem}]({pages[0].name})" if pages else ""
+    registered = f'({n}, "{id_}"' in tests
     lines[k] = (f"| {n} | `{id_}` | {group.strip()} | {paper.strip()} | {yes(implemented)} | "
-                f"{yes(word(id_, tests))} | {yes(bool(pages))} | {yes(word(id_, examples))} | {page} |")
+                f"{yes(registered)} | {yes(bool(pages))} | {yes(word(id_, examples))} | {page} |")
 index.write_text("\n".join(lines) + "\n")

@@ -5,8 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "attention/alignments.hpp"
-#include "attention/scores.hpp"
+#include "attention/by_id.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
 
@@ -18,7 +17,7 @@ std::string ModelConfig::str() const {
     std::ostringstream s;
     s << "source_vocab=" << source_vocab << " target_vocab=" << target_vocab << " embedding=" << embedding
       << " encoder_hidden=" << encoder_hidden << " decoder_hidden=" << decoder_hidden
-      << " attention_dim=" << attention_dim << " attention=" << attention << " align=" << align
+      << " attention_dim=" << attention_dim << " attention=" << attention << " score=" << score << " align=" << align
       << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window << " dropout=" << dropout;
     return s.str();
 }
@@ -38,42 +37,55 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "decoder_hidden") c.decoder_hidden = number();
         else if (key == "attention_dim") c.attention_dim = number();
         else if (key == "attention") c.attention = value;
+        else if (key == "score") c.score = value;
         else if (key == "align") c.align = value;
         else if (key == "input_feeding") c.input_feeding = value == "1";
         else if (key == "window") c.window = number();
         else if (key == "dropout") c.dropout = std::stod(value);
         else throw std::runtime_error("seq2seq config: unknown key '" + key + "'");
     }
+    return c.canonical();
+}
+
+ModelConfig ModelConfig::canonical() const {
+    ModelConfig c = *this;
+    // Before the score table, --attention named the score and meant Luong's
+    // form for every score but the additive one.
+    if (c.attention == "additive") c.attention = "bahdanau", c.score = "additive_score";
+    for (const char* old : {"dot", "general", "concat", "scaled"})
+        if (c.attention == old) c.attention = "luong", c.score = old;
+    if (c.align == "global") c.align = "soft_alignment";
+    if (c.attention != "bahdanau" && c.attention != "luong")
+        throw std::invalid_argument("seq2seq: --attention must be bahdanau or luong, got '" + c.attention + "'");
+    c.score = canonical_score(c.score);  // throws, listing the choices
+    c.align = canonical_alignment(c.align);
     return c;
 }
 
 namespace {
 
-bool is_additive(const ModelConfig& c) { return c.attention == "additive"; }
-// F: the fed-back vector is c_t (additive, 2H wide) or h̃_t (Luong, S wide).
-int64_t feed_dim(const ModelConfig& c) { return is_additive(c) ? 2 * c.encoder_hidden : c.decoder_hidden; }
+bool is_bahdanau(const ModelConfig& c) { return c.attention == "bahdanau"; }
+// F: the fed-back vector is c_t (Bahdanau, 2H wide) or h̃_t (Luong, S wide).
+int64_t feed_dim(const ModelConfig& c) { return is_bahdanau(c) ? 2 * c.encoder_hidden : c.decoder_hidden; }
 int64_t decoder_input(const ModelConfig& c) { return c.embedding + (c.input_feeding ? feed_dim(c) : 0); }
-// o_t: [s_t ; c_t] (additive) or h̃_t (Luong).
+// o_t: [s_t ; c_t] (Bahdanau) or h̃_t (Luong).
 int64_t output_input(const ModelConfig& c) {
-    return is_additive(c) ? c.decoder_hidden + 2 * c.encoder_hidden : c.decoder_hidden;
+    return is_bahdanau(c) ? c.decoder_hidden + 2 * c.encoder_hidden : c.decoder_hidden;
 }
 
-const ModelConfig& checked(const ModelConfig& c) {
-    const std::string a = c.attention, g = c.align;
-    if (a != "additive" && a != "dot" && a != "general" && a != "concat" && a != "scaled")
-        throw std::invalid_argument("seq2seq: --attention must be additive, dot, general, concat or scaled, got '" +
-                                    a + "'");
-    if (g != "global" && g != "local-m" && g != "local-p")
-        throw std::invalid_argument("seq2seq: --align must be global, local-m or local-p, got '" + g + "'");
-    if (a == "additive" && g != "global")
-        throw std::invalid_argument("seq2seq: Bahdanau's additive attention is global; for " + g +
-                                    " use Luong's scores (--attention concat|dot|general|scaled)");
+ModelConfig checked(const ModelConfig& config) {
+    const ModelConfig c = config.canonical();
+    if (is_bahdanau(c) && (c.score != "additive_score" || c.align != "soft_alignment"))
+        throw std::invalid_argument("seq2seq: Bahdanau's attention is the additive score with the soft alignment; for " +
+                                    c.score + " with " + c.align + " use --attention luong");
+    if (alignment_info(c.align).self_attention_only)
+        throw std::invalid_argument("seq2seq: " + c.align + " works on self-attention only, not on a decoder's query");
     if (!(c.dropout >= 0 && c.dropout < 1))
         throw std::invalid_argument("seq2seq: --dropout must be in [0, 1), got " + std::to_string(c.dropout));
-    if ((a == "dot" || a == "scaled") && c.decoder_hidden != 2 * c.encoder_hidden)
-        throw std::invalid_argument("seq2seq: the " + a + " score needs decoder hidden = 2 × encoder hidden, got " +
-                                    std::to_string(c.decoder_hidden) + " and 2 × " +
-                                    std::to_string(c.encoder_hidden));
+    if (score_info(c.score).same_width && c.decoder_hidden != 2 * c.encoder_hidden)
+        throw std::invalid_argument("seq2seq: " + c.score + " compares the decoder state with the encoder states " +
+                                    "by a dot product, so it needs decoder hidden = 2 × encoder hidden, got " +
+                                    std::to_string(c.decoder_hidden) + " and 2 × " + std::to_string(c.encoder_hidden));
     return c;
 }
 
@@ -107,39 +119,28 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
       target_embedding(config.target_vocab, config.embedding, gen, kPad),
       encoder(config.embedding, config.encoder_hidden, gen, {.bidirectional = true}),
       init(2 * config.encoder_hidden, config.decoder_hidden, gen),
-      decoder(decoder_input(config), config.decoder_hidden, gen),
-      output(output_input(config), config.target_vocab, gen),
+      decoder(decoder_input(checked(config)), config.decoder_hidden, gen),
+      output(output_input(checked(config)), config.target_vocab, gen),
       dropout(static_cast<real>(config.dropout), gen),
-      config_(config) {
+      config_(checked(config)) {
     register_module("source_embedding", source_embedding);
     register_module("encoder", encoder);
     register_module("init", init);
     register_module("target_embedding", target_embedding);
     register_module("decoder", decoder);
-    const int64_t S = config.decoder_hidden, D = 2 * config.encoder_hidden, A = config.attention_dim;
-    if (is_additive(config)) {
-        additive_ = std::make_unique<BahdanauAttention>(S, D, A, gen);  // bahdanau_attention
-        register_module("attention", *additive_);
+    const int64_t S = config_.decoder_hidden, D = 2 * config_.encoder_hidden, A = config_.attention_dim;
+    if (is_bahdanau(config_)) {
+        bahdanau_ = std::make_unique<BahdanauAttention>(S, D, A, gen);  // bahdanau_attention
+        register_module("attention", *bahdanau_);
     } else {
-        // Luong et al.'s variants (catalog luong_attention): a score —
-        // dot_score, scaled_dot_score, general_score, or additive_score as "concat" —
-        // with an alignment: soft_alignment (global), local_monotonic_alignment
-        // (local-m) or local_predictive_alignment (local-p).
-        if (config.attention == "dot") score_ = std::make_unique<DotScore>();
-        if (config.attention == "scaled") score_ = std::make_unique<ScaledDotScore>();
-        if (config.attention == "general") score_ = std::make_unique<GeneralScore>(S, D, gen);
-        if (config.attention == "concat") {  // v_aᵀ tanh(W_a [s; h̄]): the additive score, b starting at 0
-            auto concat_score = std::make_unique<AdditiveScore>(S, D, A, gen);
-            concat_score->b.value().fill_(0);
-            score_ = std::move(concat_score);
-        }
-        if (config.align == "global") align_ = std::make_unique<SoftAlignment>();
-        if (config.align == "local-m") align_ = std::make_unique<LocalMonotonicAlignment>(config.window);
-        if (config.align == "local-p") align_ = std::make_unique<LocalPredictiveAlignment>(S, A, config.window, gen);
-        combine_ = std::make_unique<Linear>(D + S, S, gen, /*with_bias=*/false);
-        register_module("score", *score_);
-        register_module("align", *align_);
-        register_module("combine", *combine_);
+        // luong_attention: the score and the alignment by id, from the table
+        // that the --score and --align flags read (attention/by_id.hpp).
+        luong_ = std::make_unique<LuongAttention>(
+            S, D,
+            LuongAttention::Options{
+                .score = config_.score, .align = config_.align, .window = config_.window, .attention_dim = A},
+            gen);
+        register_module("attention", *luong_);
     }
     register_module("output", output);
     register_module("dropout", dropout);  // no parameters: the state dict is unchanged
@@ -155,7 +156,7 @@ Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& l
     enc.mask = length_mask(lengths, source.size(1));     // B×n
     // [h→ after the last real step ; h← after reading back to position 0]   B×2H
     enc.summary = concat({squeeze(narrow(out.h_n, 0, 0, 1), 0), squeeze(narrow(out.h_n, 0, 1, 1), 0)}, -1);
-    if (additive_) enc.memory = additive_->precompute(enc.states, enc.mask);  // U_a h̄, once
+    if (bahdanau_) enc.memory = bahdanau_->precompute(enc.states, enc.mask);  // U_a h̄, once
     return enc;
 }
 
@@ -167,19 +168,13 @@ DecoderState Seq2SeqModel::initial_state(const Encoded& enc) {
 }
 
 Seq2SeqModel::Attended Seq2SeqModel::attend_step(const Encoded& enc, const Var& s, int64_t t) {
-    if (additive_) {
-        const AttentionOutput a = additive_->step(s, enc.memory);  // c_t B×2H, α_t B×n
+    if (bahdanau_) {
+        const AttentionOutput a = bahdanau_->step(s, enc.memory);  // c_t B×2H, α_t B×n
         return {concat({s, a.output}, -1), a.output, a.weights};
     }
-    const int64_t B = s.size(0), n = enc.states.size(1);
-    const Var q = unsqueeze(s, 1);                                       // B×1×S
-    const Var e = score_->score(q, enc.states);                          // B×1×n
-    const Tensor keep = scores_keep_mask("seq2seq", enc.mask, B, n);     // B×1×n
-    const Tensor position = Tensor::full(Shape{B, 1}, static_cast<real>(t));  // local-m: p_t = t
-    const Var a = align_->align({e, keep, q, position});                // B×1×n
-    const Var c = squeeze(attend(a, enc.states), 1);                     // c_t = Σ_s a_ts h̄_s   B×2H
-    const Var h_tilde = tanh((*combine_)(concat({c, s}, -1)));           // h̃_t = tanh(W_c [c_t; s_t])   B×S
-    return {h_tilde, h_tilde, squeeze(a, 1)};
+    // h̃_t = tanh(W_c [c_t; s_t]), c_t = Σ_s a_ts h̄_s; local-m centres on p_t = t
+    const LuongAttention::Output a = luong_->step(s, enc.states, enc.mask, t);
+    return {a.output, a.output, a.weights};
 }
 
 StepOutput Seq2SeqModel::step(const Encoded& enc, const DecoderState& state, const Tensor& previous, int64_t t) {

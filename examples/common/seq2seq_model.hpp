@@ -10,8 +10,11 @@
 //   init      s_0 = tanh(W_init [h→_last ; h←_first] + b)                 B×S
 //   decoder   s_t = GRUCell([emb(y_{t−1}) ; f_{t−1}], s_{t−1})          B×S  (f_0 = 0)
 //   attention queried by the new state s_t, over h̄ with the padding masked:
-//     additive (Bahdanau)  e = vᵀ tanh(W_a s_t + U_a h̄_j)    o_t = [s_t ; c_t]   f_t = c_t
-//     dot | general | concat | scaled (Luong), align global | local-m | local-p
+//     bahdanau  bahdanau_attention: e = vᵀ tanh(W_a s_t + U_a h̄_j), soft
+//                                    o_t = [s_t ; c_t]   f_t = c_t
+//     luong     luong_attention with any score and alignment of the table
+//               (attention/by_id.hpp: --score dot|general|concat|scaled|...,
+//               --align soft|local-m|local-p|...)
 //                          h̃_t = tanh(W_c [c_t ; s_t])       o_t = h̃_t          f_t = h̃_t
 //   output    logits_t = W_out o_t + b_out                               B×V
 // With dropout p > 0 (training only), the source and target embeddings and
@@ -45,15 +48,21 @@ struct ModelConfig {
     int64_t encoder_hidden = 128;  // H per direction
     int64_t decoder_hidden = 256;  // S
     int64_t attention_dim = 256;   // A (additive, concat, local-p's predictor)
-    std::string attention = "additive";  // additive | dot | general | concat | scaled
-    std::string align = "global";        // global | local-m | local-p
+    std::string attention = "bahdanau";    // bahdanau | luong
+    std::string score = "additive_score";  // a score of attention/by_id.hpp's table (luong)
+    std::string align = "soft_alignment";  // an alignment of its table (luong)
     bool input_feeding = true;
     int64_t window = 4;  // D, the half-width of the local windows
     double dropout = 0;  // on the embeddings and on o_t, while training
 
-    // "attention=additive align=global ..." and back (checkpoint metadata).
+    // "attention=bahdanau score=additive_score ..." and back (checkpoint
+    // metadata). parse() also reads the names before the score table
+    // (attention=additive|dot|general|concat|scaled, align=global).
     std::string str() const;
     static ModelConfig parse(const std::string& text);
+    // The same configuration with the older names and the short names of
+    // the tables replaced by catalog ids; throws on an unknown one.
+    ModelConfig canonical() const;
 };
 
 // What the decoder needs from the source, computed once per batch.
@@ -61,7 +70,7 @@ struct Encoded {
     Var states;                          // h̄  B×n×2H
     Tensor mask;                         // B×n, 1 = a real source position
     Var summary;                         // [h→_last ; h←_first]  B×2H
-    BahdanauAttention::Memory memory{};  // additive only: U_a h̄ precomputed
+    BahdanauAttention::Memory memory{};  // bahdanau only: U_a h̄ precomputed
     // The rows `rows` of every part (beam search replicates one source).
     Encoded select(const std::vector<int64_t>& rows) const;
 };
@@ -111,10 +120,8 @@ private:
     Attended attend_step(const Encoded& enc, const Var& s, int64_t t);
 
     ModelConfig config_;
-    std::unique_ptr<BahdanauAttention> additive_;  // additive
-    std::unique_ptr<ScoreFunction> score_;         // Luong's scores
-    std::unique_ptr<Alignment> align_;
-    std::unique_ptr<Linear> combine_;              // W_c (no bias)
+    std::unique_ptr<BahdanauAttention> bahdanau_;  // --attention bahdanau
+    std::unique_ptr<LuongAttention> luong_;        // --attention luong
 };
 
 // ---- decoding ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/progress.hpp"
+#include "attention/by_id.hpp"
 #include "examples/common/seq2seq_model.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
@@ -141,9 +142,12 @@ int main(int argc, char** argv) try {
     FlagParser flags("seq2seq", "Encoder-decoder with attention: date normalisation (--data dates) or "
                                 "grapheme-to-phoneme conversion (--data cmudict, or a lexicon file).");
     flags.add_common(s.common);
-    flags.add("--attention", &s.model.attention, "score: additive (Bahdanau) | dot | general | concat | scaled (Luong)");
-    flags.add("--align", &s.model.align, "alignment: global | local-m | local-p (Luong's scores only)");
-    flags.add("--input-feeding", &s.model.input_feeding, "feed c_t (additive) or h~_t (Luong) into the next step");
+    flags.add("--attention", &s.model.attention,
+              "bahdanau (additive score, o_t = [s_t; c_t]) | luong (any --score and --align, o_t = h~_t); "
+              "also additive | dot | general | concat | scaled (Luong with that score)");
+    flags.add("--score", &s.model.score, "luong: the score, by catalog id or short name: " + score_choices());
+    flags.add("--align", &s.model.align, "luong: the alignment, by catalog id or short name: " + alignment_choices());
+    flags.add("--input-feeding", &s.model.input_feeding, "feed c_t (Bahdanau) or h~_t (Luong) into the next step");
     flags.add("--window", &s.model.window, "half-width D of the local windows");
     flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)");
     flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)");

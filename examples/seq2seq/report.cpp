@@ -15,7 +15,7 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     rep.section(task.g2p ? "seq2seq: grapheme-to-phoneme conversion" : "seq2seq: date normalisation");
     rep.paragraph(task.description + ".");
     rep.paragraph("Model: bidirectional GRU encoder, GRU decoder with " + model.config().attention + " attention (" +
-                  model.config().align + " alignment" + (model.config().input_feeding ? ", input feeding" : "") + "), " +
+                  model.config().score + ", " + model.config().align + (model.config().input_feeding ? ", input feeding" : "") + "), " +
                   std::to_string(model.num_parameters()) + " parameters.");
     char line[256];
     std::snprintf(line, sizeof line, "Test (%s): exact match %.2f%%, WER %.2f%%, PER %.2f%% on %lld items; trained %.0f s.",

@@ -165,7 +165,7 @@ Vec concat(const Vec& a, const Vec& b) {
     return y;
 }
 
-Vec apply(const Vec& a, double (*f)(double)) {
+Vec each(const Vec& a, double (*f)(double)) {
     Vec y(a.size());
     for (size_t i = 0; i < a.size(); ++i) y[i] = f(a[i]);
     return y;

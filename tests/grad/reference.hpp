@@ -80,7 +80,9 @@ Vec sub(const Vec& a, const Vec& b);
 Vec hadamard(const Vec& a, const Vec& b);
 Vec scale(const Vec& a, double s);
 Vec concat(const Vec& a, const Vec& b);
-Vec apply(const Vec& a, double (*f)(double));
+// f applied to every element: each(v, std::tanh). (Not "apply": argument-dependent
+// lookup would find std::apply for a std::vector argument.)
+Vec each(const Vec& a, double (*f)(double));
 double sigmoid(double x);
 double relu(double x);
 double norm(const Vec& a);  // the L2 norm

@@ -35,7 +35,7 @@ Array additive_score_reference(const Ref& r, double (*act)(double)) {
         for (int64_t i = 0; i < Q.size(1); ++i)
             for (int64_t l = 0; l < K.size(1); ++l) {
                 const Vec pre = add(add(matvec(W_1, row(Q, bb, i)), matvec(W_2, row(K, bb, l))), b);
-                E(bb, i, l) = dot(w, apply(pre, act));
+                E(bb, i, l) = dot(w, each(pre, act));
             }
     return E;
 }
