@@ -51,6 +51,11 @@ const std::vector<ScoreInfo>& score_table() {
          [](const S&, Generator&) {
              return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::negative_distance));
          }},
+        {"low_rank_bilinear_score", "low-rank", "pᵀ(tanh(U q) ∘ tanh(V k)), a rank-r bilinear score (MLB)", false,
+         [](const S& s, Generator& g) {
+             return std::make_unique<LowRankBilinearScore>(s.query_dim, s.key_dim,
+                                                           or_default(s.hidden_dim, s.query_dim), g);
+         }},
         {"location_score", "location", "W_a q, one score per position (Luong; needs a maximum length)", false,
          [](const S& s, Generator& g) { return std::make_unique<LocationScore>(s.query_dim, s.max_length, g); }},
     };

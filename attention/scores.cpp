@@ -215,6 +215,23 @@ std::string SimilarityScore::describe() const {
     return std::string("similarity_score(negative_distance") + (options_.squared ? ", squared)" : ")");
 }
 
+// ---- 81. low_rank_bilinear_score -------------------------------------------------------------
+
+LowRankBilinearScore::LowRankBilinearScore(int64_t query_dim, int64_t key_dim, int64_t rank, Generator& gen) {
+    U = register_parameter("U", init::xavier_uniform({rank, query_dim}, gen));
+    V = register_parameter("V", init::xavier_uniform({rank, key_dim}, gen));
+    p = register_parameter("p", init::uniform_fan_in(Shape{rank}, rank, gen));
+}
+
+Var LowRankBilinearScore::score(const Var& queries, const Var& keys) {
+    check_pair(id(), queries, keys);
+    check_width(id(), "queries", queries, U.size(1));
+    check_width(id(), "keys", keys, V.size(1));
+    const Var Uq = tanh(matmul(queries, U, false, true));  // tanh(U q) for every query   B×m×r
+    const Var Vk = tanh(matmul(keys, V, false, true));     // tanh(V k_l) for every key   B×n×r
+    return matmul(Uq * p, Vk, false, true);                // e_l = pᵀ(tanh(U q) ∘ tanh(V k_l))   B×m×n
+}
+
 // ---- Luong's location score ------------------------------------------------------------------
 
 LocationScore::LocationScore(int64_t query_dim, int64_t max_length, Generator& gen) {

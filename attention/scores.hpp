@@ -167,6 +167,21 @@ private:
     Options options_;
 };
 
+// ---- 81. low_rank_bilinear_score ------------------------------------------------------------
+// Kim, On, Lim, Kim, Ha, Zhang (2017), Hadamard Product for Low-rank Bilinear
+// Pooling, ICLR (MLB attention). A bilinear score kᵀ W q with W of rank r,
+// written as a Hadamard product of two projections:
+//   e_l = pᵀ (tanh(U q) ∘ tanh(V k_l))     U r×d_q, V r×d_k, p r
+// Added after the catalog's 80 entries, as the worked example of docs/extending.md.
+class LowRankBilinearScore : public ScoreFunction {
+public:
+    LowRankBilinearScore(int64_t query_dim, int64_t key_dim, int64_t rank, Generator& gen);
+    Var score(const Var& queries, const Var& keys) override;
+    std::string id() const override { return "low_rank_bilinear_score"; }
+
+    Var U, V, p;
+};
+
 // ---- Luong's location score (part of entry 32, luong_attention) -----------------------------
 // Luong et al. (2015): a_t = softmax(W_a h_t), one score per source position
 // from the query alone; the keys only say how many there are, so it needs a

@@ -93,6 +93,22 @@ Array negative_distance_reference(const Ref& r, bool squared) {
     return E;
 }
 
+// 81: e_l = pᵀ (tanh(U q) ∘ tanh(V k_l)), U r×d_q, V r×d_k, p r
+Array low_rank_bilinear_score_reference(const Ref& r) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    const Array U = r.p["U"], V = r.p["V"];
+    const Vec p = vec(r.p["p"]);
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                const Vec Uq = each(matvec(U, row(Q, b, i)), std::tanh);
+                const Vec Vk = each(matvec(V, row(K, b, l)), std::tanh);
+                E(b, i, l) = dot(p, hadamard(Uq, Vk));
+            }
+    return E;
+}
+
 double identity(double x) { return x; }
 double tanh_(double x) { return std::tanh(x); }
 
@@ -231,6 +247,20 @@ const RegisterEntry similarity_entry(21, "similarity_score", {
              SimilarityScore(similarity(SimilarityScore::Kind::negative_distance, true)).score(x[0], x[1]));
      },
      .reference = [](const Ref& r) { return expect_scores(negative_distance_reference(r, true)); }},
+});
+
+const RegisterEntry low_rank_bilinear_entry(81, "low_rank_bilinear_score", {
+    {.variant = "d_q 3, d_k 5, rank 4",
+     .inputs = {Shape{2, 3, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<LowRankBilinearScore>(3, 5, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<LowRankBilinearScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(low_rank_bilinear_score_reference(r)); },
+     .properties = {permutation_equivariant_keys({1}, {}, {"scores"})}},
+    {.variant = "square projections, d_q = d_k = rank = 4",
+     .inputs = {Shape{2, 2, 4}, Shape{2, 5, 4}},
+     .make = [](Generator& g) { return std::make_unique<LowRankBilinearScore>(4, 4, 4, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<LowRankBilinearScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(low_rank_bilinear_score_reference(r)); }},
 });
 
 // B×m×d from rows.
