@@ -221,7 +221,7 @@ TEST_CASE("decomposable_attention: without intra-attention, word order does not 
     for (int64_t i = 0; i < 4; ++i) CHECK(padded.weights_a.value().at({0, i, 4}) == 0);
     // with intra-attention the distance biases make order matter
     DecomposableAttention intra(3, 8, 3, gen, /*intra=*/true);
-    intra.distance_bias.value().copy_(normal({21}, gen));
+    intra.distance_bias.value().copy_(normal({DecomposableAttention::kDistanceBuckets}, gen));
     const Tensor z = intra.forward(Var(a), Var(b)).logits.value();
     const Tensor z_perm = intra.forward(Var(index_select(a, 1, {2, 0, 3, 1})), Var(b)).logits.value();
     CHECK(!allclose(z, z_perm, 0, 1e-6));
