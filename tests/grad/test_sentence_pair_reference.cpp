@@ -517,7 +517,10 @@ Property cosnet_convex(const std::string& out, const std::string& gate, int othe
                     for (int64_t k = 0; k < C; ++k) {
                         double lo = INFINITY, hi = -INFINITY;
                         for (int64_t y = 0; y < H; ++y)
-                            for (int64_t x = 0; x < W; ++x) lo = std::min(lo, V(b, k, y, x)), hi = std::max(hi, V(b, k, y, x));
+                            for (int64_t x = 0; x < W; ++x) {
+                                lo = std::min(lo, V(b, k, y, x));
+                                hi = std::max(hi, V(b, k, y, x));
+                            }
                         for (int64_t y = 0; y < H; ++y)
                             for (int64_t x = 0; x < W; ++x) {
                                 const double z = O(b, k, y, x) / g(b, y * W + x);
