@@ -31,6 +31,11 @@ Tensor pair_keep(const std::string& who, const Tensor& mask0, const Tensor& mask
 
 Var masked(const Var& x, const Tensor& keep) { return keep.defined() ? mul(x, Var(keep)) : x; }
 
+// x with the rows of padding zeroed: x B×s×d, mask B×s (undefined: keep all)
+Var keep_rows(const Var& x, const Tensor& mask) {
+    return mask.defined() ? mul(x, Var(mask.reshape(Shape{mask.size(0), mask.size(1), 1}))) : x;
+}
+
 Tensor xavier(const Shape& s, Generator& gen) {
     Tensor t = Tensor::empty(s);
     return init::xavier_uniform_(t, gen);
@@ -66,8 +71,10 @@ AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0, const Var& F
     out.weights = abcnn_match_scores(F0, F1, mask0, mask1);  // A   B×s×s
     out.features0 = matmul(out.weights, W_0);                // F_{0,a} = A W_0    B×s×d
     out.features1 = matmul(out.weights, W_1, true);          // F_{1,a} = Aᵀ W_1   B×s×d
-    out.channels0 = stack({F0, out.features0}, 1);           // [F_0; F_{0,a}]     B×2×s×d
-    out.channels1 = stack({F1, out.features1}, 1);
+    // [F_k; F_{k,a}] with padding rows zero, as the paper's zero-padded
+    // sentences: a padding token must not reach a real wide-conv output   B×2×s×d
+    out.channels0 = stack({keep_rows(F0, mask0), out.features0}, 1);
+    out.channels1 = stack({keep_rows(F1, mask1), out.features1}, 1);
     return out;
 }
 
@@ -143,7 +150,8 @@ AbcnnLayer::AbcnnLayer(Kind kind, int64_t max_length, int64_t dim, int64_t out_d
 
 AbcnnLayer::Output AbcnnLayer::forward(const Var& F0, const Var& F1, const Tensor& mask0, const Tensor& mask1) {
     Output out;
-    Var x0 = unsqueeze(F0, 1), x1 = unsqueeze(F1, 1);  // one channel: B×1×s×d
+    // one channel, padding rows zero: B×1×s×d
+    Var x0 = unsqueeze(keep_rows(F0, mask0), 1), x1 = unsqueeze(keep_rows(F1, mask1), 1);
     if (input_attention) {
         const auto att = input_attention->forward(F0, F1, mask0, mask1);
         x0 = att.channels0, x1 = att.channels1;  // two channels: [F_k; F_{k,a}]
@@ -151,9 +159,6 @@ AbcnnLayer::Output AbcnnLayer::forward(const Var& F0, const Var& F1, const Tenso
     }
     // wide convolution + tanh, padded outputs zeroed                   B×(s+w−1)×d′
     const Tensor conv_mask0 = wide_conv_mask(mask0, width_), conv_mask1 = wide_conv_mask(mask1, width_);
-    auto keep_rows = [](const Var& x, const Tensor& keep) {
-        return keep.defined() ? mul(x, Var(keep.reshape(Shape{keep.size(0), keep.size(1), 1}))) : x;
-    };
     const Var c0 = keep_rows(wide_convolution(conv, x0), conv_mask0);
     const Var c1 = keep_rows(wide_convolution(conv, x1), conv_mask1);
     if (kind_ == Kind::one) {
@@ -195,7 +200,8 @@ DecomposableAttention::DecomposableAttention(int64_t dim, int64_t hidden, int64_
       G1(2 * (intra ? 2 * dim : dim), hidden, gen),
       G2(hidden, hidden, gen),
       H1(2 * hidden, hidden, gen),
-      H2(hidden, classes, gen),
+      H2(hidden, hidden, gen),
+      H3(hidden, classes, gen),
       intra_(intra) {
     register_module("F1", F1);
     register_module("F2", F2);
@@ -203,13 +209,19 @@ DecomposableAttention::DecomposableAttention(int64_t dim, int64_t hidden, int64_
     register_module("G2", G2);
     register_module("H1", H1);
     register_module("H2", H2);
+    register_module("H3", H3);
     if (intra) {
         Fin1 = std::make_unique<Linear>(dim, hidden, gen);
         Fin2 = std::make_unique<Linear>(hidden, hidden, gen);
         register_module("Fin1", *Fin1);
         register_module("Fin2", *Fin2);
-        distance_bias = register_parameter("distance_bias", Tensor::zeros(Shape{21}));
+        distance_bias = register_parameter("distance_bias", Tensor::zeros(Shape{kDistanceBuckets}));
     }
+}
+
+int64_t DecomposableAttention::distance_bucket(int64_t offset) {
+    // offsets −10..10 → buckets 0..20; every distance |i − j| > 10 → the shared bucket 21
+    return offset < -kMaxDistance || offset > kMaxDistance ? 2 * kMaxDistance + 1 : offset + kMaxDistance;
 }
 
 Var DecomposableAttention::intra_attend(const Var& a, const Tensor& mask) {
@@ -217,11 +229,11 @@ Var DecomposableAttention::intra_attend(const Var& a, const Tensor& mask) {
     const int64_t n = a.size(1);
     // F_in(a_i)                                                   B×ℓ×h
     const Var f = relu(Fin2->forward(relu(Fin1->forward(a))));
-    // d_{i−j}: offsets −10..10 → biases 0..20; longer offsets share the ends   ℓ×ℓ
-    Tensor offset = Tensor::empty(Shape{n, n});
+    // d_{i−j}, looked up by bucket                                  ℓ×ℓ
+    Tensor bucket = Tensor::empty(Shape{n, n});
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) offset.at({i, j}) = real(std::clamp<int64_t>(i - j, -10, 10) + 10);
-    const Var bias = reshape(embedding(reshape(distance_bias, {21, 1}), offset), {n, n});
+        for (int64_t j = 0; j < n; ++j) bucket.at({i, j}) = real(distance_bucket(i - j));
+    const Var bias = reshape(embedding(reshape(distance_bias, {kDistanceBuckets, 1}), bucket), {n, n});
     // a′_i = Σ_j softmax_j(F_in(a_i)ᵀ F_in(a_j) + d_{i−j}) a_j      B×ℓ×d
     const Var weights = masked_softmax(add(matmul(f, f, false, true), bias), scores_keep_mask(id(), mask, a.size(0), n));
     return concat({a, attend(weights, a)}, -1);  // ā_i = [a_i; a′_i]
@@ -230,9 +242,12 @@ Var DecomposableAttention::intra_attend(const Var& a, const Tensor& mask) {
 DecomposableAttention::Output DecomposableAttention::forward(const Var& a, const Var& b, const Tensor& mask_a,
                                                              const Tensor& mask_b) {
     check_pair(id(), a, b);
-    const int64_t B = a.size(0);
-    const Tensor keep_a = scores_keep_mask(id(), mask_a, B, a.size(1));  // B×1×ℓ_a
-    const Tensor keep_b = scores_keep_mask(id(), mask_b, B, b.size(1));  // B×1×ℓ_b
+    const int64_t B = a.size(0), la = a.size(1), lb = b.size(1);
+    const Tensor keep_a = scores_keep_mask(id(), mask_a, B, la);  // B×1×ℓ_a
+    const Tensor keep_b = scores_keep_mask(id(), mask_b, B, lb);  // B×1×ℓ_b
+    // a pair (i, j) counts only when both tokens are real: a padding token
+    // attends to nothing and is attended by nothing        B×ℓ_a×ℓ_b
+    const Tensor keep_ab = pair_keep(id(), mask_a, mask_b, B, la, lb);
     const Var abar = intra_attend(a, mask_a), bbar = intra_attend(b, mask_b);
     auto F = [&](const Var& x) { return relu(F2.forward(relu(F1.forward(x)))); };
     auto G = [&](const Var& x) { return relu(G2.forward(relu(G1.forward(x)))); };
@@ -240,8 +255,9 @@ DecomposableAttention::Output DecomposableAttention::forward(const Var& a, const
     // attend: e_ij = F(ā_i)ᵀ F(b̄_j), F once per token               B×ℓ_a×ℓ_b
     const Var e = matmul(F(abar), F(bbar), false, true);
     Output out;
-    out.weights_a = masked_softmax(e, keep_b);                     // softmax_j(e_ij)
-    out.weights_b = masked_softmax(transpose(e, 1, 2), keep_a);    // softmax_i(e_ij), B×ℓ_b×ℓ_a
+    const Tensor keep_ba = keep_ab.defined() ? transpose(keep_ab, 1, 2) : Tensor();
+    out.weights_a = masked_softmax(e, keep_ab);                    // softmax_j(e_ij)
+    out.weights_b = masked_softmax(transpose(e, 1, 2), keep_ba);   // softmax_i(e_ij), B×ℓ_b×ℓ_a
     const Var beta = attend(out.weights_a, bbar);                  // β_i   B×ℓ_a×d̄
     const Var alpha = attend(out.weights_b, abar);                 // α_j   B×ℓ_b×d̄
     // compare: v_{1,i} = G([ā_i; β_i]),  v_{2,j} = G([b̄_j; α_j])
@@ -250,8 +266,9 @@ DecomposableAttention::Output DecomposableAttention::forward(const Var& a, const
     auto total = [](const Var& v, const Tensor& keep) {
         return keep.defined() ? reshape(matmul(Var(keep), v), {v.size(0), v.size(2)}) : sum(v, 1);
     };
-    // ŷ = H([v_1; v_2])                                               B×classes
-    out.logits = H2.forward(relu(H1.forward(concat({total(v1, keep_a), total(v2, keep_b)}, 1))));
+    // ŷ = H([v_1; v_2]): two ReLU layers, then the linear output layer   B×classes
+    const Var v = concat({total(v1, keep_a), total(v2, keep_b)}, 1);
+    out.logits = H3.forward(relu(H2.forward(relu(H1.forward(v)))));
     return out;
 }
 

@@ -41,7 +41,8 @@ Var abcnn_match_scores(const Var& F0, const Var& F1, const Tensor& mask0 = {}, c
 
 // ---- 67. abcnn1_attention ------------------------------------------------------------------
 //   F_{0,a} = A W_0,   F_{1,a} = Aᵀ W_1         attention feature maps, s×d each
-// and the convolution's input for sentence k is the two-channel stack [F_k; F_{k,a}].
+// and the convolution's input for sentence k is the two-channel stack [F_k; F_{k,a}],
+// with the rows of padding zero (the paper's zero-padded sentences).
 // W_0, W_1 s×d (the paper's d×s matrices, transposed for rows = positions).
 class AbcnnOneAttention : public AttentionModule {
 public:
@@ -112,7 +113,7 @@ private:
 };
 
 // The conv-output mask of a token mask: ℓ tokens → ℓ + w − 1 real outputs.
-// B×s → B×(s+w−1).
+// B×s → B×(s+w−1). The padding is at the end (ℓ = the number of kept tokens).
 Tensor wide_conv_mask(const Tensor& token_mask, int64_t width);
 
 // ---- 70. decomposable_attention -----------------------------------------------------------------
@@ -122,8 +123,11 @@ Tensor wide_conv_mask(const Tensor& token_mask, int64_t width);
 //   compare    v_{1,i} = G([ā_i; β_i]),  v_{2,j} = G([b̄_j; α_j])
 //   aggregate  v_1 = Σ_i v_{1,i},  v_2 = Σ_j v_{2,j},  ŷ = H([v_1; v_2])
 //   intra (optional)  f_ij = F_in(a_i)ᵀ F_in(a_j);  a′_i = Σ_j softmax_j(f_ij + d_{i−j}) a_j;  ā_i = [a_i; a′_i]
-// F, G, F_in: two ReLU layers; H: a ReLU layer and a linear output layer.
-// d: one learned bias per offset i − j in −10..10; larger offsets share the end biases.
+// F, G, F_in: two ReLU layers; H: two ReLU layers, then a linear output layer.
+// d: one learned bias per offset i − j in −10..10, and one more shared by every
+// distance |i − j| > 10 (the paper: "all distances greater than 10 words share
+// the same bias"). A padding token attends to nothing and is attended by
+// nothing: its rows and columns of both weight matrices are 0.
 class DecomposableAttention : public AttentionModule {
 public:
     DecomposableAttention(int64_t dim, int64_t hidden, int64_t classes, Generator& gen, bool intra = false);
@@ -141,9 +145,13 @@ public:
     std::string id() const override { return "decomposable_attention"; }
     Taxonomy taxonomy() const override;
 
-    Linear F1, F2, G1, G2, H1, H2;
+    // The bucket of d_{i−j}: offsets −10..10 → 0..20, |i − j| > 10 → 21.
+    static int64_t distance_bucket(int64_t offset);
+    static constexpr int64_t kMaxDistance = 10, kDistanceBuckets = 2 * kMaxDistance + 2;
+
+    Linear F1, F2, G1, G2, H1, H2, H3;
     std::unique_ptr<Linear> Fin1, Fin2;  // intra only
-    Var distance_bias;                    // 21 biases, intra only
+    Var distance_bias;                    // kDistanceBuckets biases, intra only
 
 private:
     bool intra_;
