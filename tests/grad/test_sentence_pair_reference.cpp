@@ -32,7 +32,7 @@ struct Dense {
 struct TwoRelu {
     Dense first, second;
     TwoRelu(const Ref& r, const std::string& one, const std::string& two) : first(r, one), second(r, two) {}
-    Vec operator()(const Vec& x) const { return testing::apply(second(testing::apply(first(x), relu)), relu); }
+    Vec operator()(const Vec& x) const { return testing::each(second(testing::each(first(x), relu)), relu); }
 };
 
 double absolute(double x) { return std::fabs(x); }
@@ -312,7 +312,7 @@ std::vector<Expected> compositional_de_attention_reference(const Ref& r, double 
             for (int64_t j = 0; j < lb; ++j) {
                 const double E = alpha * dot(F("F_E", row(X, b, i)), F("F_E", row(Y, b, j)));
                 const Vec diff = sub(F("F_N", row(X, b, i)), F("F_N", row(Y, b, j)));
-                const double N = -beta * sum(testing::apply(diff, absolute));
+                const double N = -beta * sum(testing::each(diff, absolute));
                 M(b, i, j) = kx[size_t(i)] * ky[size_t(j)] * std::tanh(E) * sigmoid(N);
             }
         for (int64_t i = 0; i < la; ++i)
@@ -412,7 +412,7 @@ std::vector<Expected> can_cross_attention_reference(const Ref& r, double tau) {
     auto attention = [&](const Array& R) {
         Vec gap(size_t(m), 0.0);
         for (int64_t i = 0; i < m; ++i) gap = add(gap, scale(row(R, i), 1.0 / double(m)));
-        const Vec kernel = matvec(W_2, testing::apply(matvec(W_1, gap), relu));
+        const Vec kernel = matvec(W_2, testing::each(matvec(W_1, gap), relu));
         Vec logits(static_cast<size_t>(m));
         for (int64_t i = 0; i < m; ++i) logits[size_t(i)] = dot(kernel, row(R, i)) / tau;
         return softmax(logits);
