@@ -47,10 +47,12 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // The keys' half does not depend on the query: a decoder projects its encoder
 // states once per sequence (project_keys) and scores each step against them
 // (score_projected); score() does both.
+// bias = false leaves b out (b undefined): e_l = wᵀ act(W_1 q + W_2 k_l), the
+// form of Bahdanau's decoder and of Pointer Networks.
 class AdditiveScore : public ScoreFunction {
 public:
     AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
-                  Activation act = Activation::tanh);
+                  Activation act = Activation::tanh, bool bias = true);
 
     Var score(const Var& queries, const Var& keys) override;
     // keys B×n×d_k → K W_2ᵀ  B×n×d_w
@@ -61,7 +63,7 @@ public:
     std::string id() const override { return "additive_score"; }
     std::string describe() const override;
 
-    Var W_1, W_2, b, w;
+    Var W_1, W_2, b, w;  // b undefined without a bias
 
 private:
     Activation act_;
