@@ -177,3 +177,22 @@ TEST_CASE("dual_local_global_attention: W_L = 0, b_L = 0 gives s_i = 0.5; s_i se
     CHECK(out.global_gate.value()[0] < 1);
     CHECK_THROWS_AS(att.forward(Var(normal({1, 7, 3}, gen))), std::invalid_argument);
 }
+
+TEST_CASE("sequence variants 54, 57–60: their survey tags") {
+    Generator gen(63);
+    const Taxonomy pointer = PointerAttention(3, 4, 5, gen).taxonomy();
+    CHECK(pointer.scoring == "additive_score");
+    CHECK(pointer.alignment == "soft");
+    const Taxonomy latent = LatentAttention(3, 4, gen).taxonomy();
+    CHECK(latent.levels == "multi");
+    CHECK(latent.scoring == "dot_score");
+    CHECK(latent.query == "self");
+    const Taxonomy transducer = NeuralTransducerAttention(std::make_unique<GeneralScore>(3, 2, gen), 2).taxonomy();
+    CHECK(transducer.scoring == "general_score");
+    CHECK(transducer.alignment == "local-m");
+    CHECK(AreaAttention({}, gen).taxonomy().scoring == "scaled_dot_score");
+    const Taxonomy dual = DualLocalGlobalAttention(6, 3, 2, 3, gen).taxonomy();
+    CHECK(dual.levels == "multi");
+    CHECK(dual.alignment == "elementwise");
+    CHECK(dual.query == "self");
+}

@@ -467,3 +467,19 @@ TEST_CASE("structured_self_attention: r = 1 is constant-query self-attention wit
     CHECK(allclose(a.output.value(), b.output.value(), 0, 1e-12));
     CHECK(allclose(a.weights.value(), b.weights.value(), 0, 1e-12));
 }
+
+TEST_CASE("sequence variants 53, 55, 56: their survey tags") {
+    Generator gen(58);
+    const Taxonomy soft = DoublyStochasticSoftAttention(3, 4, 5, gen).taxonomy();
+    CHECK(soft.scoring == "additive_score");
+    CHECK(soft.alignment == "soft");
+    CHECK(soft.query == "basic");
+    const Taxonomy ff = FeedForwardAttention(3, gen).taxonomy();
+    CHECK(ff.scoring == "activated_general_score");
+    CHECK(ff.query == "self");
+    CHECK(ff.alignment == "soft");
+    const Taxonomy structured = StructuredSelfAttention(3, 4, 2, gen).taxonomy();
+    CHECK(structured.scoring == "additive_score");
+    CHECK(structured.query == "self");
+    CHECK(structured.alignment == "soft");
+}
