@@ -5,39 +5,30 @@
 #include "attention/alignments.hpp"
 #include "attention/query_types.hpp"
 #include "attention/scores.hpp"
-#include "nn/init.hpp"
 
 namespace attn {
 
-PointerAttention::PointerAttention(int64_t encoder_dim, int64_t decoder_dim, int64_t attention_dim, Generator& gen) {
-    Tensor w1 = Tensor::empty(Shape{attention_dim, encoder_dim});
-    Tensor w2 = Tensor::empty(Shape{attention_dim, decoder_dim});
-    Tensor vv = Tensor::empty(Shape{attention_dim});
-    W_1 = register_parameter("W_1", init::xavier_uniform_(w1, gen));
-    W_2 = register_parameter("W_2", init::xavier_uniform_(w2, gen));
-    v = register_parameter("v", init::uniform_fan_in_(vv, attention_dim, gen));
+PointerAttention::PointerAttention(int64_t encoder_dim, int64_t decoder_dim, int64_t attention_dim, Generator& gen)
+    : score(decoder_dim, encoder_dim, attention_dim, gen, Activation::tanh, /*bias=*/false) {
+    register_module("score", score);
 }
 
 Var PointerAttention::project(const Var& encoder_states) {
     check_rank(id(), "encoder states", encoder_states, 3);
-    if (encoder_states.size(2) != W_1.size(1))
+    if (encoder_states.size(2) != score.W_2.size(1))
         throw std::invalid_argument(id() + ": encoder states " + encoder_states.shape().str() + " need width " +
-                                    std::to_string(W_1.size(1)));
-    return matmul(encoder_states, W_1, false, true);  // W_1 e_j    B×n×d_w
+                                    std::to_string(score.W_2.size(1)));
+    return score.project_keys(encoder_states);  // W_2 e_j    B×n×d_w
 }
 
 Var PointerAttention::scores(const Var& decoder_states, const Var& projected) {
     check_rank(id(), "decoder states", decoder_states, 3);
-    if (decoder_states.size(2) != W_2.size(1) || decoder_states.size(0) != projected.size(0))
+    if (decoder_states.size(2) != score.W_1.size(1) || decoder_states.size(0) != projected.size(0))
         throw std::invalid_argument(id() + ": decoder states " + decoder_states.shape().str() +
                                     " and projected encoder states " + projected.shape().str() +
-                                    " need the same batch size and decoder width " + std::to_string(W_2.size(1)));
-    // W_2 d_i                                            B×m×d_w
-    const Var query = matmul(decoder_states, W_2, false, true);
-    // tanh(W_1 e_j + W_2 d_i)                            B×m×n×d_w
-    const Var hidden = additive_features(query, projected, Var(), Activation::tanh);
-    // u^i_j = vᵀ tanh(⋯)                                  B×m×n
-    return squeeze(matmul(hidden, reshape(v, {v.size(0), 1})), -1);
+                                    " need the same batch size and decoder width " + std::to_string(score.W_1.size(1)));
+    // u^i_j = wᵀ tanh(W_1 d_i + W_2 e_j)                  B×m×n
+    return score.score_projected(decoder_states, projected);
 }
 
 AttentionOutput PointerAttention::forward(const Var& encoder_states, const Var& decoder_states, const Tensor& mask) {

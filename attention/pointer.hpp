@@ -24,20 +24,26 @@
 #include <string>
 
 #include "attention/general.hpp"
+#include "attention/scores.hpp"
 #include "tensor/random.hpp"
 
 namespace attn {
 
 // ---- 54. pointer_attention ---------------------------------------------------------
-// W_1 d_w×d_e, W_2 d_w×d_d, v d_w. W_1 e_j does not depend on the step:
-// project() computes it once per input, point() once per step.
+// The score is the additive score of entry 15 without a bias, `score`, with the
+// decoder state as its query and the encoder states as its keys:
+//   u^i_j = wᵀ tanh(W_1 d_i + W_2 e_j)
+// score.W_1 d_w×d_d, score.W_2 d_w×d_e, score.w d_w — the paper's W_2, W_1 and
+// v (Vinyals et al. name the encoder's matrix first; entry 15 names the query's).
+// W_2 e_j does not depend on the step: project() computes it once per input,
+// scores() once per step.
 class PointerAttention : public AttentionModule {
 public:
     PointerAttention(int64_t encoder_dim, int64_t decoder_dim, int64_t attention_dim, Generator& gen);
 
-    // E B×n×d_e → W_1 e_j for every j, B×n×d_w
+    // E B×n×d_e → W_2 e_j for every j, B×n×d_w
     Var project(const Var& encoder_states);
-    // u^i_j = vᵀ tanh(W_1 e_j + W_2 d_i): decoder states B×m×d_d, projected
+    // u^i_j = wᵀ tanh(W_1 d_i + W_2 e_j): decoder states B×m×d_d, projected
     // encoder states B×n×d_w → B×m×n
     Var scores(const Var& decoder_states, const Var& projected);
     // The pointer distribution: output and weights are the same B×m×n tensor,
@@ -47,7 +53,7 @@ public:
     std::string id() const override { return "pointer_attention"; }
     Taxonomy taxonomy() const override;
 
-    Var W_1, W_2, v;
+    AdditiveScore score;  // queries d_d, keys d_e, width d_w, no bias
 };
 
 // The keep mask "positions not chosen before step i", for teacher forcing a

@@ -54,7 +54,7 @@ Var masked_mean(const Var& values, const Tensor& mask) {
 
 BahdanauAttention::BahdanauAttention(int64_t state_dim, int64_t encoder_dim, int64_t attention_dim,
                                      Generator& gen)
-    : score(state_dim, encoder_dim, attention_dim, gen, Activation::tanh, /*with_bias=*/false) {
+    : score(state_dim, encoder_dim, attention_dim, gen, Activation::tanh, /*bias=*/false) {
     register_module("score", score);
 }
 

@@ -57,11 +57,11 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // ---- 15. additive_score ---------------------------------------------------------------------
 
 AdditiveScore::AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
-                             Activation act, bool with_bias)
+                             Activation act, bool bias)
     : act_(act) {
     W_1 = register_parameter("W_1", init::xavier_uniform({hidden_dim, query_dim}, gen));
     W_2 = register_parameter("W_2", init::xavier_uniform({hidden_dim, key_dim}, gen));
-    if (with_bias) b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
+    if (bias) b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
     w = register_parameter("w", init::uniform_fan_in(Shape{hidden_dim}, hidden_dim, gen));
 }
 
@@ -89,8 +89,8 @@ Var AdditiveScore::score(const Var& queries, const Var& keys) {
 
 std::string AdditiveScore::describe() const {
     return "additive_score(d_q=" + std::to_string(W_1.size(1)) + ", d_k=" + std::to_string(W_2.size(1)) +
-           ", d_w=" + std::to_string(W_1.size(0)) + ", act=" + activation_name(act_) +
-           (b.defined() ? "" : ", no bias") + ")";
+           ", d_w=" + std::to_string(W_1.size(0)) + ", act=" + activation_name(act_) + (b.defined() ? "" : ", no bias") +
+           ")";
 }
 
 // ---- 16. dot_score --------------------------------------------------------------------------

@@ -46,12 +46,13 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // W_1 d_w×d_q, W_2 d_w×d_k, b d_w, w d_w.
 // The keys' half does not depend on the query: a decoder projects its encoder
 // states once per sequence (project_keys) and scores each step against them
-// (score_projected); score() does both. Bahdanau et al. and Vinyals et al.
-// write it without b (with_bias = false: no parameter b at all).
+// (score_projected); score() does both.
+// bias = false leaves b out (b undefined): e_l = wᵀ act(W_1 q + W_2 k_l), the
+// form of Bahdanau's decoder and of Pointer Networks.
 class AdditiveScore : public ScoreFunction {
 public:
     AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
-                  Activation act = Activation::tanh, bool with_bias = true);
+                  Activation act = Activation::tanh, bool bias = true);
 
     Var score(const Var& queries, const Var& keys) override;
     // keys B×n×d_k → K W_2ᵀ  B×n×d_w
@@ -62,7 +63,7 @@ public:
     std::string id() const override { return "additive_score"; }
     std::string describe() const override;
 
-    Var W_1, W_2, b, w;  // b undefined without the bias
+    Var W_1, W_2, b, w;  // b undefined without a bias
 
 private:
     Activation act_;

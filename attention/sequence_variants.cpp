@@ -28,11 +28,9 @@ Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 // ---- 53. doubly_stochastic_soft_attention ------------------------------------------------------
 
 DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_dim, int64_t hidden_dim,
-                                                             int64_t attention_dim, Generator& gen, bool gated) {
-    W_a = register_parameter("W_a", init::xavier_uniform({attention_dim, annotation_dim}, gen));
-    b_a = register_parameter("b_a", init::uniform_fan_in({attention_dim}, annotation_dim, gen));
-    W_h = register_parameter("W_h", init::xavier_uniform({attention_dim, hidden_dim}, gen));
-    v = register_parameter("v", init::uniform_fan_in({attention_dim}, attention_dim, gen));
+                                                             int64_t attention_dim, Generator& gen, bool gated)
+    : score(hidden_dim, annotation_dim, attention_dim, gen) {
+    register_module("score", score);
     if (gated) {
         w_beta = register_parameter("w_beta", init::uniform_fan_in({hidden_dim}, hidden_dim, gen));
         b_beta = register_parameter("b_beta", init::uniform_fan_in({1}, hidden_dim, gen));
@@ -41,23 +39,19 @@ DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_
 
 DoublyStochasticSoftAttention::Memory DoublyStochasticSoftAttention::precompute(const Var& annotations,
                                                                                 const Tensor& mask) {
-    check_input(id(), "annotations", annotations, 3, W_a.size(1));
-    // W_a a_i + b_a for every location, once per image      B×L×d_w
-    const Var projected = add(matmul(annotations, W_a, false, true), b_a);
+    check_input(id(), "annotations", annotations, 3, score.W_2.size(1));
+    // W_2 a_i for every location, once per image      B×L×d_w
+    const Var projected = score.project_keys(annotations);
     return {annotations, projected, scores_keep_mask(id(), mask, annotations.size(0), annotations.size(1))};
 }
 
 Var DoublyStochasticSoftAttention::scores(const Var& previous_hidden, const Memory& memory) {
-    check_input(id(), "previous hidden state", previous_hidden, 2, W_h.size(1));
+    check_input(id(), "previous hidden state", previous_hidden, 2, score.W_1.size(1));
     if (previous_hidden.size(0) != memory.annotations.size(0))
         throw std::invalid_argument(id() + ": hidden state " + previous_hidden.shape().str() + " and annotations " +
                                     memory.annotations.shape().str() + " need the same batch size");
-    // W_h h_{t−1}                                  B×1×d_w
-    const Var projected_hidden = matmul(unsqueeze(previous_hidden, 1), W_h, false, true);
-    // tanh(W_a a_i + b_a + W_h h_{t−1})            B×1×L×d_w
-    const Var hidden = additive_features(projected_hidden, memory.projected, Var(), Activation::tanh);
-    // e_ti = vᵀ tanh(⋯)                             B×1×L×1 → B×L
-    return reshape(matmul(hidden, reshape(v, {v.size(0), 1})), {previous_hidden.size(0), -1});
+    // e_ti = wᵀ tanh(W_1 h_{t−1} + W_2 a_i + b): one query per example   B×1×L → B×L
+    return squeeze(score.score_projected(unsqueeze(previous_hidden, 1), memory.projected), 1);
 }
 
 Var DoublyStochasticSoftAttention::gate(const Var& previous_hidden) {

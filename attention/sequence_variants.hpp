@@ -18,6 +18,7 @@
 #include <string>
 
 #include "attention/general.hpp"
+#include "attention/scores.hpp"
 #include "tensor/random.hpp"
 
 namespace attn {
@@ -26,14 +27,17 @@ namespace attn {
 // Xu, Ba, Kiros, Cho, Courville, Salakhutdinov, Zemel, Bengio (2015), Show,
 // Attend and Tell: Neural Image Caption Generation with Visual Attention, ICML
 // (soft, "deterministic" attention).
-//   e_ti = vᵀ tanh(W_a a_i + b_a + W_h h_{t−1})     the additive score (entry 15)
+//   e_ti = f_att(a_i, h_{t−1}) = wᵀ tanh(W_1 h_{t−1} + W_2 a_i + b)
+//                                                    the additive score (entry 15), `score`:
+//                                                    query h_{t−1}, keys the annotations
 //   α_t  = softmax(e_t)                              the soft alignment (entry 22)
 //   β_t  = σ(w_βᵀ h_{t−1} + b_β)                      the gating scalar
 //   ẑ_t  = β_t Σ_i α_ti a_i
-// W_a d_w×D, b_a d_w, W_h d_w×d_h, v d_w, w_β d_h, b_β 1. W_a a_i + b_a does not
-// depend on t: precompute() projects the annotations once per image, step()
-// runs inside the decoder loop. The doubly stochastic penalty over the whole
-// caption is doubly_stochastic_penalty() below.
+// score.W_1 d_w×d_h, score.W_2 d_w×D, score.b d_w, score.w d_w (Xu et al.'s
+// W_h, W_a, b_a, v); w_β d_h, b_β 1. W_2 a_i does not depend on t:
+// precompute() projects the annotations once per image, step() runs inside
+// the decoder loop. The doubly stochastic penalty over the whole caption is
+// doubly_stochastic_penalty() below.
 class DoublyStochasticSoftAttention : public AttentionModule {
 public:
     // gated = false drops β (β ≡ 1): then the step is additive score + soft alignment.
@@ -42,7 +46,7 @@ public:
 
     struct Memory {
         Var annotations;  // A            B×L×D
-        Var projected;    // A W_aᵀ + b_a  B×L×d_w
+        Var projected;    // A W_2ᵀ        B×L×d_w (score.project_keys)
         Tensor keep;      // B×1×L keep mask, or undefined
     };
     Memory precompute(const Var& annotations, const Tensor& mask = {});
@@ -54,7 +58,7 @@ public:
     };
     // One decoder step from h_{t−1} B×d_h.
     Output step(const Var& previous_hidden, const Memory& memory);
-    // e_t = vᵀ tanh(W_a a_i + b_a + W_h h_{t−1})   B×L (for a hard variant: sample from softmax(e_t))
+    // e_t = wᵀ tanh(W_1 h_{t−1} + W_2 a_i + b)   B×L (for a hard variant: sample from softmax(e_t))
     Var scores(const Var& previous_hidden, const Memory& memory);
     // β_t = σ(w_βᵀ h_{t−1} + b_β)   B×1
     Var gate(const Var& previous_hidden);
@@ -62,7 +66,8 @@ public:
     std::string id() const override { return "doubly_stochastic_soft_attention"; }
     Taxonomy taxonomy() const override;
 
-    Var W_a, b_a, W_h, v, w_beta, b_beta;  // w_beta, b_beta undefined when not gated
+    AdditiveScore score;  // f_att: queries d_h, keys D, width d_w
+    Var w_beta, b_beta;   // undefined when not gated
 };
 
 // The doubly stochastic regulariser: each location should receive, over the

@@ -87,7 +87,7 @@ TEST_CASE("caption model: forward shapes, soft and hard") {
             CHECK(loss.entropy > 0);
         }
         loss.total.backward();
-        CHECK(model.attention.W_a.grad().defined());
+        CHECK(model.attention.score.W_2.grad().defined());
     }
 }
 

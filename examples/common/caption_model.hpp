@@ -11,6 +11,7 @@
 //   init        h_0 = W_init_h ā + b,  c_0 = W_init_c ā + b,   ā = (1/L) Σ_i a_i
 //   each word t:
 //     e_ti = vᵀ tanh(W_a a_i + b_a + W_h h_{t−1})      α_t = softmax(e_t)      B×L
+//            (an AdditiveScore: attention.score.W_1 = W_h, .W_2 = W_a, .b = b_a, .w = v)
 //     β_t  = σ(w_βᵀ h_{t−1} + b_β)                                             B×1
 //     soft: ẑ_t = β_t Σ_i α_ti a_i
 //     hard: s_t ~ Categorical(α_t),  ẑ_t = β_t a_{s_t}  (in training, with probability

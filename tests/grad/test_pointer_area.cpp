@@ -1,7 +1,7 @@
 // Sequence variants, part 2: catalog entries 54 (attention/pointer.hpp),
-// 57, 58, 60 (attention/sequence_more.hpp) and 59 (attention/area.hpp):
-// gradient-check cases in the attention registry, and each entry's property
-// tests in double precision (atol 1e-6).
+// 57, 58, 60 (attention/sequence_more.hpp) and 59 (attention/area.hpp): each
+// entry's property tests and hand-computed values in double precision. Their
+// references and registry entries are in test_pointer_area_reference.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "attention/scores.hpp"
 #include "attention/sequence_more.hpp"
 #include "tensor/ops.hpp"
-#include "tests/grad/attention_registry.hpp"
+#include "tests/grad/catalog.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -22,85 +22,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-
-std::unique_ptr<Module> area_module(AreaAttention::Options o, Generator& g) {
-    return std::make_unique<AreaAttention>(o, g);
-}
-
-Var area_run(Module* m, const std::vector<Var>& x, const Tensor& mask) {
-    const auto out = as<AreaAttention>(m).forward(x[0], x[1], x[2], mask);
-    return concat({flat(out.output), flat(out.weights)}, 0);
-}
-
-std::unique_ptr<Module> transducer(int64_t block, Generator& g) {
-    return std::make_unique<NeuralTransducerAttention>(std::make_unique<AdditiveScore>(3, 2, 4, g), block);
-}
-
-const RegisterMechanisms pointer_area_cases({
-    {"pointer_attention",
-     "n 5 of 3, 2 decoder steps of 4, second step masks position 1, lengths 5 and 3",
-     {Shape{2, 5, 3}, Shape{2, 2, 4}},
-     [](Generator& g) { return std::make_unique<PointerAttention>(3, 4, 6, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         Tensor keep = Tensor::ones(Shape{2, 2, 5});
-         keep.at({0, 1, 1}) = keep.at({1, 1, 1}) = 0;
-         for (int64_t i = 0; i < 2; ++i) keep.at({1, i, 3}) = keep.at({1, i, 4}) = 0;
-         return flat(as<PointerAttention>(m).forward(x[0], x[1], keep).weights);
-     }},
-    {"latent_attention",
-     "J 4 of 3, lengths 4 and 2",
-     {Shape{2, 4, 3}, Shape{2, 4, 3}, Shape{2, 4, 3}},
-     [](Generator& g) { return std::make_unique<LatentAttention>(3, 4, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         const auto out = as<LatentAttention>(m).forward(x[0], x[1], x[2], length_mask({4, 2}, 4));
-         return concat({flat(out.output), flat(out.weights), flat(out.active)}, 0);
-     }},
-    {"neural_transducer_attention",
-     "additive f_att, W 3, T 7, the last (partial) block, 2 steps, lengths 7 and 5",
-     {Shape{2, 7, 2}, Shape{2, 2, 3}},
-     [](Generator& g) { return transducer(3, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         const auto out = as<NeuralTransducerAttention>(m).forward(x[0], 2, x[1], length_mask({7, 5}, 7));
-         return concat({flat(out.output), flat(out.weights)}, 0);
-     }},
-    {"neural_transducer_attention",
-     "dot f_att, W 2, the middle block",
-     {Shape{2, 6, 3}, Shape{2, 2, 3}},
-     nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         NeuralTransducerAttention att(std::make_unique<DotScore>(), 2);
-         const auto out = att.forward(x[0], 1, x[1]);
-         return concat({flat(out.output), flat(out.weights)}, 0);
-     }},
-    {"area_attention",
-     "1-D basic keys, A_w 3, n 5 of 4, lengths 5 and 3, summed values",
-     {Shape{2, 2, 4}, Shape{2, 5, 4}, Shape{2, 5, 3}},
-     [](Generator& g) { return area_module({.max_width = 3}, g); },
-     [](Module* m, const std::vector<Var>& x) { return area_run(m, x, length_mask({5, 3}, 5)); }},
-    {"area_attention",
-     "1-D rich keys, A_w 2, n 4 of 4, mean values",
-     {Shape{2, 2, 4}, Shape{2, 4, 4}, Shape{2, 4, 2}},
-     [](Generator& g) { return area_module({.max_width = 2, .rich_keys = true, .sum_values = false, .dim = 4}, g); },
-     [](Module* m, const std::vector<Var>& x) { return area_run(m, x, Tensor()); }},
-    {"area_attention",
-     "2-D rich keys on a 2×3 grid, areas up to 2×2, τ 0.5",
-     {Shape{1, 2, 4}, Shape{1, 6, 4}, Shape{1, 6, 2}},
-     [](Generator& g) {
-         return area_module({.max_width = 2, .max_height = 2, .grid_height = 2, .rich_keys = true,
-                             .temperature = 0.5, .dim = 4, .hidden_dim = 3},
-                            g);
-     },
-     [](Module* m, const std::vector<Var>& x) { return area_run(m, x, Tensor()); }},
-    {"dual_local_global_attention",
-     "n 6 of 3, w 5, 2 filters, out 3",
-     {Shape{2, 6, 3}},
-     [](Generator& g) { return std::make_unique<DualLocalGlobalAttention>(6, 3, 2, 3, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         const auto out = as<DualLocalGlobalAttention>(m).forward(x[0]);
-         return concat({flat(out.output), flat(out.local_scores), out.global_gate}, 0);
-     }},
-});
 
 Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
@@ -113,21 +34,18 @@ void check_sums_to_one(const Tensor& weights) {
 
 // ---- 54. pointer_attention -------------------------------------------------------------------
 
-TEST_CASE("pointer_attention: one module points into inputs of any length; masked indices get 0; rows sum to 1") {
-    Generator gen(54);
-    PointerAttention ptr(3, 4, 5, gen);
-    const Var d(normal({2, 2, 4}, gen));
-    for (int64_t n : {3, 7}) {
-        const auto out = ptr.forward(Var(normal({2, n, 3}, gen)), d);
-        CHECK(out.weights.shape() == Shape{2, 2, n});
-        check_sums_to_one(out.weights.value());
-    }
-    // "already chosen" masks: targets (2, 0) → step 0 keeps all, step 1 drops 2
+TEST_CASE("pointer_attention: the 'not chosen yet' mask removes the earlier steps' targets") {
+    // targets (2, 0): step 0 keeps all, step 1 drops 2
     const Tensor keep = not_yet_chosen_mask(Tensor::from({2, 0}, {1, 2}), 4);
     CHECK(allclose(keep, Tensor::from({1, 1, 1, 1, 1, 1, 0, 1}, {1, 2, 4}), 0, 0));
+    // targets (1, 3, 0): step 2 drops 1 and 3
+    const Tensor three = not_yet_chosen_mask(Tensor::from({1, 3, 0}, {1, 3}), 4);
+    CHECK(allclose(three, Tensor::from({1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0}, {1, 3, 4}), 0, 0));
+    CHECK_THROWS_AS(not_yet_chosen_mask(Tensor::from({4, 0}, {1, 2}), 4), std::invalid_argument);
+    Generator gen(54);
+    PointerAttention ptr(3, 4, 5, gen);
     const auto out = ptr.forward(Var(normal({1, 4, 3}, gen)), Var(normal({1, 2, 4}, gen)), keep);
     CHECK(out.weights.value().at({0, 1, 2}) == 0);
-    check_sums_to_one(out.weights.value());
     CHECK_THROWS_AS(ptr.forward(Var(normal({1, 4, 2}, gen)), Var(normal({1, 2, 4}, gen))), std::invalid_argument);
 }
 
@@ -137,7 +55,7 @@ TEST_CASE("latent_attention: Σ w = 1, padding gets 0, and equal columns of V ma
     Generator gen(57);
     LatentAttention att(3, 5, gen);
     const Var D1(normal({2, 5, 3}, gen)), D2(normal({2, 5, 3}, gen)), D3(normal({2, 5, 3}, gen));
-    const Tensor mask = length_mask({5, 3}, 5);
+    const Tensor mask = keep_first({5, 3}, 5);
     auto out = att.forward(D1, D2, D3, mask);
     check_sums_to_one(out.weights.value());
     CHECK(out.weights.value().at({1, 3}) == 0);
@@ -228,7 +146,7 @@ TEST_CASE("area_attention: areas that touch padding get weight 0") {
     AreaAttention att({.max_width = 2, .rich_keys = true, .dim = 4}, gen);
     const auto out =
         att.forward(Var(normal({1, 2, 4}, gen)), Var(normal({1, 4, 4}, gen)), Var(normal({1, 4, 2}, gen)),
-                    length_mask({3}, 4));
+                    keep_first({3}, 4));
     // areas: [0] [1] [2] [3] [0,1] [1,2] [2,3] — [3] and [2,3] touch the padded item 3
     REQUIRE(out.areas.size() == 7);
     for (int64_t q = 0; q < 2; ++q) {
@@ -258,4 +176,23 @@ TEST_CASE("dual_local_global_attention: W_L = 0, b_L = 0 gives s_i = 0.5; s_i se
     CHECK(out.global_gate.value()[0] > 0);
     CHECK(out.global_gate.value()[0] < 1);
     CHECK_THROWS_AS(att.forward(Var(normal({1, 7, 3}, gen))), std::invalid_argument);
+}
+
+TEST_CASE("sequence variants 54, 57–60: their survey tags") {
+    Generator gen(63);
+    const Taxonomy pointer = PointerAttention(3, 4, 5, gen).taxonomy();
+    CHECK(pointer.scoring == "additive_score");
+    CHECK(pointer.alignment == "soft");
+    const Taxonomy latent = LatentAttention(3, 4, gen).taxonomy();
+    CHECK(latent.levels == "multi");
+    CHECK(latent.scoring == "dot_score");
+    CHECK(latent.query == "self");
+    const Taxonomy transducer = NeuralTransducerAttention(std::make_unique<GeneralScore>(3, 2, gen), 2).taxonomy();
+    CHECK(transducer.scoring == "general_score");
+    CHECK(transducer.alignment == "local-m");
+    CHECK(AreaAttention({}, gen).taxonomy().scoring == "scaled_dot_score");
+    const Taxonomy dual = DualLocalGlobalAttention(6, 3, 2, 3, gen).taxonomy();
+    CHECK(dual.levels == "multi");
+    CHECK(dual.alignment == "elementwise");
+    CHECK(dual.query == "self");
 }
