@@ -164,7 +164,7 @@ TEST_CASE("alternating_co_attention: step 1 ignores input 2; W1_q = 0 repeats st
     CHECK(other.context1.value()[0] != out.context1.value()[0]);
 
     // with W_q^(1) = 0, step 3 is step 1 again
-    attention.W1_q.value().fill_(0);
+    attention.score1.W_1.value().fill_(0);
     const auto zero = attention.forward(F1, F2, m1, m2);
     check_equal(zero.weights1.value(), zero.weights0.value());
 
