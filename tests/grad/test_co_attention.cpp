@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,97 +42,11 @@ std::vector<Expected> pick(const std::vector<std::string>& names, const std::vec
 // The case's i-th mask for the module, or none.
 Tensor mask_at(Masks m, size_t i) { return i < m.size() ? m[i] : Tensor(); }
 
-// ---- properties of the catalog's "Test:" lines --------------------------------------------------
-
-// "" when want and got agree to 1e-12, else where they differ.
-std::string differ(const std::string& what, const Tensor& want, const Tensor& got) {
-    if (!(want.shape() == got.shape()))
-        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
-    for (int64_t i = 0; i < want.numel(); ++i)
-        if (!(std::abs(want[i] - got[i]) <= 1e-12)) {
-            std::ostringstream os;
-            os << what << " at flat index " << i << ": " << got[i] << ", expected " << want[i];
-            return os.str();
-        }
-    return "";
-}
-
-// Changing input `changed` changes `output`.
-Property depends_on(int changed, std::string output) {
-    return {output + " depends on input " + std::to_string(changed), [=](const PropertyContext& c) -> std::string {
-                std::vector<Tensor> x = c.inputs;
-                Tensor& t = x[static_cast<size_t>(changed)] = x[static_cast<size_t>(changed)].clone();
-                for (int64_t i = 0; i < t.numel(); ++i) t[i] = t[i] * real(-1.5) + real(0.25);
-                const bool same = differ(output, c.run(c.inputs, c.masks)[output], c.run(x, c.masks)[output]).empty();
-                return same ? output + " did not change when input " + std::to_string(changed) + " did" : "";
-            }};
-}
-
-// 3: with W_q^(1) = 0 (score1.W_1), step 3 is step 1 again: a^(1) = a^(0).
-Property zero_query_map_repeats_step_1() {
-    return {"W_q^(1) = 0 gives step 3 the weights of step 1", [](const PropertyContext& c) -> std::string {
-                Var& W_q = as<AlternatingCoAttention>(c.module).score1.W_1;
-                const Tensor saved = W_q.value().clone();
-                W_q.value().fill_(0);
-                const Evaluation e = c.run(c.inputs, c.masks);
-                W_q.value().copy_(saved);
-                return differ("weights1 with W_q^(1) = 0", e["weights0"], e["weights1"]);
-            }};
-}
-
-// 7: reversing input 2 (the columns of A, the rows of V2 and of mask2) leaves
-// e^(1), so a^(1) and c^(1), unchanged.
-Property reordering_input_2_keeps_side_1() {
-    return {"reordering input 2 leaves a^(1) and c^(1) unchanged", [](const PropertyContext& c) -> std::string {
-                std::vector<Tensor> x = c.inputs, m = c.masks;
-                const Tensor &A = c.inputs[0], &V2 = c.inputs[2];
-                const int64_t B = A.size(0), n1 = A.size(1), n2 = A.size(2), d = V2.size(2);
-                x[0] = A.clone(), x[2] = V2.clone();
-                for (int64_t b = 0; b < B; ++b)
-                    for (int64_t j = 0; j < n2; ++j) {
-                        const int64_t jr = n2 - 1 - j;
-                        for (int64_t i = 0; i < n1; ++i) x[0][(b * n1 + i) * n2 + jr] = A[(b * n1 + i) * n2 + j];
-                        for (int64_t k = 0; k < d; ++k) x[2][(b * n2 + jr) * d + k] = V2[(b * n2 + j) * d + k];
-                    }
-                if (m.size() > 1 && m[1].defined()) {
-                    m[1] = c.masks[1].clone();
-                    for (int64_t b = 0; b < B; ++b)
-                        for (int64_t j = 0; j < n2; ++j) m[1][b * n2 + n2 - 1 - j] = c.masks[1][b * n2 + j];
-                }
-                const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, m);
-                const std::string err = differ("weights1", before["weights1"], after["weights1"]);
-                return err.empty() ? differ("context1", before["context1"], after["context1"]) : err;
-            }};
-}
-
-// 7: changing the entries of A in a masked column (a padded row of input 2) changes nothing.
-Property masked_columns_of_A_change_nothing() {
-    return {"a masked column of A changes nothing", [](const PropertyContext& c) -> std::string {
-                const Tensor& mask2 = c.masks.at(1);
-                std::vector<Tensor> x = c.inputs;
-                Tensor& A = x[0] = x[0].clone();
-                const int64_t B = A.size(0), n1 = A.size(1), n2 = A.size(2);
-                for (int64_t b = 0; b < B; ++b)
-                    for (int64_t j = 0; j < n2; ++j)
-                        if (mask2[b * n2 + j] == 0)
-                            for (int64_t i = 0; i < n1; ++i) A[(b * n1 + i) * n2 + j] += real(5 + i);
-                const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, c.masks);
-                for (const char* name : {"output", "weights1", "weights2"}) {
-                    const std::string err = differ(name, before[name], after[name]);
-                    if (!err.empty()) return err;
-                }
-                return "";
-            }};
-}
-
 // ---- the registry entries ---------------------------------------------------------------------
 
 Outputs co_outputs(const CoAttentionOutput& o) {
-    return {{"output", o.output},
-            {"context1", o.context1},
-            {"context2", o.context2},
-            {"weights1", o.weights1},
-            {"weights2", o.weights2}};
+    return {{"output", o.output},     {"context1", o.context1}, {"context2", o.context2},
+            {"weights1", o.weights1}, {"weights2", o.weights2}};
 }
 
 // Mask i covers input i: weights i+1 are zero at its padding, and context i+1
@@ -276,6 +189,14 @@ const RegisterEntry parallel_entry(5, "parallel_co_attention", {
      .reference = [](const Ref& r) { return parallel_co_attention_reference(r, true); },
      .masking = parallel_key_sets(),
      .properties = parallel_properties(true)},
+    {.variant = "bilinear, only input 1 padded",
+     .inputs = {Shape{2, 4, 4}, Shape{2, 3, 3}},
+     .masks = {padded4(), Tensor()},
+     .make = [](Generator& g) { return std::make_unique<ParallelCoAttention>(4, 3, 2, g); },
+     .run = run_parallel,
+     .reference = [](const Ref& r) { return parallel_co_attention_reference(r, false); },
+     .masking = {parallel_key_sets()[0]},
+     .properties = parallel_properties(true)},
 });
 
 // ---- 6 ----
@@ -341,14 +262,10 @@ const RegisterEntry max_affinity_entry(7, "max_affinity_co_attention", {
 // ---- 8 ----
 // The four quarters of [m_ca; m_cc; m_fa; m_fc], each branch's weights and U.
 Outputs mgan_outputs(const MultiGrainedCoAttentionOutput& o, int64_t d) {
-    return {{"m_ca", narrow(o.output, 1, 0, d)},
-            {"m_cc", narrow(o.output, 1, d, d)},
-            {"m_fa", narrow(o.output, 1, 2 * d, d)},
-            {"m_fc", narrow(o.output, 1, 3 * d, d)},
-            {"coarse_context", o.coarse_context},
-            {"coarse_aspect", o.coarse_aspect},
-            {"fine_context", o.fine_context},
-            {"fine_aspect", o.fine_aspect},
+    return {{"m_ca", narrow(o.output, 1, 0, d)},     {"m_cc", narrow(o.output, 1, d, d)},
+            {"m_fa", narrow(o.output, 1, 2 * d, d)}, {"m_fc", narrow(o.output, 1, 3 * d, d)},
+            {"coarse_context", o.coarse_context},    {"coarse_aspect", o.coarse_aspect},
+            {"fine_context", o.fine_context},        {"fine_aspect", o.fine_aspect},
             {"affinity", o.affinity}};
 }
 
@@ -404,27 +321,17 @@ const RegisterEntry multi_grained_entry(8, "multi_grained_co_attention", {
 Outputs run_rotatory(Module* m, In x, Masks k) {
     const RotatoryAttentionOutput o =
         as<RotatoryAttention>(m).forward(x[0], x[1], x[2], mask_at(k, 0), mask_at(k, 1), mask_at(k, 2));
-    return {{"output", o.output},
-            {"left", o.left},
-            {"right", o.right},
-            {"target_left", o.target_left},
-            {"target_right", o.target_right},
-            {"weights_left", o.weights_left},
-            {"weights_right", o.weights_right},
-            {"weights_target_left", o.weights_target_left},
-            {"weights_target_right", o.weights_target_right}};
+    return {{"output", o.output}, {"left", o.left}, {"right", o.right}, {"target_left", o.target_left},
+            {"target_right", o.target_right}, {"weights_left", o.weights_left}, {"weights_right", o.weights_right},
+            {"weights_target_left", o.weights_target_left}, {"weights_target_right", o.weights_target_right}};
 }
 
 // The left side never sees the right context, nor the right the left.
 std::vector<Property> rotatory_properties(bool masked) {
     const int left = masked ? 0 : -1, target = masked ? 1 : -1, right = masked ? 2 : -1;
-    return {rows_sum_to_one("weights_left"),
-            rows_sum_to_one("weights_right"),
-            rows_sum_to_one("weights_target_left"),
-            rows_sum_to_one("weights_target_right"),
-            convex_combination("left", 0, left),
-            convex_combination("right", 2, right),
-            convex_combination("target_left", 1, target),
+    return {rows_sum_to_one("weights_left"), rows_sum_to_one("weights_right"), rows_sum_to_one("weights_target_left"),
+            rows_sum_to_one("weights_target_right"), convex_combination("left", 0, left),
+            convex_combination("right", 2, right), convex_combination("target_left", 1, target),
             convex_combination("target_right", 1, target),
             independent_of(2, {"left", "target_left", "weights_left", "weights_target_left"}),
             independent_of(0, {"right", "target_right", "weights_right", "weights_target_right"})};
@@ -489,13 +396,17 @@ Var normal(const Shape& s, Generator& gen) { return Var(Tensor::normal(s, 0, 1, 
 
 }  // namespace
 
-TEST_CASE("co-attention modules report their multiplicity tag, not singular (entry 2)") {
+TEST_CASE("co-attention modules report their survey tags: co-attention or rotatory, not singular (entry 2)") {
     Generator gen(2);
-    CHECK(AlternatingCoAttention(2, 2, 2, gen).taxonomy().multiplicity == "co-attention");
-    CHECK(InteractiveCoAttention(2, 2, gen).taxonomy().multiplicity == "co-attention");
-    CHECK(ParallelCoAttention(2, 2, 2, gen).taxonomy().multiplicity == "co-attention");
-    CHECK(MultiGrainedCoAttention(2, gen).taxonomy().multiplicity == "co-attention");
-    CHECK(RotatoryAttention(2, 2, 2, gen).taxonomy().multiplicity == "rotatory");
+    auto tags = [](const Taxonomy& t) { return t.multiplicity + " " + t.scoring + " " + t.query + " " + t.query_multiplicity; };
+    CHECK(tags(AlternatingCoAttention(2, 2, 2, gen).taxonomy()) == "co-attention additive_score specialized singular");
+    CHECK(tags(InteractiveCoAttention(2, 2, gen).taxonomy()) ==
+          "co-attention activated_general_score specialized singular");
+    CHECK(tags(ParallelCoAttention(2, 2, 2, gen).taxonomy()) == "co-attention additive_score specialized singular");
+    CHECK(tags(MultiGrainedCoAttention(2, gen).taxonomy()) == "co-attention general_score specialized singular");
+    CHECK(tags(RotatoryAttention(2, 2, 2, gen).taxonomy()) == "rotatory activated_general_score specialized singular");
+    CHECK(tags(RotatoryAttention(2, 2, 2, gen, 3).taxonomy()) ==
+          "rotatory activated_general_score specialized multi-hop");
     CHECK_FALSE(singular_features_attention(InteractiveCoAttention(2, 2, gen).taxonomy()));
     CHECK(singular_features_attention(ConstantQuerySelfAttention(2, 2, gen).taxonomy()));
 }
@@ -624,7 +535,6 @@ TEST_CASE("rotatory_attention: an empty left context gives r^l = 0 and r^lt = th
     // a context made of identical rows returns that row
     const Var same(Tensor::from({0.3, -1.2, 0.7, 0.3, -1.2, 0.7, 0.3, -1.2, 0.7}, {1, 3, 3}));
     check_close(rot.forward(same, T, R).left.value(), Tensor::from({0.3, -1.2, 0.7}, {1, 3}));
-    CHECK(RotatoryAttention(2, 2, 2, gen, 3).taxonomy().query_multiplicity == "multi-hop");
 }
 
 TEST_CASE("co-attention: shape mismatches throw, naming the mechanism and the shapes") {
@@ -645,4 +555,17 @@ TEST_CASE("co-attention: shape mismatches throw, naming the mechanism and the sh
                     std::invalid_argument);
     CHECK_THROWS_AS(InteractiveCoAttention(4, 3, gen).forward(F1, normal({2, 2, 3}, gen), length_mask({1, 1}, 2)),
                     std::invalid_argument);
+    // a mask that does not fit its input (B×n), for every mechanism with masks
+    const Var G2 = normal({2, 2, 3}, gen), H = normal({2, 3, 3}, gen);
+    const Tensor wrong = length_mask({1, 1}, 4);
+    CHECK_THROWS_AS(alt.forward(F1, G2, Tensor(), wrong), std::invalid_argument);
+    CHECK_THROWS_AS(ParallelCoAttention(4, 3, 2, gen).forward(F1, G2, wrong), std::invalid_argument);
+    CHECK_THROWS_AS(max_affinity_co_attention(normal({2, 3, 2}, gen), F1, G2, Tensor(), wrong),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(MultiGrainedCoAttention(3, gen).forward(H, G2, wrong), std::invalid_argument);
+    CHECK_THROWS_AS(MultiGrainedCoAttention(3, gen).forward(H, normal({2, 2, 4}, gen)), std::invalid_argument);
+    RotatoryAttention rot(4, 3, 3, gen);
+    CHECK_THROWS_AS(rot.forward(F1, G2, H, Tensor(), Tensor(), wrong), std::invalid_argument);
+    CHECK_THROWS_AS(rot.forward(F1, normal({2, 2, 2}, gen), H), std::invalid_argument);  // a target 2 wide, not 3
+    CHECK_THROWS_AS(RotatoryAttention(2, 2, 2, gen, 0), std::invalid_argument);
 }

@@ -1,7 +1,8 @@
 // The independent references of co-attention and rotatory attention, catalog
 // entries 3–9 (attention/co_attention.hpp): each catalog formula written again
 // in plain loops with tests/grad/reference.hpp, reading the module's parameters
-// by name. Their registry entries are in test_co_attention.cpp.
+// by name; and the properties of the catalog's "Test:" lines that the ready-made
+// ones of catalog.hpp do not cover. Their registry entries are in test_co_attention.cpp.
 //
 // Every reference works one example b at a time, over the rows, with the masks
 // as keep vectors (1 = a real row):
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,10 +58,12 @@ Pooled pool(const Array& F, int64_t b, const Vec& e, const Vec& keep) {
 // Per-example results by name, stacked into B×(shape) arrays in the order first added.
 class Results {
 public:
+    // example b's `name`: a vector, or an array of `shape` flattened
     void add(const std::string& name, const Vec& v, std::vector<int64_t> shape = {}) {
-        if (!rows_.count(name)) names_.push_back(name), shapes_[name] = shape.empty() ? std::vector<int64_t>{
-                                                                                          static_cast<int64_t>(v.size())}
-                                                                                    : shape;
+        if (!rows_.count(name)) {
+            names_.push_back(name);
+            shapes_[name] = shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(v.size())} : shape;
+        }
         rows_[name].push_back(v);
     }
     std::vector<Expected> done() const {
@@ -109,6 +113,7 @@ Score additive(const Params& p, const std::string& name) {
     const Vec bias = vec(p[name + ".b"]), w = vec(p[name + ".w"]);
     return [=](const Vec& q, const Vec& k) { return dot(w, tanh_of(add(add(matvec(W_1, q), matvec(W_2, k)), bias))); };
 }
+
 Score score_of(const Params& p, const std::string& name, CoScore kind) {
     switch (kind) {
         case CoScore::activated_general: return activated_general(p, name);
@@ -392,6 +397,96 @@ std::vector<Expected> rotatory_attention_reference(const Ref& r, int hops) {
         out.add("weights_target_right", target_right.weights);
     }
     return out.done();
+}
+
+// ---- properties of the catalog's "Test:" lines --------------------------------------------------
+
+namespace {
+
+// "" when want and got agree to 1e-12, else where they differ.
+std::string differ(const std::string& what, const Tensor& want, const Tensor& got) {
+    if (!(want.shape() == got.shape()))
+        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
+    for (int64_t i = 0; i < want.numel(); ++i)
+        if (!(std::abs(want[i] - got[i]) <= 1e-12)) {
+            std::ostringstream os;
+            os << what << " at flat index " << i << ": " << got[i] << ", expected " << want[i];
+            return os.str();
+        }
+    return "";
+}
+
+}  // namespace
+
+// Changing input `changed` changes `output`.
+Property depends_on(int changed, std::string output) {
+    return {output + " depends on input " + std::to_string(changed), [=](const PropertyContext& c) -> std::string {
+                std::vector<Tensor> x = c.inputs;
+                Tensor& t = x[static_cast<size_t>(changed)] = x[static_cast<size_t>(changed)].clone();
+                for (int64_t i = 0; i < t.numel(); ++i) t[i] = t[i] * real(-1.5) + real(0.25);
+                const bool same = differ(output, c.run(c.inputs, c.masks)[output], c.run(x, c.masks)[output]).empty();
+                return same ? output + " did not change when input " + std::to_string(changed) + " did" : "";
+            }};
+}
+
+// 3: with W_q^(1) = 0 (score1.W_1), step 3 is step 1 again: a^(1) = a^(0).
+Property zero_query_map_repeats_step_1() {
+    return {"W_q^(1) = 0 gives step 3 the weights of step 1", [](const PropertyContext& c) -> std::string {
+                Var W_q;
+                for (const auto& [name, p] : c.module->named_parameters())
+                    if (name == "score1.W_1") W_q = p;
+                if (!W_q.defined()) return std::string("the module has no parameter score1.W_1");
+                const Tensor saved = W_q.value().clone();
+                W_q.value().fill_(0);
+                const Evaluation e = c.run(c.inputs, c.masks);
+                W_q.value().copy_(saved);
+                return differ("weights1 with W_q^(1) = 0", e["weights0"], e["weights1"]);
+            }};
+}
+
+// 7: reversing input 2 (the columns of A, the rows of V2 and of mask2) leaves
+// e^(1), so a^(1) and c^(1), unchanged.
+Property reordering_input_2_keeps_side_1() {
+    return {"reordering input 2 leaves a^(1) and c^(1) unchanged", [](const PropertyContext& c) -> std::string {
+                std::vector<Tensor> x = c.inputs, m = c.masks;
+                const Tensor &A = c.inputs[0], &V2 = c.inputs[2];
+                const int64_t B = A.size(0), n1 = A.size(1), n2 = A.size(2), d = V2.size(2);
+                x[0] = A.clone(), x[2] = V2.clone();
+                for (int64_t b = 0; b < B; ++b)
+                    for (int64_t j = 0; j < n2; ++j) {
+                        const int64_t jr = n2 - 1 - j;
+                        for (int64_t i = 0; i < n1; ++i) x[0][(b * n1 + i) * n2 + jr] = A[(b * n1 + i) * n2 + j];
+                        for (int64_t k = 0; k < d; ++k) x[2][(b * n2 + jr) * d + k] = V2[(b * n2 + j) * d + k];
+                    }
+                if (m.size() > 1 && m[1].defined()) {
+                    m[1] = c.masks[1].clone();
+                    for (int64_t b = 0; b < B; ++b)
+                        for (int64_t j = 0; j < n2; ++j) m[1][b * n2 + n2 - 1 - j] = c.masks[1][b * n2 + j];
+                }
+                const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, m);
+                const std::string err = differ("weights1", before["weights1"], after["weights1"]);
+                return err.empty() ? differ("context1", before["context1"], after["context1"]) : err;
+            }};
+}
+
+// 7: changing the entries of A in a masked column (a padded row of input 2) changes nothing.
+Property masked_columns_of_A_change_nothing() {
+    return {"a masked column of A changes nothing", [](const PropertyContext& c) -> std::string {
+                const Tensor& mask2 = c.masks.at(1);
+                std::vector<Tensor> x = c.inputs;
+                Tensor& A = x[0] = x[0].clone();
+                const int64_t B = A.size(0), n1 = A.size(1), n2 = A.size(2);
+                for (int64_t b = 0; b < B; ++b)
+                    for (int64_t j = 0; j < n2; ++j)
+                        if (mask2[b * n2 + j] == 0)
+                            for (int64_t i = 0; i < n1; ++i) A[(b * n1 + i) * n2 + j] += real(5 + i);
+                const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, c.masks);
+                for (const char* name : {"output", "weights1", "weights2"}) {
+                    const std::string err = differ(name, before[name], after[name]);
+                    if (!err.empty()) return err;
+                }
+                return "";
+            }};
 }
 
 }  // namespace attn::testing

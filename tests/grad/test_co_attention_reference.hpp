@@ -1,10 +1,12 @@
 // The independent references of catalog entries 3–9 (co-attention and
 // rotatory attention), written in test_co_attention_reference.cpp with only
-// tests/grad/reference.hpp; their registry entries are in test_co_attention.cpp.
+// tests/grad/reference.hpp, and the properties their cases declare beyond
+// catalog.hpp's; their registry entries are in test_co_attention.cpp.
 // Each gives the module's outputs by name, read from the inputs r.x, the
 // masks r.masks (absent = keep every row) and the parameters r.p.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "tests/grad/catalog.hpp"
@@ -40,5 +42,15 @@ std::vector<Expected> multi_grained_co_attention_reference(const Ref& r);
 //    score_target_right (.W, .b) → output, left, right, target_left, target_right and
 //    the last hop's weights_left, weights_right, weights_target_left, weights_target_right
 std::vector<Expected> rotatory_attention_reference(const Ref& r, int hops);
+
+// ---- properties ------------------------------------------------------------------------------
+// Changing input `changed` changes `output`.
+Property depends_on(int changed, std::string output);
+// 3: with W_q^(1) = 0 (parameter score1.W_1), step 3 gives step 1's weights: weights1 = weights0.
+Property zero_query_map_repeats_step_1();
+// 7: reversing input 2 (the columns of A, the rows of V2 and mask2) leaves weights1 and context1 unchanged.
+Property reordering_input_2_keeps_side_1();
+// 7: changing A in a column masked by mask2 changes neither the output nor the weights.
+Property masked_columns_of_A_change_nothing();
 
 }  // namespace attn::testing
