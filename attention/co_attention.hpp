@@ -21,7 +21,8 @@
 // Padding gets exactly zero weight; an input whose positions are all masked
 // gives zero weights and a zero context, never NaN.
 //
-// docs/attention/co_attention.md; tests in tests/grad/test_co_attention.cpp.
+// docs/attention/co_attention.md; tests: the registry entries in tests/grad/test_co_attention.cpp,
+// their references in tests/grad/test_co_attention_reference.cpp.
 #pragma once
 
 #include <cstdint>
