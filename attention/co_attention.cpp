@@ -67,48 +67,39 @@ Tensor outer_keep(const Tensor& mask1, const Tensor& mask2, int64_t B, int64_t n
 
 // ---- 3. alternating_co_attention ------------------------------------------------------------
 
-AlternatingCoAttention::AlternatingCoAttention(int64_t dim1, int64_t dim2, int64_t attention_dim, Generator& gen) {
-    W1 = register_parameter("W1", xavier(attention_dim, dim1, gen));
-    W1_q = register_parameter("W1_q", xavier(attention_dim, dim2, gen));
-    b1 = register_parameter("b1", fan_in_vector(attention_dim, dim1, gen));
-    w1 = register_parameter("w1", fan_in_vector(attention_dim, attention_dim, gen));
-    W2 = register_parameter("W2", xavier(attention_dim, dim2, gen));
-    W2_q = register_parameter("W2_q", xavier(attention_dim, dim1, gen));
-    b2 = register_parameter("b2", fan_in_vector(attention_dim, dim2, gen));
-    w2 = register_parameter("w2", fan_in_vector(attention_dim, attention_dim, gen));
+AlternatingCoAttention::AlternatingCoAttention(int64_t dim1, int64_t dim2, int64_t attention_dim, Generator& gen)
+    : score1(dim2, dim1, attention_dim, gen), score2(dim1, dim2, attention_dim, gen) {
+    register_module("score1", score1);
+    register_module("score2", score2);
 }
 
 namespace {
 
-// Lu et al.'s operator A(X; g): e_l = wᵀ tanh(W x_l + W_q g + b), x̂ = Σ_l softmax(e)_l x_l.
-// X B×n×d, guide g B×d_g (undefined: g = 0, the query-free step 1) → x̂ B×d, a B×n.
-std::pair<Var, Var> guided_pool(const std::string& who, const Var& X, const Var& guide, const Var& W,
-                                const Var& W_q, const Var& b, const Var& w, const Tensor& mask) {
-    // W x_l + b                                       B×n×d_w
-    Var pre = add(matmul(X, W, false, true), b);
-    // + W_q g, the same for every row l                B×1×d_w
-    if (guide.defined()) pre = add(pre, unsqueeze(matmul(guide, W_q, false, true), 1));
-    // e_l = wᵀ tanh(⋯)                                 B×1×n
-    const Var e = matmul(as_row(w), tanh(pre), false, true);
-    return pool(who, e, X, mask);
+// Lu et al.'s operator A(X; g): e_l = wᵀ tanh(W_q g + W x_l + b), the additive
+// score with query g, then x̂ = Σ_l softmax(e)_l x_l.
+// guide g B×1×d_g, X B×n×d → x̂ B×d, a B×n.
+std::pair<Var, Var> guided_pool(const std::string& who, AdditiveScore& score, const Var& guide, const Var& X,
+                                const Tensor& mask) {
+    return pool(who, score.score(guide, X), X, mask);  // e B×1×n
 }
 
 }  // namespace
 
 AlternatingCoAttentionOutput AlternatingCoAttention::forward(const Var& features1, const Var& features2,
                                                              const Tensor& mask1, const Tensor& mask2) {
-    check_features(id(), "features1", features1, W1.size(1));
-    check_features(id(), "features2", features2, W2.size(1));
+    check_features(id(), "features1", features1, score1.W_2.size(1));
+    check_features(id(), "features2", features2, score2.W_2.size(1));
     check_same_batch(id(), "features1", features1, "features2", features2);
     check_key_mask(id(), "mask1", mask1, features1);
     check_key_mask(id(), "mask2", mask2, features2);
     AlternatingCoAttentionOutput out;
-    // 1. c^(0) = A_1(F1; 0)                             B×d1
-    std::tie(out.context0, out.weights0) = guided_pool(id(), features1, Var(), W1, W1_q, b1, w1, mask1);
+    // 1. c^(0) = A_1(F1; 0): a zero guide, so W_q g = 0   B×d1
+    const Var no_guide(Tensor::zeros(Shape{features1.size(0), 1, score1.W_1.size(1)}));
+    std::tie(out.context0, out.weights0) = guided_pool(id(), score1, no_guide, features1, mask1);
     // 2. c^(2) = A_2(F2; c^(0))                         B×d2
-    std::tie(out.context2, out.weights2) = guided_pool(id(), features2, out.context0, W2, W2_q, b2, w2, mask2);
+    std::tie(out.context2, out.weights2) = guided_pool(id(), score2, unsqueeze(out.context0, 1), features2, mask2);
     // 3. c^(1) = A_1(F1; c^(2))                         B×d1
-    std::tie(out.context1, out.weights1) = guided_pool(id(), features1, out.context2, W1, W1_q, b1, w1, mask1);
+    std::tie(out.context1, out.weights1) = guided_pool(id(), score1, unsqueeze(out.context2, 1), features1, mask1);
     out.output = concat({out.context1, out.context2}, -1);  // B×(d1+d2)
     return out;
 }

@@ -21,7 +21,8 @@
 // Padding gets exactly zero weight; an input whose positions are all masked
 // gives zero weights and a zero context, never NaN.
 //
-// docs/attention/co_attention.md; tests in tests/grad/test_co_attention.cpp.
+// docs/attention/co_attention.md; tests: the registry entries in tests/grad/test_co_attention.cpp,
+// their references in tests/grad/test_co_attention_reference.cpp.
 #pragma once
 
 #include <cstdint>
@@ -48,12 +49,15 @@ struct CoAttentionOutput {
 // ---- 3. alternating_co_attention ------------------------------------------------------------
 // Lu, Yang, Batra, Parikh (2016), Hierarchical Question-Image Co-Attention for
 // Visual Question Answering, NeurIPS. One operator x̂ = A(X; g), run three times:
-//   A(X; g):  e_l = wᵀ tanh(W x_l + W_q g + b),  a = softmax(e),  x̂ = Σ_l a_l x_l
+//   A(X; g):  e_l = wᵀ tanh(W_q g + W x_l + b),  a = softmax(e),  x̂ = Σ_l a_l x_l
 //   1. c^(0) = A_1(F1; 0)        input 1 summarised without a query
 //   2. c^(2) = A_2(F2; c^(0))    input 2 guided by that summary
 //   3. c^(1) = A_1(F1; c^(2))    input 1 again, guided by input 2's context
-// Step 3 reuses step 1's parameters (W^(1), b^(1), w^(1)) and adds the query map W_q^(1).
-// W^(1) d_w×d1, W_q^(1) d_w×d2, W^(2) d_w×d2, W_q^(2) d_w×d1, b^(i), w^(i) d_w.
+// e_l is the additive score (entry 15) with the guide as its query: query map
+// W_1 = W_q, key map W_2 = W. Step 1's guide is a zero query, so W_1 g = 0 and
+// step 3 reuses step 1's score (W^(1), b^(1), w^(1)), adding only W_q^(1).
+//   score1 (A_1): W_1 = W_q^(1) d_w×d2, W_2 = W^(1) d_w×d1, b, w d_w   "score1.W_1", ...
+//   score2 (A_2): W_1 = W_q^(2) d_w×d1, W_2 = W^(2) d_w×d2, b, w d_w
 struct AlternatingCoAttentionOutput : CoAttentionOutput {
     Var context0;  // c^(0)  B×d1 (step 1)
     Var weights0;  // a^(0)  B×n1 (step 1)
@@ -69,8 +73,8 @@ public:
     std::string id() const override { return "alternating_co_attention"; }
     Taxonomy taxonomy() const override;
 
-    Var W1, W1_q, b1, w1;  // the operator over input 1 (steps 1 and 3)
-    Var W2, W2_q, b2, w2;  // the operator over input 2 (step 2)
+    AdditiveScore score1;  // A_1, over input 1 (steps 1 and 3): queries d2, keys d1
+    AdditiveScore score2;  // A_2, over input 2 (step 2): queries d1, keys d2
 };
 
 // ---- 4. interactive_co_attention --------------------------------------------------------------
