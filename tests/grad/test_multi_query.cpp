@@ -345,6 +345,9 @@ TEST_CASE("capsule_attention: the hinge loss on a worked example; the reconstruc
     CHECK(std::abs(capsule_hinge(z, Tensor::from({1})).item() - 0.3) < 1e-12);
     // y = 0: (1.7 + 1.3) / 3 = 1
     CHECK(std::abs(capsule_hinge(z, Tensor::from({0})).item() - 1.0) < 1e-12);
+    // z = (0.2, 1.5, 0.9), y = 1: max(0, −0.3) + max(0, 0.4) = 0.4, over 3
+    const Var clipped(Tensor::from({0.2, 1.5, 0.9}, {1, 3}));
+    CHECK(std::abs(capsule_hinge(clipped, Tensor::from({1})).item() - 0.4 / 3) < 1e-12);
 
     Generator gen(45);
     CapsuleAttention caps(3, 4, 2, gen);
