@@ -25,11 +25,11 @@ namespace {
 
 // ---- the independent reference: the catalog's formula in plain loops ----------------------
 
-// Whether query i of example b may attend to key l: a B×n key mask, a
-// (B or 1)×m×n keep mask, or none.
-double keeps(const Array& mask, int64_t b, int64_t i, int64_t l) {
+// Whether query i of example b may attend to key l: a B×n key mask, an m×n
+// mask shared by the batch (`shared`), a (B or 1)×m×n keep mask, or none.
+double keeps(const Array& mask, int64_t b, int64_t i, int64_t l, bool shared = false) {
     if (mask.numel() == 0) return 1;
-    if (mask.rank() == 2) return mask(b, l);
+    if (mask.rank() == 2) return shared ? mask(i, l) : mask(b, l);
     return mask(mask.size(0) == 1 ? 0 : b, i, l);
 }
 
@@ -38,8 +38,9 @@ double keeps(const Array& mask, int64_t b, int64_t i, int64_t l) {
 //     c = Σ_l a_l ∘ v_l
 // queries B×m×d_q, keys B×n×d_k, values B×n×d_v (inputs q, k, v of the case)
 // → output B×m×d_v, weights B×m×n×d_v
+// (`shared`: a rank-2 mask is m×n for every example, not a B×n key mask)
 std::vector<Expected> multi_dimensional_attention_reference(const Ref& r, double (*act)(double), size_t q = 0,
-                                                            size_t k = 1, size_t v = 2) {
+                                                            size_t k = 1, size_t v = 2, bool shared = false) {
     const Array &Q = r.x[q], &K = r.x[k], &V = r.x[v];
     const Array mask = r.masks.empty() ? Array() : r.masks[0];
     const Array W_1 = r.p["W_1"], W_2 = r.p["W_2"], W_d = r.p["W_d"];
@@ -53,7 +54,7 @@ std::vector<Expected> multi_dimensional_attention_reference(const Ref& r, double
             for (int64_t l = 0; l < n; ++l) {
                 const Vec h = testing::apply(add(add(matvec(W_1, row(Q, b, i)), matvec(W_2, row(K, b, l))), bias), act);
                 e.push_back(matvec_t(W_d, h));
-                keep.push_back(keeps(mask, b, i, l));
+                keep.push_back(keeps(mask, b, i, l, shared));
             }
             for (int64_t f = 0; f < d_v; ++f) {
                 Vec column;  // e_{·,f}: feature f of every key
@@ -74,7 +75,7 @@ double tanh_(double x) { return std::tanh(x); }
 
 // ---- runs, masks and properties ------------------------------------------------------------
 
-// A B×n key mask becomes B×1×n; a rank-3 keep mask goes as it is.
+// A B×n key mask becomes B×1×n; a rank-3 keep mask goes as it is (run_self_m_by_n passes an m×n one).
 Tensor module_mask(Masks m) {
     if (m.empty()) return Tensor();
     return m[0].rank() == 2 ? key_mask(m[0]) : m[0];
@@ -89,6 +90,11 @@ Outputs run_qkv(Module* m, In x, Masks masks) {
 // Self-attention: the queries are the keys (input 0), the values input 1.
 Outputs run_self(Module* m, In x, Masks masks) {
     return outputs_of(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], module_mask(masks)));
+}
+
+// The mask as the module takes it: causal_mask(n, n) is m×n, broadcast over the batch and the features.
+Outputs run_self_m_by_n(Module* m, In x, Masks masks) {
+    return outputs_of(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], masks[0]));
 }
 
 // 1×n×n: query i keeps keys l ≤ i (DiSAN's forward mask), or l ≥ i (its backward mask).
@@ -148,6 +154,13 @@ const RegisterEntry multi_dimensional_attention_entry(30, "multi_dimensional_att
      .run = run_self,
      .reference = [](const Ref& r) { return multi_dimensional_attention_reference(r, tanh_, 0, 0, 1); },
      .properties = {columns_sum_to_one("weights"), masked_keys_get_zero}},
+    {.variant = "self-attention under causal_mask(4, 4), an m×n mask shared by the batch",
+     .inputs = {Shape{2, 4, 3}, Shape{2, 4, 3}},
+     .masks = {causal_mask(4, 4)},
+     .make = [](Generator& g) { return std::make_unique<MultiDimensionalAttention>(3, 3, 2, 3, g); },
+     .run = run_self_m_by_n,
+     .reference = [](const Ref& r) { return multi_dimensional_attention_reference(r, tanh_, 0, 0, 1, true); },
+     .properties = {columns_sum_to_one("weights")}},
     {.variant = "self-attention under DiSAN's backward mask, sigmoid activation",
      .inputs = {Shape{2, 4, 2}, Shape{2, 4, 3}},
      .masks = {directional_mask(4, false)},
