@@ -23,14 +23,18 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // The way a model uses the hook: it owns the sentence encoder (here a Linear
-// and tanh for HAN's BiGRU) and registers it beside the attention.
+// and tanh for HAN's BiGRU, zero on padded sentences as a GRU run to each
+// document's length leaves them) and registers it beside the attention.
 struct WithEncoder : Module {
     Linear encoder;
     HierarchicalAttention han;
     explicit WithEncoder(Generator& gen) : encoder(3, 2, gen), han(3, 4, 2, 3, gen) {
         register_module("encoder", encoder);
         register_module("han", han);
-        han.set_sentence_encoder([this](const Var& sentences, const Tensor&) { return tanh(encoder(sentences)); });
+        han.set_sentence_encoder([this](const Var& sentences, const Tensor& mask) {
+            const Var states = tanh(encoder(sentences));
+            return mask.defined() ? states * Var(unsqueeze(mask, -1)) : states;
+        });
     }
 };
 
@@ -74,7 +78,8 @@ Keep keep_of(const std::vector<Array>& masks) {
 }
 
 // 12: word level, for each sentence s:  α_t = softmax_t(u_wᵀ tanh(W_w h_t + b_w)),  c^(s) = Σ_t α_t h_t
-//     (with a sentence encoder: c^(s) ← tanh(W_e c^(s) + b_e), the test's stand-in for HAN's BiGRU)
+//     (with a sentence encoder: c^(s) ← tanh(W_e c^(s) + b_e), 0 for a padded sentence: the test's
+//     stand-in for HAN's BiGRU)
 //     sentence level:  β_s = softmax_s(u_Sᵀ tanh(W_s c^(s) + b_s)),  c^(D) = Σ_s β_s c^(s)
 // words B×n_S×n_max×d → document B×d', word weights B×n_S×n_max, sentence weights B×n_S,
 // sentences B×n_S×d'. `prefix` names the attention inside the model ("han." or "").
@@ -97,7 +102,9 @@ std::vector<Expected> hierarchical_attention_reference(const Ref& r, const std::
             const Read words = constant_query_read(r, prefix + "word.", H, word_keep);
             set_row(alpha, b, s, words.weights);
             Vec c = words.context;
-            if (encoder) c = testing::apply(add(matvec(r.p["encoder.weight"], c), vec(r.p["encoder.bias"])), tanh_);
+            if (encoder)
+                c = scale(testing::apply(add(matvec(r.p["encoder.weight"], c), vec(r.p["encoder.bias"])), tanh_),
+                          keep.sentence(b, s));
             set_row(sentences, b, s, c);
             C.push_back(c);
             sentence_keep.push_back(keep.sentence(b, s));
