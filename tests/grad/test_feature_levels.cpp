@@ -44,7 +44,8 @@ Read additive_read(const Ref& r, const std::string& prefix, const Vec& q, const 
         e[static_cast<size_t>(l)] = dot(w, apply(pre, tanh_));
     }
     Read out{softmax(e, keep), Vec(static_cast<size_t>(d_f), 0.0)};
-    for (int64_t l = 0; l < n; ++l) out.context = add(out.context, scale(row(F, b, l), out.weights[static_cast<size_t>(l)]));
+    for (int64_t l = 0; l < n; ++l)
+        out.context = add(out.context, scale(row(F, b, l), out.weights[static_cast<size_t>(l)]));
     return out;
 }
 
@@ -240,7 +241,7 @@ TEST_CASE("attention_via_attention: output width; with the c^(w) columns of W_1 
     CHECK_THROWS_AS(ava.forward(q, chars, normal({2, 3, 5}, gen)), std::invalid_argument);
 }
 
-TEST_CASE("meta_embedding_attention: E = 1 is the projection; sources permute with their parameters; b's gradient is 0") {
+TEST_CASE("meta_embedding_attention: E = 1 is the projection; sources permute with their parameters; b's gradient 0") {
     Generator gen(16);
     const Var x1 = normal({2, 3, 2}, gen), x2 = normal({2, 3, 4}, gen), x3 = normal({2, 3, 3}, gen);
 

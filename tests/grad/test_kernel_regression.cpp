@@ -69,7 +69,9 @@ std::vector<Expected> parametric_nadaraya_watson_pooling_reference(const Ref& r,
 Tensor mask_or_none(Masks m) { return m.empty() ? Tensor() : m[0]; }
 Outputs outputs_of(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
 
-Outputs run_pooling(Module*, In x, Masks m) { return outputs_of(nadaraya_watson_pooling(x[0], x[1], x[2], mask_or_none(m))); }
+Outputs run_pooling(Module*, In x, Masks m) {
+    return outputs_of(nadaraya_watson_pooling(x[0], x[1], x[2], mask_or_none(m)));
+}
 // The training points look each other up: queries = keys = x[0], values x[1].
 Outputs run_pooling_self(Module*, In x, Masks m) {
     return outputs_of(nadaraya_watson_pooling(x[0], x[0], x[1], mask_or_none(m)));

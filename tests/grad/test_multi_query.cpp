@@ -96,7 +96,8 @@ std::vector<Expected> multi_hop_attention_reference(const Ref& r, const Hops& h,
                     case MultiHopAttention::Transform::identity: break;
                 }
                 Vec e(static_cast<size_t>(n));
-                for (int64_t l = 0; l < n; ++l) e[static_cast<size_t>(l)] = hop_score(r, h, s, concat(q, c), row(K, b, l));
+                for (int64_t l = 0; l < n; ++l)
+                    e[static_cast<size_t>(l)] = hop_score(r, h, s, concat(q, c), row(K, b, l));
                 const Vec a = softmax(e, keep);
                 c.assign(static_cast<size_t>(d_v), 0.0);
                 for (int64_t l = 0; l < n; ++l) c = add(c, scale(row(V, b, l), a[static_cast<size_t>(l)]));
@@ -205,9 +206,9 @@ Case hop_case(std::string variant, const Hops& h, int64_t S, int64_t d_q, int64_
             .inputs = std::move(inputs),
             .masks = std::move(masks),
             .make = [=](Generator& g) {
-                return std::make_unique<MultiHopAttention>(
-                    d_q, d_v, h.additive ? make_additive_score(d_q + d_v, d_k, d_w) : make_general_score(d_q + d_v, d_k),
-                    hop_options(S, h.shared, h.transform), g);
+                const auto score =
+                    h.additive ? make_additive_score(d_q + d_v, d_k, d_w) : make_general_score(d_q + d_v, d_k);
+                return std::make_unique<MultiHopAttention>(d_q, d_v, score, hop_options(S, h.shared, h.transform), g);
             },
             .run = run_hops,
             .reference = [=](const Ref& r) { return multi_hop_attention_reference(r, h, S); },
