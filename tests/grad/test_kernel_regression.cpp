@@ -1,6 +1,6 @@
 // Nadaraya–Watson pooling, catalog entries 51–52 (attention/kernel_regression.hpp):
-// gradient-check cases in the attention registry, and the catalog's reference
-// values in double precision (atol 1e-6).
+// their independent references and registry entries (tests/grad/catalog.hpp),
+// and the catalog's reference values in double precision (atol 1e-6).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "attention/kernel_regression.hpp"
 #include "tensor/ops.hpp"
-#include "tests/grad/attention_registry.hpp"
+#include "tests/grad/catalog.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -18,36 +18,147 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
+// ---- the independent reference: the catalog's formula in plain loops ----------------------
 
-// Each of the 3 queries hides one of the 4 keys (leave-one-out training).
-Tensor leave_one_out() {
-    Tensor keep = Tensor::ones({1, 3, 4});
-    for (int64_t j = 0; j < 3; ++j) keep[j * 4 + j] = 0;
+// Whether query j of example b may look up key i: a B×n key mask, a
+// (B or 1)×m×n keep mask, or none.
+double keeps(const Array& mask, int64_t b, int64_t j, int64_t i) {
+    if (mask.numel() == 0) return 1;
+    if (mask.rank() == 2) return mask(b, i);
+    return mask(mask.size(0) == 1 ? 0 : b, j, i);
+}
+
+// 51 (w = 1) and 52:  f(x) = Σ_i softmax_i(−½ ((x − x_i) w)²) y_i   over the kept keys,
+//                     with ((x − x_i) w)² = Σ_k ((x_k − x_ik) w)² for points of p coordinates
+// queries B×m×p, keys B×n×p, values B×n×d_y (inputs q, k, v of the case), mask
+// → output B×m×d_y, weights B×m×n
+std::vector<Expected> kernel_regression_reference(const Ref& r, double w, size_t q = 0, size_t k = 1, size_t v = 2) {
+    const Array &X = r.x[q], &K = r.x[k], &Y = r.x[v];
+    const Array mask = r.masks.empty() ? Array() : r.masks[0];
+    const int64_t B = X.size(0), m = X.size(1), n = K.size(1), p = X.size(2), d_y = Y.size(2);
+    Array output({B, m, d_y}), weights({B, m, n});
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < m; ++j) {
+            Vec e(static_cast<size_t>(n)), keep(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) {
+                double squared = 0;
+                for (int64_t c = 0; c < p; ++c) squared += std::pow((X(b, j, c) - K(b, i, c)) * w, 2);
+                e[static_cast<size_t>(i)] = -0.5 * squared;
+                keep[static_cast<size_t>(i)] = keeps(mask, b, j, i);
+            }
+            const Vec a = softmax(e, keep);
+            Vec f(static_cast<size_t>(d_y), 0.0);
+            for (int64_t i = 0; i < n; ++i) f = add(f, scale(row(Y, b, i), a[static_cast<size_t>(i)]));
+            set_row(output, b, j, f);
+            set_row(weights, b, j, a);
+        }
+    return {{"output", output}, {"weights", weights}};
+}
+
+std::vector<Expected> nadaraya_watson_pooling_reference(const Ref& r, size_t q = 0, size_t k = 1, size_t v = 2) {
+    return kernel_regression_reference(r, 1.0, q, k, v);
+}
+
+std::vector<Expected> parametric_nadaraya_watson_pooling_reference(const Ref& r, size_t q = 0, size_t k = 1,
+                                                                   size_t v = 2) {
+    return kernel_regression_reference(r, r.p["w"][0], q, k, v);
+}
+
+// ---- runs, masks and properties ------------------------------------------------------------
+
+Tensor mask_or_none(Masks m) { return m.empty() ? Tensor() : m[0]; }
+Outputs outputs_of(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
+
+Outputs run_pooling(Module*, In x, Masks m) {
+    return outputs_of(nadaraya_watson_pooling(x[0], x[1], x[2], mask_or_none(m)));
+}
+// The training points look each other up: queries = keys = x[0], values x[1].
+Outputs run_pooling_self(Module*, In x, Masks m) {
+    return outputs_of(nadaraya_watson_pooling(x[0], x[0], x[1], mask_or_none(m)));
+}
+Outputs run_parametric(Module* module, In x, Masks m) {
+    return outputs_of(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[1], x[2], mask_or_none(m)));
+}
+Outputs run_parametric_self(Module* module, In x, Masks m) {
+    return outputs_of(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[0], x[1], mask_or_none(m)));
+}
+
+// 1×m×n: query j hides key j (leave-one-out training; m ≤ n).
+Tensor leave_one_out(int64_t m, int64_t n) {
+    Tensor keep = Tensor::ones(Shape{1, m, n});
+    for (int64_t j = 0; j < m; ++j) keep[j * n + j] = 0;
     return keep;
 }
 
-const RegisterMechanisms kernel_regression_cases({
-    {"nadaraya_watson_pooling",
-     "scalar points, leave-one-out mask",
-     {Shape{2, 3, 1}, Shape{2, 4, 1}, Shape{2, 4, 2}},
-     nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         return both(nadaraya_watson_pooling(x[0], x[1], x[2], leave_one_out()));
-     }},
-    {"nadaraya_watson_pooling",
-     "points in 2-D, lengths 4 and 0",
-     {Shape{2, 2, 2}, Shape{2, 4, 2}, Shape{2, 4, 1}},
-     nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         return both(nadaraya_watson_pooling(x[0], x[1], x[2], length_mask({4, 0}, 4)));
-     }},
-    {"parametric_nadaraya_watson_pooling",
-     "w = 1.3, leave-one-out mask",
-     {Shape{2, 3, 1}, Shape{2, 4, 1}, Shape{2, 4, 2}},
-     [](Generator&) { return std::make_unique<ParametricNadarayaWatsonPooling>(1.3); },
-     [](Module* m, const std::vector<Var>& x) {
-         return both(static_cast<ParametricNadarayaWatsonPooling*>(m)->forward(x[0], x[1], x[2], leave_one_out()));
-     }},
+const KeySet points_masked{.mask = 0, .inputs = {1, 2}, .weights = {"weights"}, .zero_when_empty = {"output"}};
+
+// With a B×n key mask: the weights are a distribution, the output a convex
+// combination of the values, and the keys with their values are a set.
+std::vector<Property> key_mask_properties() {
+    return {rows_sum_to_one("weights"), convex_combination("output", 2, 0),
+            permutation_equivariant_keys({1, 2}, {0}, {"weights"}), permutation_invariant({1, 2}, {0}, {"output"})};
+}
+
+std::unique_ptr<Module> parametric(real w) { return std::make_unique<ParametricNadarayaWatsonPooling>(w); }
+
+// ---- the registry entries ---------------------------------------------------------------
+const RegisterEntry nadaraya_watson_pooling_entry(51, "nadaraya_watson_pooling", {
+    {.variant = "3 scalar queries, 4 keys, 2-wide values, leave-one-out mask",
+     .inputs = {Shape{2, 3, 1}, Shape{2, 4, 1}, Shape{2, 4, 2}},
+     .masks = {leave_one_out(3, 4)},
+     .run = run_pooling,
+     .reference = [](const Ref& r) { return nadaraya_watson_pooling_reference(r); },
+     .properties = {rows_sum_to_one("weights"), convex_combination("output", 2)}},
+    {.variant = "points in 2-D, 2 queries, 4 keys, lengths 4 and 2",
+     .inputs = {Shape{2, 2, 2}, Shape{2, 4, 2}, Shape{2, 4, 1}},
+     .masks = {keep_first({4, 2}, 4)},
+     .run = run_pooling,
+     .reference = [](const Ref& r) { return nadaraya_watson_pooling_reference(r); },
+     .masking = {points_masked},
+     .properties = key_mask_properties()},
+    {.variant = "points in 3-D, 2 queries, 5 keys, no mask",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 5, 3}, Shape{2, 5, 3}},
+     .run = run_pooling,
+     .reference = [](const Ref& r) { return nadaraya_watson_pooling_reference(r); },
+     .properties = {rows_sum_to_one("weights"), convex_combination("output", 2),
+                    permutation_invariant({1, 2}, {}, {"output"})}},
+    {.variant = "4 training points looking each other up, leave-one-out",
+     .inputs = {Shape{2, 4, 1}, Shape{2, 4, 2}},
+     .masks = {leave_one_out(4, 4)},
+     .run = run_pooling_self,
+     .reference = [](const Ref& r) { return nadaraya_watson_pooling_reference(r, 0, 0, 1); },
+     .properties = {rows_sum_to_one("weights")}},
+});
+
+const RegisterEntry parametric_nadaraya_watson_pooling_entry(52, "parametric_nadaraya_watson_pooling", {
+    {.variant = "w from 1.3, 3 scalar queries, 4 keys, leave-one-out mask",
+     .inputs = {Shape{2, 3, 1}, Shape{2, 4, 1}, Shape{2, 4, 2}},
+     .masks = {leave_one_out(3, 4)},
+     .make = [](Generator&) { return parametric(1.3); },
+     .run = run_parametric,
+     .reference = [](const Ref& r) { return parametric_nadaraya_watson_pooling_reference(r); },
+     .properties = {rows_sum_to_one("weights"), convex_combination("output", 2)}},
+    {.variant = "w from 0.6, points in 2-D, lengths 4 and 2",
+     .inputs = {Shape{2, 2, 2}, Shape{2, 4, 2}, Shape{2, 4, 3}},
+     .masks = {keep_first({4, 2}, 4)},
+     .make = [](Generator&) { return parametric(0.6); },
+     .run = run_parametric,
+     .reference = [](const Ref& r) { return parametric_nadaraya_watson_pooling_reference(r); },
+     .masking = {points_masked},
+     .properties = key_mask_properties()},
+    {.variant = "w = −1.7 exactly (a negative w acts as |w|), points in 3-D, no mask",
+     .inputs = {Shape{2, 3, 3}, Shape{2, 5, 3}, Shape{2, 5, 1}},
+     .make = [](Generator&) { return parametric(-1.7); },
+     .run = run_parametric,
+     .reference = [](const Ref& r) { return parametric_nadaraya_watson_pooling_reference(r); },
+     .randomize_parameters = false},
+    {.variant = "w from 2, 5 training points looking each other up, leave-one-out",
+     .inputs = {Shape{2, 5, 1}, Shape{2, 5, 1}},
+     .masks = {leave_one_out(5, 5)},
+     .make = [](Generator&) { return parametric(2); },
+     .run = run_parametric_self,
+     .reference = [](const Ref& r) { return parametric_nadaraya_watson_pooling_reference(r, 0, 0, 1); },
+     .properties = {rows_sum_to_one("weights")}},
 });
 
 // The catalog's data: keys (0, 1, 2), values (0, 1, 4), query 1.
