@@ -41,7 +41,7 @@ Read additive_read(const Ref& r, const std::string& prefix, const Vec& q, const 
     Vec e(static_cast<size_t>(n));
     for (int64_t l = 0; l < n; ++l) {
         const Vec pre = add(add(matvec(W_1, q), matvec(W_2, row(F, b, l))), bias);
-        e[static_cast<size_t>(l)] = dot(w, apply(pre, tanh_));
+        e[static_cast<size_t>(l)] = dot(w, each(pre, tanh_));
     }
     Read out{softmax(e, keep), Vec(static_cast<size_t>(d_f), 0.0)};
     for (int64_t l = 0; l < n; ++l)

@@ -52,7 +52,7 @@ Read constant_query_read(const Ref& r, const std::string& prefix, const std::vec
     const Array W = r.p[prefix + "W"];
     const Vec b = vec(r.p[prefix + "b"]), u = vec(r.p[prefix + "w"]);
     Vec e(H.size());
-    for (size_t l = 0; l < H.size(); ++l) e[l] = dot(u, testing::apply(add(matvec(W, H[l]), b), tanh_));
+    for (size_t l = 0; l < H.size(); ++l) e[l] = dot(u, testing::each(add(matvec(W, H[l]), b), tanh_));
     Read out{softmax(e, keep), Vec(H[0].size(), 0.0)};
     for (size_t l = 0; l < H.size(); ++l) out.context = add(out.context, scale(H[l], out.weights[l]));
     return out;
@@ -103,7 +103,7 @@ std::vector<Expected> hierarchical_attention_reference(const Ref& r, const std::
             set_row(alpha, b, s, words.weights);
             Vec c = words.context;
             if (encoder)
-                c = scale(testing::apply(add(matvec(r.p["encoder.weight"], c), vec(r.p["encoder.bias"])), tanh_),
+                c = scale(testing::each(add(matvec(r.p["encoder.weight"], c), vec(r.p["encoder.bias"])), tanh_),
                           keep.sentence(b, s));
             set_row(sentences, b, s, c);
             C.push_back(c);

@@ -52,7 +52,7 @@ std::vector<Expected> multi_dimensional_attention_reference(const Ref& r, double
             std::vector<Vec> e;  // e[l] = e_l ∈ ℝ^{d_v}
             Vec keep;
             for (int64_t l = 0; l < n; ++l) {
-                const Vec h = testing::apply(add(add(matvec(W_1, row(Q, b, i)), matvec(W_2, row(K, b, l))), bias), act);
+                const Vec h = testing::each(add(add(matvec(W_1, row(Q, b, i)), matvec(W_2, row(K, b, l))), bias), act);
                 e.push_back(matvec_t(W_d, h));
                 keep.push_back(keeps(mask, b, i, l, shared));
             }

@@ -64,7 +64,7 @@ double hop_score(const Ref& r, const Hops& h, int64_t s, const Vec& x, const Vec
     auto p = [&](const std::string& name) { return r.p[hop_param(h, "score", "." + name, s)]; };
     if (!h.additive) return dot(k, matvec(p("W"), x));
     const Vec pre = add(add(matvec(p("W_1"), x), matvec(p("W_2"), k)), vec(p("b")));
-    return dot(vec(p("w")), testing::apply(pre, tanh_));
+    return dot(vec(p("w")), testing::each(pre, tanh_));
 }
 
 // 42: c⁽⁰⁾ = the mean of the kept v_l (0 when none is kept)
