@@ -145,6 +145,53 @@ TEST_CASE("caption model: hard attention in evaluation reads the expected contex
     CHECK(!hard.is_training());
 }
 
+TEST_CASE("caption model: Gumbel straight-through reads one location and trains the attention from the cross-entropy") {
+    Generator gen(4);
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 3, 1, 1);
+    const CaptionBatch batch = make_caption_batch(d.train, {0, 1, 2});
+    const CaptionerConfig small{.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 4};
+    CaptionerConfig gumbel_config = small, hard_config = small;
+    gumbel_config.gumbel = true;
+    gumbel_config.temperature = 0.5;
+    hard_config.hard = true;
+    hard_config.soft_probability = 0;  // every word samples
+    CHECK_THROWS_AS(Captioner(CaptionerConfig{.hard = true, .gumbel = true}, gen), std::invalid_argument);
+
+    // The cross-entropy alone (no penalty, no REINFORCE): through a sampled
+    // location it gives the attention's score no gradient; through the
+    // straight-through estimator it does.
+    const CaptionLossOptions ce_only{.penalty = 0, .entropy_bonus = 0, .reinforce_weight = 0};
+    MovingAverageBaseline baseline;
+    Captioner hard(hard_config, gen);
+    hard.seed_sampler(5);
+    caption_loss(hard.forward(batch.images, batch.captions), batch.captions, ce_only, true, baseline).total.backward();
+    const Tensor hard_grad = hard.attention.score.W_1.grad();
+    CHECK((!hard_grad.defined() || max(abs(hard_grad)).item() == 0));
+
+    Captioner gumbel(gumbel_config, gen);
+    gumbel.seed_sampler(5);
+    const Captioner::Forward f = gumbel.forward(batch.images, batch.captions);
+    CHECK(!f.log_probs.defined());  // nothing for REINFORCE
+    caption_loss(f, batch.captions, ce_only, false, baseline).total.backward();
+    CHECK(max(abs(gumbel.attention.score.W_1.grad())).item() > 0);
+
+    // One location a step: the step's context is β_t times one annotation.
+    const Var annotations = gumbel.encode(Var(batch.images));
+    const auto memory = gumbel.attention.precompute(annotations);
+    const Captioner::Step s = gumbel.step(memory, Tensor::full(Shape{3}, CaptionVocab::start), gumbel.initial_state(annotations));
+    for (int64_t b = 0; b < 3; ++b) CHECK(s.location[b] >= 0);
+    // In evaluation the location is argmax α_t: no draw, the same every time.
+    gumbel.eval();
+    gumbel.set_hard_eval_expected(false);
+    const Captioner::Step e1 = gumbel.step(memory, Tensor::full(Shape{3}, CaptionVocab::start), gumbel.initial_state(annotations));
+    const Captioner::Step e2 = gumbel.step(memory, Tensor::full(Shape{3}, CaptionVocab::start), gumbel.initial_state(annotations));
+    const Tensor best = argmax(e1.alpha.value(), -1);
+    for (int64_t b = 0; b < 3; ++b) {
+        CHECK(e1.location[b] == best[b]);
+        CHECK(e2.location[b] == e1.location[b]);
+    }
+}
+
 TEST_CASE("caption model: a beam wide enough to keep every caption finds the best one, with and without length penalty") {
     // V = 4 (<start>, <end>, two words), T = 3: the 15 possible captions are
     // <end>; w <end>; w w' x (x any of the three; the third word ends it).

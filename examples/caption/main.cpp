@@ -1,7 +1,8 @@
 // caption: Show, Attend and Tell (Xu et al. 2015) with soft or hard attention.
 //
 //   build/examples/caption                          built-in shapes, soft attention
-//   build/examples/caption --attention hard         hard attention, REINFORCE
+//   build/examples/caption --align hard             hard attention, REINFORCE
+//   build/examples/caption --align gumbel-st        hard attention, Gumbel straight-through
 //   build/examples/caption --data fashion           2×2 Fashion-MNIST scenes (make data first)
 //
 // The model, the loss (with REINFORCE's variance-reduction terms), decoding and
@@ -63,10 +64,14 @@ int main(int argc, char** argv) try {
     int64_t n_train = 0, n_valid = 300, n_test = 500;
     bool augment = false;
     double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5,
-           length_penalty = 0;
+           length_penalty = 0, temperature = 1;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
     flags.add_common(common);
-    flags.add("--attention", &attention_kind, "soft | hard");
+    flags.add("--align", &attention_kind,
+              "soft (soft_alignment) | hard (hard_alignment, REINFORCE) | gumbel-st (gumbel_softmax_alignment, "
+              "straight-through)");
+    flags.add("--attention", &attention_kind, "the older name of --align");
+    flags.add("--tau", &temperature, "gumbel-st: the temperature τ of the relaxed softmax");
     flags.add("--data-dir", &data_dir, "where --data fashion finds the IDX files");
     flags.add("--batch", &batch_size, "images per batch");
     flags.add("--lr", &lr, "Adam's learning rate");
@@ -111,9 +116,13 @@ int main(int argc, char** argv) try {
     flags.add("--clip", &clip, "gradient norm clipping (0: off)");
     if (!flags.parse(argc, argv)) return 0;
     std::cerr << "seed " << common.seed << "\n";
-    if (attention_kind != "soft" && attention_kind != "hard")
-        throw std::invalid_argument("--attention expects soft or hard, got '" + attention_kind + "'");
-    const bool hard = attention_kind == "hard";
+    for (const auto& [name, id] : {std::pair<std::string, std::string>{"soft_alignment", "soft"},
+                                   {"hard_alignment", "hard"}, {"gumbel_softmax_alignment", "gumbel-st"}})
+        if (attention_kind == name) attention_kind = id;  // the catalog ids work too
+    if (attention_kind != "soft" && attention_kind != "hard" && attention_kind != "gumbel-st")
+        throw std::invalid_argument("--align expects soft, hard or gumbel-st, got '" + attention_kind + "'");
+    if (!(temperature > 0)) throw std::invalid_argument("--tau must be > 0, got " + std::to_string(temperature));
+    const bool hard = attention_kind == "hard", gumbel = attention_kind == "gumbel-st";
     if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
 
     // ---- data ------------------------------------------------------------------------------
@@ -134,7 +143,8 @@ int main(int argc, char** argv) try {
     Generator gen(static_cast<uint64_t>(common.seed));
     CaptionerConfig config{.channels1 = channels1, .channels2 = channels2, .hidden = hidden, .embedding = embedding,
                            .attention = attention_dim, .vocab = std::max<int64_t>(16, data.vocab.size()),
-                           .hard = hard, .soft_probability = soft_probability,
+                           .hard = hard, .gumbel = gumbel, .temperature = temperature,
+                           .soft_probability = soft_probability,
                            .hard_eval_expected = hard_eval == "expected",
                            .context_layers = context_layers};
     if (reward_kind != "to-go" && reward_kind != "caption" && reward_kind != "word")
@@ -264,7 +274,7 @@ int main(int argc, char** argv) try {
     const CaptionMetrics beam_m =
         caption_metrics(beamed, examples, data.vocab, data.height / 4, data.width / 4, data.rows, data.cols);
     const CaptionMetrics& m = test.metrics;
-    const std::string mode = hard ? ", " + hard_eval : "";
+    const std::string mode = hard || gumbel ? ", " + hard_eval : "";
     std::fprintf(stderr, "test (greedy%s): word acc %.4f  exact %.4f  BLEU-1..4 %.4f %.4f %.4f %.4f  localization %.4f\n",
                  mode.c_str(), m.word_accuracy, m.exact, m.bleu[0], m.bleu[1], m.bleu[2], m.bleu[3], m.localization);
     std::fprintf(stderr, "test (beam %lld): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
@@ -278,7 +288,7 @@ int main(int argc, char** argv) try {
     // Hard attention: the test set under the other evaluation mode too (greedy).
     std::optional<CaptionMetrics> other;
     const std::string other_mode = hard_eval == "expected" ? "argmax" : "expected";
-    if (hard) {
+    if (hard || gumbel) {
         model.set_hard_eval_expected(other_mode == "expected");
         other = evaluate(model, data, data.test, 64).metrics;
         model.set_hard_eval_expected(hard_eval == "expected");  // back to the chosen mode

@@ -25,6 +25,7 @@ Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
       attention(c.channels2, c.hidden, c.attention, gen),
       hard_alignment(sampler_gen_, HardAlignment::Options{.sample_in_eval = false,
                                                           .soft_probability = c.soft_probability}),
+      gumbel_alignment(sampler_gen_, static_cast<real>(c.temperature), /*straight_through=*/true),
       embed(c.vocab, c.embedding, gen),
       cell(c.embedding + c.channels2, c.hidden, gen),
       out(c.hidden + c.channels2 + c.embedding, c.vocab, gen) {
@@ -40,7 +41,9 @@ Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
     register_module("init_h", init_h);
     register_module("init_c", init_c);
     register_module("attention", attention);
+    if (c.hard && c.gumbel) throw std::invalid_argument("Captioner: hard (REINFORCE) or gumbel, not both");
     register_module("hard_alignment", hard_alignment);  // no parameters: for train()/eval()
+    register_module("gumbel_alignment", gumbel_alignment);
     register_module("embed", embed);
     register_module("cell", cell);
     register_module("out", out);
@@ -86,13 +89,14 @@ Captioner::Step Captioner::step(const DoublyStochasticSoftAttention::Memory& mem
     Step s;
     const Var emb = embed.forward(words);  // E y_{t−1}  B×E
     Var z;                                  // ẑ_t  B×D
-    if (!config_.hard || (config_.hard_eval_expected && !is_training())) {
+    const bool stochastic = config_.hard || config_.gumbel;
+    if (!stochastic || (config_.hard_eval_expected && !is_training())) {
         // soft: ẑ_t = β_t Σ_i α_ti a_i
         const auto att = attention.step(state.h, memory);
         z = att.output;
         s.alpha = att.weights;
         s.beta = att.gate;
-    } else {
+    } else if (config_.hard) {
         // hard: s_t ~ Categorical(α_t), ẑ_t = β_t a_{s_t} (or the expected context, p = 0.5)
         const Var e = unsqueeze(attention.scores(state.h, memory), 1);  // B×1×L
         AlignmentInput in;
@@ -104,6 +108,15 @@ Captioner::Step Captioner::step(const DoublyStochasticSoftAttention::Memory& mem
         s.log_prob = squeeze(sample.log_prob, 1);
         s.entropy = squeeze(sample.entropy, 1);
         s.location = sample.indices.reshape(Shape{words.numel()});
+    } else {
+        // gumbel: s_t = argmax(log α_t + g) (argmax α_t in eval), ẑ_t = β_t a_{s_t};
+        // the gradient reaches α_t through softmax((log α_t + g)/τ)
+        const Var e = unsqueeze(attention.scores(state.h, memory), 1);  // B×1×L
+        const Var y = gumbel_alignment.align({e, Tensor(), Var(), Tensor()});  // one-hot  B×1×L
+        s.beta = attention.gate(state.h);
+        z = mul(s.beta, squeeze(attend(y, memory.annotations), 1));
+        s.alpha = squeeze(softmax(e, -1), 1);  // α_t, for the penalty and the pictures
+        s.location = argmax(y.value(), -1).reshape(Shape{words.numel()});
     }
     s.state = cell.forward(concat({emb, z}, -1), state);
     s.logits = out.forward(concat({s.state.h, z, emb}, -1));

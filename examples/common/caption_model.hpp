@@ -56,7 +56,13 @@ struct CaptionerConfig {
     int64_t embedding = 64;                  // E
     int64_t attention = 128;                 // the additive attention's width
     int64_t vocab = 16;                      // V
-    bool hard = false;                       // hard (stochastic) attention instead of soft
+    bool hard = false;                       // hard (stochastic) attention, trained by REINFORCE
+    // Hard attention trained by backpropagation instead: a location drawn by
+    // the Gumbel-max trick, one-hot in the forward pass, the gradient of the
+    // relaxed softmax((log α + g)/τ) in the backward (gumbel_softmax_alignment,
+    // straight-through; Jang et al. 2017). No REINFORCE, no baseline.
+    bool gumbel = false;
+    double temperature = 1;                  // gumbel: τ
     double soft_probability = 0.5;           // hard, training: expected context with this probability
     bool position_code = true;               // add grid_position_code() to the annotations
     bool hard_eval_expected = false;         // hard, evaluation: the expected context instead of argmax α
@@ -94,7 +100,7 @@ public:
         Var beta;      // β_t  B×1
         Var log_prob;  // hard: log α_t[s_t]  B (0 where the expected context was used); else undefined
         Var entropy;   // hard: H(α_t)  B; else undefined
-        Tensor location;  // hard: s_t  B (the sampled, or in eval the most likely, location)
+        Tensor location;  // hard, gumbel: s_t  B (the sampled, or in eval the most likely, location)
         LSTMState state;
     };
     Step step(const DoublyStochasticSoftAttention::Memory& memory, const Tensor& words, const LSTMState& state);
@@ -109,9 +115,9 @@ public:
     Forward forward(const Tensor& images, const Tensor& captions);
 
     const CaptionerConfig& config() const { return config_; }
-    // Hard attention in evaluation: the expected context Σ_i α_ti a_i (true; what
-    // Xu et al.'s released caption generator does) or the one most likely
-    // location argmax α_t (false). Training always samples.
+    // Hard or Gumbel attention in evaluation: the expected context Σ_i α_ti a_i
+    // (true; what Xu et al.'s released caption generator does) or the one most
+    // likely location argmax α_t (false). Training always samples.
     void set_hard_eval_expected(bool expected) { config_.hard_eval_expected = expected; }
     // Restarts the hard attention's sampler: the trainer seeds it from (seed,
     // step) before every batch, so a resumed run draws what it would have drawn.
@@ -128,6 +134,7 @@ public:
     Linear init_h, init_c;
     DoublyStochasticSoftAttention attention;  // doubly_stochastic_soft_attention (soft)
     HardAlignment hard_alignment;             // hard_alignment (REINFORCE)
+    GumbelSoftmaxAlignment gumbel_alignment;  // gumbel_softmax_alignment (straight-through)
     Embedding embed;
     LSTMCell cell;
     Linear out;
