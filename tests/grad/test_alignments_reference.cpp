@@ -227,10 +227,12 @@ Outputs hard_outputs(Module* m, In x, Masks masks) {
             {"soft", Var(s.soft), false}};
 }
 
-Case hard_case(std::string variant, bool training, HardAlignment::Options o, Shape scores, Shape values) {
+Case hard_case(std::string variant, bool training, HardAlignment::Options o, Shape scores, Shape values,
+               std::vector<int64_t> lengths = {}) {
+    if (lengths.empty()) lengths = {3, scores[2]};
     Case c{.variant = std::move(variant),
            .inputs = {scores, values},
-           .masks = {keep_first({3, scores[2]}, scores[2])},
+           .masks = {keep_first(lengths, scores[2])},
            .make = [o](Generator& g) { return std::make_unique<HardAlignment>(g, o); },
            .run = hard_outputs,
            .reference = [o](const Ref& r) {
@@ -272,6 +274,8 @@ const RegisterEntry hard_entry(23, "hard_alignment", {
               Shape{2, 2, 5}, Shape{2, 5, 2}),
     hard_case("evaluation ignores soft_probability 0.5: argmax", false, {.soft_probability = 0.5}, Shape{2, 3, 5},
               Shape{2, 5, 2}),
+    hard_case("training, example 1 fully masked: index −1, log a_m 0, a zero context", true, {.soft_probability = 0.5},
+              Shape{2, 3, 4}, Shape{2, 4, 2}, {3, 0}),
 });
 
 // ---- 24. local_monotonic_alignment ----------------------------------------------------------------
@@ -451,7 +455,8 @@ Case restricted_case(std::string variant, Shape scores, std::vector<real> z_att,
 const RegisterEntry resa_entry(26, "reinforced_alignment", {
     resa_case("training: z ~ Bernoulli(π) for both samplers, replayed; padding", true, Shape{2, 5, 3},
               keep_first({5, 3}, 5)),
-    resa_case("evaluation: z = [π > 0.5]; padding", false, Shape{3, 6, 2}, keep_first({6, 4, 5}, 6)),
+    resa_case("evaluation: z = [π > 0.5]; padding, example 1 fully masked", false, Shape{3, 6, 2},
+              keep_first({6, 0, 5}, 6)),
     restricted_case("restricted softmax, 3 queries over 4 keys, a query with nothing selected", Shape{2, 3, 4},
                     {1, 0, 1, 1, 1, 0}, {1, 1, 0, 1, 0, 1, 1, 1}),
     restricted_case("restricted softmax with every z = 1 is soft_alignment", Shape{2, 3, 4}, {1, 1, 1, 1, 1, 1},
