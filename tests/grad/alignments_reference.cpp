@@ -177,8 +177,9 @@ Array gumbel_softmax_reference(const Array& E, const Array& keep, Generator& noi
         }
     return per_row(E, keep, [&](int64_t b, int64_t i, const Vec&, const Vec& k) {
         Vec logits(k.size(), 0.0);
-        for (size_t l = 0; l < k.size(); ++l)
-            if (k[l] != 0) logits[l] = (std::log(a(b, i, static_cast<int64_t>(l))) + G(b, i, static_cast<int64_t>(l))) / tau;
+        for (int64_t l = 0; l < static_cast<int64_t>(k.size()); ++l)
+            if (k[static_cast<size_t>(l)] != 0)
+                logits[static_cast<size_t>(l)] = (std::log(a(b, i, l)) + G(b, i, l)) / tau;
         Vec y = softmax(logits, k);
         if (!straight_through || !any_kept(k)) return y;
         size_t best = 0;

@@ -30,7 +30,9 @@ namespace {
 Tensor key_mask_of(Masks masks) { return masks.empty() ? Tensor() : key_mask(masks[0]); }
 
 // The reference's B×m×n keep mask for the scores E.
-Array keep_of_case(const Ref& r, const Array& E) { return keep_keys(r.masks.empty() ? Array() : r.masks[0], E.size(0), E.size(1), E.size(2)); }
+Array keep_of_case(const Ref& r, const Array& E) {
+    return keep_keys(r.masks.empty() ? Array() : r.masks[0], E.size(0), E.size(1), E.size(2));
+}
 
 Outputs weights_only(const Var& a) { return {{"weights", a}}; }
 std::vector<Expected> expect_weights(Array A) { return {{"weights", std::move(A)}}; }
@@ -44,7 +46,8 @@ std::string fail_at(const std::string& what, int64_t flat, double got, double wa
 // Changing the scores of masked keys (x[scores][b, :, l] with mask[b, l] = 0)
 // changes no output, and those scores get exactly zero gradient.
 Property masked_scores_inert(Run run, int scores = 0) {
-    return {"the scores of masked keys change nothing and get no gradient", [=](const PropertyContext& c) -> std::string {
+    return {"the scores of masked keys change nothing and get no gradient",
+            [=](const PropertyContext& c) -> std::string {
                 const Tensor& mask = c.masks.at(0);
                 const Tensor& e = c.inputs[static_cast<size_t>(scores)];
                 const int64_t B = e.size(0), m = e.size(1), n = e.size(2);
@@ -64,10 +67,14 @@ Property masked_scores_inert(Run run, int scores = 0) {
                 for (const Tensor& in : c.inputs) x.emplace_back(in, true);
                 Var loss;
                 for (const Named& o : run(c.module, x, c.masks))
-                    if (o.differentiable) loss = loss.defined() ? loss + sum(o.value * o.value) : sum(o.value * o.value);
+                    if (o.differentiable) {
+                        const Var term = sum(o.value * o.value);
+                        loss = loss.defined() ? loss + term : term;
+                    }
                 if (!loss.defined()) return "";  // nothing differentiable (a straight-through forward)
                 loss.backward();
                 const Tensor& g = x[static_cast<size_t>(scores)].grad();
+                if (!g.defined()) return "";  // the scores reach no differentiable output
                 for (int64_t f = 0; f < g.numel(); ++f) {
                     if (!std::isfinite(g[f])) return fail_at("the scores' gradient", f, g[f], 0);
                     if (masked(f) && g[f] != 0) return fail_at("the gradient to a masked score", f, g[f], 0);
@@ -100,7 +107,8 @@ Property local(int64_t j) {
                 const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, c.masks);
                 const Tensor &a = before["weights"], &s = after["weights"];
                 for (int64_t f = 0; f < a.numel(); ++f)
-                    if (f != j && a[f] != s[f]) return fail_at("weights after changing e_" + std::to_string(j), f, s[f], a[f]);
+                    if (f != j && a[f] != s[f])
+                        return fail_at("weights after changing e_" + std::to_string(j), f, s[f], a[f]);
                 return a[j] == s[j] ? "a_j did not move" : "";
             }};
 }
@@ -154,7 +162,8 @@ Property one_row_of_values(int values) {
                         for (int64_t k = 0; k < d; ++k) found = found && C[(b * m + i) * d + k] == 0;
                         for (int64_t l = 0; l < n && !found; ++l) {
                             found = true;
-                            for (int64_t k = 0; k < d; ++k) found = found && C[(b * m + i) * d + k] == V[(b * n + l) * d + k];
+                            for (int64_t k = 0; k < d; ++k)
+                                found = found && C[(b * m + i) * d + k] == V[(b * n + l) * d + k];
                         }
                         if (!found) return "the context of query " + std::to_string(i) + " of example " +
                                            std::to_string(b) + " is no row of V";
@@ -211,7 +220,8 @@ Case soft_case(std::string variant, double T, Shape scores, Tensor mask, bool ca
 const RegisterEntry soft_entry(22, "soft_alignment", {
     soft_case("T = 1, 3 queries over 5 keys", 1, Shape{2, 3, 5}, Tensor()),
     soft_case("T = 0.5 (sharper), padding", 0.5, Shape{2, 3, 5}, kMask35),
-    soft_case("T = 2 (flatter), causal and padding masks combined (B×m×n)", 2, Shape{2, 4, 6}, keep_first({6, 4}, 6), true),
+    soft_case("T = 2 (flatter), causal and padding masks combined (B×m×n)", 2, Shape{2, 4, 6}, keep_first({6, 4}, 6),
+              true),
 });
 
 // ---- 23. hard_alignment ------------------------------------------------------------------------
@@ -263,7 +273,8 @@ Case hard_case(std::string variant, bool training, HardAlignment::Options o, Sha
 const RegisterEntry hard_entry(23, "hard_alignment", {
     hard_case("training: m ~ Categorical(a), replayed", true, {}, Shape{2, 3, 5}, Shape{2, 5, 4}),
     hard_case("evaluation: m = argmax a", false, {}, Shape{2, 3, 5}, Shape{2, 5, 2}),
-    hard_case("evaluation with sample_in_eval: m sampled", false, {.sample_in_eval = true}, Shape{2, 4, 5}, Shape{2, 5, 3}),
+    hard_case("evaluation with sample_in_eval: m sampled", false, {.sample_in_eval = true}, Shape{2, 4, 5},
+              Shape{2, 5, 3}),
     [] {
         Case c = hard_case("training, expected context with probability 0.5", true, {.soft_probability = 0.5},
                            Shape{2, 4, 5}, Shape{2, 5, 3});
@@ -438,7 +449,8 @@ Case restricted_case(std::string variant, Shape scores, std::vector<real> z_att,
                return weights_only(ReinforcedAlignment::restricted_softmax(x[0], key_mask_of(masks), za, ze));
            },
            .reference = [za, ze](const Ref& r) {
-               return expect_weights(restricted_softmax_reference(r.x[0], keep_of_case(r, r.x[0]), Array(za), Array(ze)));
+               const Array& E = r.x[0];
+               return expect_weights(restricted_softmax_reference(E, keep_of_case(r, E), Array(za), Array(ze)));
            },
            .masking = {kWeightsMasked},
            .properties = {rows_sum_to_one("weights")}};

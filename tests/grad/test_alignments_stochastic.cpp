@@ -184,7 +184,8 @@ TEST_CASE("hard_alignment: enumerating m, REINFORCE's expected gradient is exact
             Generator gen(seed);
             HardAlignment hard(gen, {false, p});
             Var scores(Tensor::from({real(e[0]), real(e[1]), real(e[2])}, Shape{1, 1, 3}), true);
-            const Var c = attend(hard.align({scores, Tensor(), Var(), Tensor()}), Var(Tensor::from(V_values, Shape{1, 3, 2})));
+            const Var V(Tensor::from(V_values, Shape{1, 3, 2}));
+            const Var c = attend(hard.align({scores, Tensor(), Var(), Tensor()}), V);
             const Var reward = sum(c * Var(Tensor::from({real(w[0]), real(w[1])}, Shape{1, 1, 2})));
             (reward + Var(Tensor::scalar(reward.item() - baseline)) * sum(hard.last().log_prob)).backward();
             const int outcome = hard.last().soft[0] == 1 ? 3 : static_cast<int>(hard.last().indices[0]);

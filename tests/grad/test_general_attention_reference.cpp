@@ -125,9 +125,9 @@ Array align_reference(const Ref& r, const Spec& s, const Array& E, const Array& 
                 valid(b, l) = std::max(valid(b, l), keep[f]);
             }
             auto sampler = [&](const std::string& name) {
-                return resa_sampler_reference(Q, valid, r.p["align." + name + ".W_1"], vec(r.p["align." + name + ".b_1"]),
-                                              vec(r.p["align." + name + ".w_2"]), r.p["align." + name + ".b_2"][0],
-                                              r.noise, r.training);
+                const std::string p = "align." + name + ".";
+                return resa_sampler_reference(Q, valid, r.p[p + "W_1"], vec(r.p[p + "b_1"]), vec(r.p[p + "w_2"]),
+                                              r.p[p + "b_2"][0], r.noise, r.training);
             };
             const SamplerDraw attending = sampler("attending");  // drawn first
             const SamplerDraw attended = sampler("attended");
@@ -261,7 +261,9 @@ Case general_case(std::string variant, const Spec& s, std::vector<Shape> inputs,
     const int64_t d_q = inputs[0][2], d_f = s.self ? inputs[0][2] : inputs[1][2];
     const int64_t d_key = s.key_dim > 0 ? s.key_dim : d_f;
     const bool sampled = s.align == AlignKind::hard;  // one-hot weights: no gradient
-    const std::vector<int> key_inputs = s.self ? std::vector<int>{0} : s.separate ? std::vector<int>{1, 2} : std::vector<int>{1};
+    const std::vector<int> key_inputs = s.self       ? std::vector<int>{0}
+                                        : s.separate ? std::vector<int>{1, 2}
+                                                     : std::vector<int>{1};
     return {.variant = std::move(variant),
             .inputs = std::move(inputs),
             .masks = {mask},
@@ -331,7 +333,8 @@ const RegisterEntry general_entry(1, "general_attention", {
                  {Shape{2, 3, 3}, Shape{2, 7, 4}}, keep_first({7, 5}, 7), {bounded("weights", 0, 1)}),
     general_case("activated general, element-wise σ alignment, W_V 3×4",
                  {.score = ScoreKind::activated_general, .align = AlignKind::sigmoid, .value_dim = 3},
-                 {Shape{2, 3, 2}, Shape{2, 5, 4}}, keep_first({2, 5}, 5), with({bounded("weights", 0, 1)}, kPermutation)),
+                 {Shape{2, 3, 2}, Shape{2, 5, 4}}, keep_first({2, 5}, 5),
+                 with({bounded("weights", 0, 1)}, kPermutation)),
     general_case("dot, element-wise ReLU / (Σ ReLU + ε), W_K 4×3 and W_V 2×3",
                  {.score = ScoreKind::dot, .align = AlignKind::relu_sum, .key_dim = 4, .value_dim = 2},
                  {Shape{2, 3, 4}, Shape{2, 5, 3}}, keep_first({5, 3}, 5), kPermutation),
