@@ -140,7 +140,7 @@ Array align_reference(const Ref& r, const Spec& s, const Array& E, const Array& 
     return {};
 }
 
-// X W for the rows of X (B×n×d_in) and W d_out×d_in: row l becomes W x_l.
+// X Wᵀ for X B×n×d_in and W d_out×d_in: row l becomes W x_l.
 Array project(const Array& X, const Array& W) {
     Array Y({X.size(0), X.size(1), W.size(0)});
     for (int64_t b = 0; b < X.size(0); ++b)
