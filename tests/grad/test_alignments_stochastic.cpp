@@ -1,91 +1,28 @@
 // The stochastic alignments, catalog entries 23, 26 and 27
-// (attention/alignments.hpp): gradient-check cases in the attention registry
-// (with the draws held fixed by reseeding), the statistical tests of the
-// catalog with fixed seeds and the stated sample sizes, and their exact
-// properties (one row of V, zero outside the selection, straight-through).
+// (attention/alignments.hpp): the statistical tests of the catalog with fixed
+// seeds and the stated sample sizes, and the training-time estimators checked
+// against the exact gradient on cases small enough to enumerate. Their registry
+// entries, with references that replay the draws, are in
+// test_alignments_reference.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "attention/alignments.hpp"
 #include "tensor/ops.hpp"
-#include "tests/grad/attention_registry.hpp"
 
 using namespace attn;
-using namespace attn::testing;
 
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
 
 Tensor padded_mask() { return key_mask(length_mask({3, 0}, 5)); }
-
-// A stochastic alignment with a generator of its own, reseeded before every
-// run, so that the finite differences see the same draws as backward().
-template <class A>
-struct Reseeded : Module {
-    Generator gen{7};
-    A align;
-    template <class... Args>
-    explicit Reseeded(Args&&... args) : align(std::forward<Args>(args)..., gen) {
-        register_module("align", align);
-    }
-    Var run(const AlignmentInput& in) {
-        gen.manual_seed(7);
-        return align.align(in);
-    }
-};
-
-// HardAlignment and GumbelSoftmaxAlignment take the generator first.
-struct HardCase : Module {
-    Generator gen{7};
-    HardAlignment align;
-    explicit HardCase(HardAlignment::Options o) : align(gen, o) { register_module("align", align); }
-};
-struct GumbelCase : Module {
-    Generator gen{7};
-    GumbelSoftmaxAlignment align;
-    explicit GumbelCase(real tau) : align(gen, tau) { register_module("align", align); }
-};
-
-
-// The hard context c = onehot(m) V and log a_m, both checked.
-Var hard_run(Module* m, const std::vector<Var>& x, const Tensor& mask) {
-    auto& h = *static_cast<HardCase*>(m);
-    h.gen.manual_seed(7);
-    const Var weights = h.align.align({x[0], mask, Var(), Tensor()});
-    return concat({flat(attend(weights, x[1])), flat(h.align.last().log_prob)}, 0);
-}
-
-const RegisterMechanisms stochastic_cases({
-    {"hard_alignment", "sampled context and log a_m (REINFORCE), padding", {Shape{2, 3, 5}, Shape{2, 5, 4}},
-     [](Generator&) { return std::make_unique<HardCase>(HardAlignment::Options{}); },
-     [](Module* m, const std::vector<Var>& x) { return hard_run(m, x, padded_mask()); }},
-    {"hard_alignment", "entropy H[a] (Xu's λ_e term), padding", {Shape{2, 3, 5}}, nullptr,
-     [](Module*, const std::vector<Var>& x) {
-         Generator gen(7);
-         return HardAlignment(gen).sample({x[0], padded_mask(), Var(), Tensor()}).entropy;
-     }},
-    {"hard_alignment", "expected context with probability 0.5", {Shape{2, 4, 5}, Shape{2, 5, 3}},
-     [](Generator&) { return std::make_unique<HardCase>(HardAlignment::Options{false, 0.5}); },
-     [](Module* m, const std::vector<Var>& x) { return hard_run(m, x, Tensor()); }},
-    {"gumbel_softmax_alignment", "τ = 0.5, padding", {Shape{2, 3, 5}}, [](Generator&) { return std::make_unique<GumbelCase>(0.5); },
-     [](Module* m, const std::vector<Var>& x) {
-         auto& g = *static_cast<GumbelCase*>(m);
-         g.gen.manual_seed(7);
-         return g.align.align({x[0], padded_mask(), Var(), Tensor()});
-     }},
-    {"reinforced_alignment", "self-attention over 5 tokens of 3, padding", {Shape{2, 5, 3}, Shape{2, 5, 5}},
-     [](Generator&) { return std::make_unique<Reseeded<ReinforcedAlignment>>(3, 4); },
-     [](Module* m, const std::vector<Var>& x) {
-         auto& r = *static_cast<Reseeded<ReinforcedAlignment>*>(m);
-         const Var weights = r.run({x[1], padded_mask(), x[0], Tensor()});
-         return concat({flat(weights), r.align.last_attending().log_prob, r.align.last_attended().log_prob}, 0);
-     }},
-});
 
 // χ² statistic of observed counts against probabilities p over `draws`.
 double chi_squared(const std::vector<int64_t>& counts, const Tensor& p, int64_t draws) {
@@ -106,21 +43,32 @@ Var repeated_scores(int64_t rows) { return Var(expand(Tensor::from(kScores, Shap
 
 Tensor reference_probs() { return softmax(Tensor::from(kScores, Shape{5}), 0); }
 
+// softmax(e) in plain loops, for the exact gradients below.
+std::vector<double> plain_softmax(const std::vector<double>& e) {
+    double total = 0;
+    std::vector<double> a(e.size());
+    for (size_t l = 0; l < e.size(); ++l) total += a[l] = std::exp(e[l]);
+    for (double& v : a) v /= total;
+    return a;
+}
+
+// Runs `draw(seed)` for seeds 0, 1, ... until every outcome in [0, count) has
+// been seen; keeps the first gradient returned for each outcome.
+template <class Draw>
+std::vector<std::vector<double>> enumerate_outcomes(int count, Draw draw) {
+    std::vector<std::vector<double>> seen(static_cast<size_t>(count));
+    int missing = count;
+    for (uint64_t seed = 0; seed < 10000 && missing > 0; ++seed) {
+        auto [outcome, gradient] = draw(seed);
+        if (seen[static_cast<size_t>(outcome)].empty()) seen[static_cast<size_t>(outcome)] = gradient, --missing;
+    }
+    REQUIRE(missing == 0);
+    return seen;
+}
+
 }  // namespace
 
 // ---- 23. hard_alignment --------------------------------------------------------------------------------
-
-TEST_CASE("hard_alignment: c is always exactly one row of V") {
-    Generator gen(1);
-    HardAlignment hard(gen);
-    const Var e(Tensor::normal(Shape{50, 2, 6}, 0, 1, gen)), V(Tensor::normal(Shape{50, 6, 3}, 0, 1, gen));
-    const Var c = attend(hard.align({e, Tensor(), Var(), Tensor()}), V);
-    for (int64_t b = 0; b < 50; ++b)
-        for (int64_t i = 0; i < 2; ++i) {
-            const auto m = static_cast<int64_t>(hard.last().indices.at({b, i}));
-            for (int64_t j = 0; j < 3; ++j) CHECK(c.value().at({b, i, j}) == V.value().at({b, m, j}));
-        }
-}
 
 TEST_CASE("hard_alignment: over 10⁵ draws (seed 23) the index frequencies match a (χ², p > 0.001)") {
     const int64_t draws = 100000;
@@ -213,49 +161,59 @@ TEST_CASE("hard_alignment: set_soft_probability changes the share of expected-co
                          "hard_alignment: soft_probability must be in [0, 1], got 1.500000", std::invalid_argument);
 }
 
-TEST_CASE("hard_alignment: a fully masked row gives index −1, zero weights, log_prob 0 and zero gradient") {
-    Generator gen(5);
-    HardAlignment hard(gen);
-    Var e(Tensor::normal(Shape{2, 3, 5}, 0, 1, gen), true);
-    const Var V(Tensor::normal(Shape{2, 5, 4}, 0, 1, gen), true);
-    const Var c = attend(hard.align({e, padded_mask(), Var(), Tensor()}), V);
-    const HardAlignment::Sample& s = hard.last();
-    (sum(c) + sum(s.log_prob) + sum(s.entropy)).backward();
-    for (int64_t i = 0; i < 3; ++i) {
-        CHECK(s.indices.at({0, i}) < 3);
-        CHECK(s.indices.at({1, i}) == -1);
-        CHECK(s.log_prob.value().at({1, i}) == 0);
+TEST_CASE("hard_alignment: enumerating m, REINFORCE's expected gradient is exactly ∇ Σ_m a_m f(m), with or without expected-context rows") {
+    // One row of n = 3: a = softmax(e), the reward of index m is f(m) = wᵀv_m and
+    // J = Σ_m a_m f(m), so ∂J/∂e_k = a_k (f(k) − J). Each draw gives the
+    // surrogate L = wᵀc + (f(m) − b) log a_m with a baseline b (log_prob = 0
+    // on an expected-context row, whose c = aᵀV backpropagates instead). Its
+    // gradient, weighted by the outcome's probability — (1 − p) a_m for index m,
+    // p for the expected context — and summed, must be ∂J/∂e exactly.
+    const std::vector<double> e = {0.4, -0.3, 1.1}, w = {0.7, -1.2};
+    const std::vector<real> V_values = {1.0, 0.5, -0.4, 2.0, 0.3, -1.1};  // V 3×2
+    const double baseline = 0.35;
+    const std::vector<double> a = plain_softmax(e);
+    std::vector<double> f(3), exact(3);
+    double J = 0;
+    for (int m = 0; m < 3; ++m) J += a[m] * (f[m] = w[0] * V_values[2 * m] + w[1] * V_values[2 * m + 1]);
+    for (int k = 0; k < 3; ++k) exact[k] = a[k] * (f[k] - J);
+
+    for (double p : {0.0, 0.5}) {
+        CAPTURE(p);
+        // Outcomes 0..2: the sampled index; 3: the expected context.
+        const auto gradients = enumerate_outcomes(p > 0 ? 4 : 3, [&](uint64_t seed) {
+            Generator gen(seed);
+            HardAlignment hard(gen, {false, p});
+            Var scores(Tensor::from({real(e[0]), real(e[1]), real(e[2])}, Shape{1, 1, 3}), true);
+            const Var V(Tensor::from(V_values, Shape{1, 3, 2}));
+            const Var c = attend(hard.align({scores, Tensor(), Var(), Tensor()}), V);
+            const Var reward = sum(c * Var(Tensor::from({real(w[0]), real(w[1])}, Shape{1, 1, 2})));
+            (reward + Var(Tensor::scalar(reward.item() - baseline)) * sum(hard.last().log_prob)).backward();
+            const int outcome = hard.last().soft[0] == 1 ? 3 : static_cast<int>(hard.last().indices[0]);
+            std::vector<double> g(3);
+            for (int k = 0; k < 3; ++k) g[k] = scores.grad()[k];
+            return std::pair{outcome, g};
+        });
+        for (int k = 0; k < 3; ++k) {
+            double expected = 0;
+            for (int m = 0; m < 3; ++m) expected += (1 - p) * a[m] * gradients[m][k];
+            if (p > 0) expected += p * gradients[3][k];
+            CHECK(std::abs(expected - exact[k]) <= 1e-12);
+        }
     }
-    for (int64_t i = 15; i < 30; ++i) CHECK(s.weights.value()[i] == 0);
-    for (int64_t i = 0; i < 3; ++i) CHECK(s.entropy.value().at({1, i}) == 0);
-    for (int64_t i = 0; i < 30; ++i) CHECK(std::isfinite(e.grad()[i]));
-    for (int64_t i = 15; i < 30; ++i) CHECK(e.grad()[i] == 0);
-    CHECK(hard.id() == "hard_alignment");
+
+    // The entropy bonus: ∂H/∂e_k = −a_k (log a_k + H).
+    Generator gen(1);
+    HardAlignment hard(gen);
+    Var scores(Tensor::from({real(e[0]), real(e[1]), real(e[2])}, Shape{1, 1, 3}), true);
+    hard.align({scores, Tensor(), Var(), Tensor()});
+    Var entropy = hard.last().entropy;
+    entropy.backward();
+    double H = 0;
+    for (double ak : a) H -= ak * std::log(ak);
+    for (int k = 0; k < 3; ++k) CHECK(std::abs(scores.grad()[k] + a[k] * (std::log(a[k]) + H)) <= 1e-12);
 }
 
 // ---- 26. reinforced_alignment -----------------------------------------------------------------------------
-
-TEST_CASE("reinforced_alignment: keeping every token is soft_alignment; unselected tokens get exactly 0") {
-    Generator gen(6);
-    const Var e(Tensor::normal(Shape{2, 4, 4}, 0, 1, gen));
-    const Tensor all = Tensor::ones(Shape{2, 4});
-    const Tensor soft = SoftAlignment().align({e, Tensor(), Var(), Tensor()}).value();
-    for (int64_t i = 0; i < soft.numel(); ++i)
-        CHECK(std::abs(ReinforcedAlignment::restricted_softmax(e, Tensor(), all, all).value()[i] - soft[i]) <= 1e-12);
-
-    const Tensor z_att = Tensor::from({1, 0, 1, 1, 0, 0, 0, 0}, Shape{2, 4});  // nobody attends in sequence 2
-    const Tensor z_ed = Tensor::from({1, 1, 0, 1, 1, 1, 1, 1}, Shape{2, 4});
-    const Tensor a = ReinforcedAlignment::restricted_softmax(e, Tensor(), z_att, z_ed).value();
-    for (int64_t b = 0; b < 2; ++b)
-        for (int64_t i = 0; i < 4; ++i) {
-            double total = 0;
-            for (int64_t l = 0; l < 4; ++l) {
-                total += a.at({b, i, l});
-                if (z_att.at({b, i}) == 0 || z_ed.at({b, l}) == 0) CHECK(a.at({b, i, l}) == 0);
-            }
-            CHECK(std::abs(total - z_att.at({b, i})) <= 1e-12);  // no position selected: zero output
-        }
-}
 
 TEST_CASE("reinforced_alignment: z ~ Bernoulli(π) with log p(z) = Σ z log π + (1 − z) log(1 − π)") {
     Generator gen(7);
@@ -285,6 +243,43 @@ TEST_CASE("reinforced_alignment: z ~ Bernoulli(π) with log p(z) = Σ z log π +
         CHECK(resa.last_attended().z[i] == (resa.last_attended().probs.value()[i] > 0.5 ? 1 : 0));
     CHECK_THROWS_AS(resa.align({Var(Tensor::zeros(Shape{64, 2, 6})), Tensor(), tokens, Tensor()}),
                     std::invalid_argument);
+}
+
+TEST_CASE("reinforced_alignment: enumerating z, Σ_z p(z) f(z) ∇ log p(z) is exactly ∇ E_z[f(z)]") {
+    // Two tokens: the attended sampler keeps z ∈ {0, 1}² with
+    // p(z) = Π_l π_l^z_l (1 − π_l)^(1 − z_l), and ∂π_l/∂b_2 = π_l (1 − π_l), so for
+    // the reward f(z) = rᵀz, ∂E[f]/∂b_2 = Σ_z f(z) p(z) Σ_l (z_l − π_l). The
+    // REINFORCE estimate through log_prob, averaged over the four outcomes, must match.
+    // (ReSA's own training loss builds on this log_prob.)
+    const std::vector<double> r = {1.5, -0.8};
+    Generator data(3);
+    const Tensor tokens = Tensor::normal(Shape{1, 2, 2}, 0, 1, data);
+    std::vector<double> pi(2);
+    const auto gradients = enumerate_outcomes(4, [&](uint64_t seed) {
+        Generator gen(5);  // the same sampler weights every time, then the seed's noise
+        ReinforcedAlignment resa(2, 3, gen);
+        resa.attended.b_2.value()[0] = 0.3;
+        gen.manual_seed(seed);
+        const ReinforcedAlignment::Selection sel = resa.select(resa.attended, Var(tokens), Tensor::ones(Shape{1, 2}));
+        for (int l = 0; l < 2; ++l) pi[static_cast<size_t>(l)] = sel.probs.value()[l];
+        Var log_prob = sum(sel.log_prob);
+        log_prob.backward();
+        const int outcome = static_cast<int>(sel.z[0] + 2 * sel.z[1]);
+        return std::pair{outcome, std::vector<double>{resa.attended.b_2.grad()[0]}};
+    });
+    double estimate = 0, exact = 0;
+    for (int outcome = 0; outcome < 4; ++outcome) {
+        const double z[2] = {static_cast<double>(outcome % 2), static_cast<double>(outcome / 2)};
+        double p = 1, f = 0, score = 0;
+        for (int l = 0; l < 2; ++l) {
+            p *= z[l] == 1 ? pi[static_cast<size_t>(l)] : 1 - pi[static_cast<size_t>(l)];
+            f += r[static_cast<size_t>(l)] * z[l];
+            score += z[l] - pi[static_cast<size_t>(l)];
+        }
+        estimate += p * f * gradients[static_cast<size_t>(outcome)][0];
+        exact += f * p * score;
+    }
+    CHECK(std::abs(estimate - exact) <= 1e-12);
 }
 
 // ---- 27. gumbel_softmax_alignment --------------------------------------------------------------------------
@@ -332,12 +327,41 @@ TEST_CASE("gumbel_softmax_alignment: straight-through is one-hot forward, the so
     for (int64_t i = 15; i < 30; ++i) CHECK(e1.grad()[i] == 0);
 }
 
-TEST_CASE("gumbel_softmax_alignment: without noise (evaluation) it is soft_alignment at temperature τ") {
-    Generator gen(10);
-    GumbelSoftmaxAlignment gumbel(gen, 2);
-    gumbel.eval();
-    const Var e(Tensor::normal(Shape{2, 3, 5}, 0, 1, gen));
-    const Tensor y = gumbel.align({e, padded_mask(), Var(), Tensor()}).value();
-    const Tensor a = SoftAlignment(2).align({e, padded_mask(), Var(), Tensor()}).value();
-    for (int64_t i = 0; i < y.numel(); ++i) CHECK(std::abs(y[i] - a[i]) <= 1e-12);
+TEST_CASE("gumbel_softmax_alignment: the straight-through backward is the relaxed sample's Jacobian (1/τ)(diag y − y yᵀ)") {
+    // Straight-through is a biased estimator, so there is no expected gradient
+    // to enumerate; what it promises is ∂L/∂e = J_yᵀ ∂L/∂onehot with y the
+    // relaxed sample of the same noise. With log a = e − lse(e) and Σ y = 1,
+    // ∂y_k/∂e_j = y_k (δ_kj − y_j) / τ over the kept keys. The noise is replayed
+    // from the seed: one uniform per score, in order, g = −log(−log u).
+    const double tau = 0.7;
+    const int64_t n = 5;
+    Generator data(12);
+    const Tensor e0 = Tensor::normal(Shape{1, 2, n}, 0, 1, data), upstream = Tensor::normal(Shape{1, 2, n}, 0, 1, data);
+    const Tensor mask = key_mask(length_mask({4}, n));  // the last key masked
+    for (uint64_t seed : {11, 12, 13}) {
+        Generator gen(seed), replay(seed);
+        GumbelSoftmaxAlignment st(gen, tau, /*straight_through=*/true);
+        Var e(e0.clone(), true);
+        Var hard = st.align({e, mask, Var(), Tensor()});
+        hard.backward(upstream);
+        for (int64_t i = 0; i < 2; ++i) {
+            std::vector<double> z(static_cast<size_t>(n)), y(static_cast<size_t>(n), 0.0);
+            double lse = 0, top = -INFINITY, total = 0;
+            for (int64_t l = 0; l < 4; ++l) lse += std::exp(e0[i * n + l]);
+            lse = std::log(lse);
+            for (int64_t l = 0; l < n; ++l) {
+                const double u = std::max(replay.uniform(), std::numeric_limits<double>::min());
+                z[l] = (e0[i * n + l] - lse - std::log(-std::log(u))) / tau;
+                if (l < 4) top = std::max(top, z[l]);
+            }
+            for (int64_t l = 0; l < 4; ++l) total += y[l] = std::exp(z[l] - top);
+            for (double& v : y) v /= total;
+            for (int64_t j = 0; j < n; ++j) {
+                double expected = 0;
+                for (int64_t k = 0; k < 4 && j < 4; ++k)
+                    expected += upstream[i * n + k] * y[k] * ((k == j ? 1 : 0) - y[j]) / tau;
+                CHECK(std::abs(e.grad()[i * n + j] - expected) <= 1e-12);
+            }
+        }
+    }
 }
