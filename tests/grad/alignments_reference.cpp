@@ -108,7 +108,7 @@ Array local_predictive_centres(const Array& Q, const Array& W_p, const Vec& v_p,
     for (int64_t b = 0; b < Q.size(0); ++b)
         for (int64_t i = 0; i < Q.size(1); ++i) {
             const double S = sum(keep_of(keep, b, i));
-            centres(b, i) = S * sigmoid(dot(v_p, apply(matvec(W_p, row(Q, b, i)), std::tanh)));
+            centres(b, i) = S * sigmoid(dot(v_p, each(matvec(W_p, row(Q, b, i)), std::tanh)));
         }
     return centres;
 }
@@ -141,7 +141,7 @@ SamplerDraw resa_sampler_reference(const Array& X, const Array& valid, const Arr
             if (valid(b, l) != 0) x_bar = add(x_bar, row(X, b, l)), count += 1;
         x_bar = scale(x_bar, 1 / std::max(count, 1.0));
         for (int64_t l = 0; l < n; ++l) {
-            const Vec h = apply(add(matvec(W_1, concat(row(X, b, l), x_bar)), b_1), std::tanh);
+            const Vec h = each(add(matvec(W_1, concat(row(X, b, l), x_bar)), b_1), std::tanh);
             s.probs(b, l) = sigmoid(dot(w_2, h) + b_2);
         }
     }

@@ -84,7 +84,7 @@ std::function<double(const Vec&, const Vec&)> score_reference(const Ref& r, Scor
             const Array W_1 = r.p["score.W_1"], W_2 = r.p["score.W_2"];
             const Vec b = vec(r.p["score.b"]), w = vec(r.p["score.w"]);
             return [=](const Vec& q, const Vec& k) {
-                return dot(w, apply(add(add(matvec(W_1, q), matvec(W_2, k)), b), std::tanh));
+                return dot(w, each(add(add(matvec(W_1, q), matvec(W_2, k)), b), std::tanh));
             };
         }
         case ScoreKind::dot: return [](const Vec& q, const Vec& k) { return dot(q, k); };  // e = qᵀk
