@@ -93,7 +93,8 @@ Tensor permute_both(const Tensor& S, const std::vector<int64_t>& perm) {
 }
 
 std::string differs(const std::string& what, const Tensor& want, const Tensor& got) {
-    if (!(want.shape() == got.shape())) return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
+    if (!(want.shape() == got.shape()))
+        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
     for (int64_t i = 0; i < want.numel(); ++i)
         if (!(std::abs(want[i] - got[i]) <= 1e-9 * (1 + std::abs(want[i])))) {
             std::ostringstream os;
@@ -116,7 +117,8 @@ Property permutes_with(const std::string& what, Tensor (*move)(const Tensor&, co
                 const Evaluation before = c.run(c.inputs, c.masks), after = c.run(x, c.masks);
                 std::string err;
                 for (const std::string& n : moved)
-                    if (err.empty()) err = differs(n + " with the " + what + " permuted", move(before[n], perm), after[n]);
+                    if (err.empty())
+                        err = differs(n + " with the " + what + " permuted", move(before[n], perm), after[n]);
                 for (const std::string& n : fixed)
                     if (err.empty()) err = differs(n + " with the " + what + " permuted", before[n], after[n]);
                 for (const std::string& n : both_axes)
@@ -164,18 +166,18 @@ const RegisterEntry squeeze_excitation_entry(61, "squeeze_excitation", {
      .inputs = {Shape{2, 6, 3, 4}},
      .make = [](Generator& g) { return std::make_unique<SqueezeExcitation>(6, 2, g); },
      .run = forward_of<SqueezeExcitation>(),
-     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, true); },
+     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, 2, true); },
      .properties = {bounded("weights", 0, 1), pixels_permute({"output"}, {"weights"})}},
     {.variant = "no biases (the paper's notation), C 5, r 2 (2 hidden), 4×3 maps",
      .inputs = {Shape{2, 5, 4, 3}},
      .make = [](Generator& g) { return std::make_unique<SqueezeExcitation>(5, 2, g, false); },
      .run = forward_of<SqueezeExcitation>(),
-     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, false); }},
+     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, 2, false); }},
     {.variant = "r 1: square W_1 and W_2 (5×5), where a transposed weight is shape-valid; 2×3 maps",
      .inputs = {Shape{3, 5, 2, 3}},
      .make = [](Generator& g) { return std::make_unique<SqueezeExcitation>(5, 1, g); },
      .run = forward_of<SqueezeExcitation>(),
-     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, true); }},
+     .reference = [](const Ref& r) { return squeeze_excitation_reference(r, 1, true); }},
 });
 
 const RegisterEntry cbam_channel_entry(62, "cbam_channel_attention", {
@@ -183,19 +185,19 @@ const RegisterEntry cbam_channel_entry(62, "cbam_channel_attention", {
      .inputs = {Shape{2, 6, 4, 3}},
      .make = [](Generator& g) { return std::make_unique<CbamChannelAttention>(6, 3, g); },
      .run = forward_of<CbamChannelAttention>(),
-     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, true, true); },
+     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, 3, true, true); },
      .properties = {bounded("weights", 0, 1), pixels_permute({"output"}, {"weights"})},
      .draw = distinct({Shape{2, 6, 4, 3}})},
     {.variant = "the mean branch only (entry 61's gate), C 5, r 2, 3×4 maps",
      .inputs = {Shape{2, 5, 3, 4}},
      .make = [](Generator& g) { return std::make_unique<CbamChannelAttention>(5, 2, g, true, false); },
      .run = forward_of<CbamChannelAttention>(),
-     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, true, false); }},
+     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, 2, true, false); }},
     {.variant = "r 1: square MLP (4×4), no biases, 3×2 maps",
      .inputs = {Shape{2, 4, 3, 2}},
      .make = [](Generator& g) { return std::make_unique<CbamChannelAttention>(4, 1, g, false); },
      .run = forward_of<CbamChannelAttention>(),
-     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, false, true); },
+     .reference = [](const Ref& r) { return cbam_channel_attention_reference(r, 1, false, true); },
      .draw = distinct({Shape{2, 4, 3, 2}})},
 });
 
@@ -204,20 +206,20 @@ const RegisterEntry cbam_spatial_entry(63, "cbam_spatial_attention", {
      .inputs = {Shape{2, 3, 5, 4}},
      .make = [](Generator& g) { return std::make_unique<CbamSpatialAttention>(g); },
      .run = forward_of<CbamSpatialAttention>(),
-     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, true); },
+     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, 7, true); },
      .properties = {bounded("weights", 0, 1), channels_permute({"output"}, {"weights"})},
      .draw = distinct({Shape{2, 3, 5, 4}})},
     {.variant = "3×3 kernel without bias, 4×6 maps, C 5",
      .inputs = {Shape{2, 5, 4, 6}},
      .make = [](Generator& g) { return std::make_unique<CbamSpatialAttention>(g, 3, false); },
      .run = forward_of<CbamSpatialAttention>(),
-     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, false); },
+     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, 3, false); },
      .draw = distinct({Shape{2, 5, 4, 6}})},
     {.variant = "5×5 kernel on 7×6 maps (interior pixels see the whole kernel), C 2",
      .inputs = {Shape{2, 2, 7, 6}},
      .make = [](Generator& g) { return std::make_unique<CbamSpatialAttention>(g, 5); },
      .run = forward_of<CbamSpatialAttention>(),
-     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, true); },
+     .reference = [](const Ref& r) { return cbam_spatial_attention_reference(r, 5, true); },
      .draw = distinct({Shape{2, 2, 7, 6}})},
     {.variant = "the full CBAM block: entry 62 (C 4, r 2), then this with a 7×7 kernel; 3×5 maps",
      .inputs = {Shape{2, 4, 3, 5}},
@@ -226,34 +228,34 @@ const RegisterEntry cbam_spatial_entry(63, "cbam_spatial_attention", {
          const CbamOutput o = as<Cbam>(m).forward(x[0]);
          return Outputs{{"output", o.output}, {"channel_gates", o.channel_gates}, {"spatial_map", o.spatial_map}};
      },
-     .reference = cbam_block_reference,
+     .reference = [](const Ref& r) { return cbam_block_reference(r, 2, 7); },
      .draw = distinct({Shape{2, 4, 3, 5}})},
 });
 
+Case position_case(std::string variant, Shape shape, int64_t reduction, std::vector<Property> properties = {}) {
+    const int64_t C = shape[1];
+    return {.variant = std::move(variant),
+            .inputs = {shape},
+            .make = [=](Generator& g) { return std::make_unique<DanetPositionAttention>(C, g, reduction); },
+            .run = forward_of<DanetPositionAttention>(),
+            .reference = [=](const Ref& r) { return danet_position_attention_reference(r, reduction); },
+            .properties = std::move(properties)};
+}
+
+Case identity_at_initialisation() {
+    Case c = position_case("α = 0 as initialised: the identity; C 3 < reduction 8 (C' = 1), 2×4 maps",
+                           Shape{2, 3, 2, 4}, 8);
+    c.randomize_parameters = false;
+    return c;
+}
+
 const RegisterEntry danet_position_entry(64, "danet_position_attention", {
-    {.variant = "C 8 (C/8 = 1), 2×3 maps",
-     .inputs = {Shape{2, 8, 2, 3}},
-     .make = [](Generator& g) { return std::make_unique<DanetPositionAttention>(8, g); },
-     .run = forward_of<DanetPositionAttention>(),
-     .reference = danet_position_attention_reference,
-     .properties = {rows_sum_to_one("weights"), pixels_permute({"output"}, {}, {"weights"})}},
-    {.variant = "C 6, reduction 2 (C' = 3), 3×2 maps",
-     .inputs = {Shape{2, 6, 3, 2}},
-     .make = [](Generator& g) { return std::make_unique<DanetPositionAttention>(6, g, 2); },
-     .run = forward_of<DanetPositionAttention>(),
-     .reference = danet_position_attention_reference,
-     .properties = {rows_sum_to_one("weights"), pixels_permute({"output"}, {}, {"weights"})}},
-    {.variant = "reduction 1: square query and key convolutions (5×5), 2×4 maps",
-     .inputs = {Shape{2, 5, 2, 4}},
-     .make = [](Generator& g) { return std::make_unique<DanetPositionAttention>(5, g, 1); },
-     .run = forward_of<DanetPositionAttention>(),
-     .reference = danet_position_attention_reference},
-    {.variant = "α = 0 as initialised: the identity, C 3, 2×4 maps",
-     .inputs = {Shape{2, 3, 2, 4}},
-     .make = [](Generator& g) { return std::make_unique<DanetPositionAttention>(3, g, 1); },
-     .run = forward_of<DanetPositionAttention>(),
-     .reference = danet_position_attention_reference,
-     .randomize_parameters = false},
+    position_case("C 8 (C/8 = 1), 2×3 maps", Shape{2, 8, 2, 3}, 8,
+                  {rows_sum_to_one("weights"), pixels_permute({"output"}, {}, {"weights"})}),
+    position_case("C 6, reduction 2 (C' = 3), 3×2 maps", Shape{2, 6, 3, 2}, 2,
+                  {rows_sum_to_one("weights"), pixels_permute({"output"}, {}, {"weights"})}),
+    position_case("reduction 1: square query and key convolutions (5×5), 2×4 maps", Shape{2, 5, 2, 4}, 1),
+    identity_at_initialisation(),
 });
 
 template <DanetChannelAttention::EnergyMode mode>
@@ -298,19 +300,19 @@ const RegisterEntry pyramid_entry(66, "pyramid_aggregation_attention", {
      .inputs = {Shape{2, 3, 4, 5}},
      .make = make_pyramid(3, 2, {1, 2}, 1, PyramidAggregate::sum),
      .run = forward_of<PyramidAggregationAttention>(),
-     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 1, {1, 2}, false); },
+     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 1, 2, {1, 2}, false); },
      .properties = {bounded("weights", 0, 1), unit_norm("output")}},
     {.variant = "levels {1, 3}, concat, a cascade of 2, C 2, hidden 3, 3×5 maps (overlapping bins)",
      .inputs = {Shape{2, 2, 3, 5}},
      .make = make_pyramid(2, 3, {1, 3}, 2, PyramidAggregate::concat),
      .run = forward_of<PyramidAggregationAttention>(),
-     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 2, {1, 3}, true); },
+     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 2, 3, {1, 3}, true); },
      .properties = {bounded("weights", 0, 1), unit_norm("output")}},
     {.variant = "levels {3, 2}, sum, a cascade of 3, square 1×1 convs (C = hidden = 4), 5×7 maps",
      .inputs = {Shape{2, 4, 5, 7}},
      .make = make_pyramid(4, 4, {3, 2}, 3, PyramidAggregate::sum),
      .run = forward_of<PyramidAggregationAttention>(),
-     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 3, {3, 2}, false); }},
+     .reference = [](const Ref& r) { return pyramid_aggregation_attention_reference(r, 3, 4, {3, 2}, false); }},
     {.variant = "the aggregation alone on a given map, levels {2, 3}, concat, C 3, 5×4 maps",
      .inputs = {Shape{2, 3, 5, 4}, Shape{2, 5, 4}},
      .run = [](Module*, In x, Masks) {

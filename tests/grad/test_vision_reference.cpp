@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,14 +21,30 @@ namespace {
 
 // (testing::apply below: a bare apply(vector, f) would also find std::apply by ADL.)
 
+// The parameter `name`, which must have the catalog's shape: a module built
+// with other sizes (a wrong C/r, a wrong kernel) fails here instead of
+// agreeing with a reference that read its sizes from the module.
+Array parameter(const Ref& r, const std::string& name, const std::vector<int64_t>& shape) {
+    Array a = r.p[name];
+    if (a.shape() != shape) {
+        std::string want;
+        for (size_t i = 0; i < shape.size(); ++i) want += (i ? "×" : "") + std::to_string(shape[i]);
+        throw std::runtime_error("reference: " + name + " is " + a.shape_str() + ", the catalog says " + want);
+    }
+    return a;
+}
+
+// The hidden width C/r of a channel reduction, at least 1.
+int64_t reduced(int64_t C, int64_t r) { return std::max<int64_t>(1, C / r); }
+
 // y = W x + b for a Linear layer read as W out×in, b out (no b: with_bias false).
 struct Dense {
     Array W;
     Vec b;
     Vec operator()(const Vec& x) const { return b.empty() ? matvec(W, x) : add(matvec(W, x), b); }
 };
-Dense dense(const Ref& r, const std::string& name, bool bias) {
-    return {r.p[name + ".weight"], bias ? vec(r.p[name + ".bias"]) : Vec{}};
+Dense dense(const Ref& r, const std::string& name, int64_t out, int64_t in, bool bias) {
+    return {parameter(r, name + ".weight", {out, in}), bias ? vec(r.p[name + ".bias"]) : Vec{}};
 }
 
 // A 1×1 convolution at one pixel: y_o = bias_o + Σ_c weight[o, c, 0, 0] · x_c.
@@ -41,7 +58,9 @@ struct Conv1x1 {
         return y;
     }
 };
-Conv1x1 conv1x1(const Ref& r, const std::string& name) { return {r.p[name + ".weight"], vec(r.p[name + ".bias"])}; }
+Conv1x1 conv1x1(const Ref& r, const std::string& name, int64_t out, int64_t in) {
+    return {parameter(r, name + ".weight", {out, in, 1, 1}), vec(r.p[name + ".bias"])};
+}
 
 // The vector of channel values at pixel (h, w): X[b, :, h, w].
 Vec pixel(const Array& X, int64_t b, int64_t h, int64_t w) {
@@ -91,16 +110,18 @@ Array channel_gates(const Array& U, const Dense& fc1, const Dense& fc2, bool use
 
 // 61: z_c = (1/HW) Σ_{i,j} U_c(i, j);  s = σ(W_2 ReLU(W_1 z + b_1) + b_2);  X̃_c = s_c U_c
 // U B×C×H×W, W_1 "fc1" (C/r)×C, W_2 "fc2" C×(C/r) → output B×C×H×W, weights s B×C.
-std::vector<Expected> squeeze_excitation_reference(const Ref& r, bool bias) {
-    const Array gates = channel_gates(r.x[0], dense(r, "fc1", bias), dense(r, "fc2", bias), false);
+std::vector<Expected> squeeze_excitation_reference(const Ref& r, int64_t reduction, bool bias) {
+    const int64_t C = r.x[0].size(1), h = reduced(C, reduction);
+    const Array gates = channel_gates(r.x[0], dense(r, "fc1", h, C, bias), dense(r, "fc2", C, h, bias), false);
     return {{"output", scale_channels(r.x[0], gates)}, {"weights", gates}};
 }
 
 // 62: M_c = σ(MLP(AvgPool(F)) + MLP(MaxPool(F))),  MLP(z) = W_1 ReLU(W_0 z + b_0) + b_1,
 //     one MLP for both branches (so b_1 counts twice); without the max branch, 61's gate;
 //     F' = M_c ⊗ F.  F B×C×H×W, W_0 "fc1", W_1 "fc2" → output B×C×H×W, weights M_c B×C.
-std::vector<Expected> cbam_channel_attention_reference(const Ref& r, bool bias, bool use_max) {
-    const Array gates = channel_gates(r.x[0], dense(r, "fc1", bias), dense(r, "fc2", bias), use_max);
+std::vector<Expected> cbam_channel_attention_reference(const Ref& r, int64_t reduction, bool bias, bool use_max) {
+    const int64_t C = r.x[0].size(1), h = reduced(C, reduction);
+    const Array gates = channel_gates(r.x[0], dense(r, "fc1", h, C, bias), dense(r, "fc2", C, h, bias), use_max);
     return {{"output", scale_channels(r.x[0], gates)}, {"weights", gates}};
 }
 
@@ -151,17 +172,20 @@ Array scale_pixels(const Array& F, const Array& map) {
 
 // 63: F'' = M_s(F) ⊗ F with the map above; the conv "conv" has weight 1×2×k×k and
 // an optional bias. F B×C×H×W → output B×C×H×W, weights M_s B×1×H×W.
-std::vector<Expected> cbam_spatial_attention_reference(const Ref& r, bool bias) {
-    const Array map = spatial_map(r.x[0], r.p["conv.weight"], bias ? r.p["conv.bias"][0] : 0.0);
+std::vector<Expected> cbam_spatial_attention_reference(const Ref& r, int64_t kernel, bool bias) {
+    const Array K = parameter(r, "conv.weight", {1, 2, kernel, kernel});
+    const Array map = spatial_map(r.x[0], K, bias ? r.p["conv.bias"][0] : 0.0);
     return {{"output", scale_pixels(r.x[0], map)}, {"weights", map}};
 }
 
 // The full CBAM block: F' = M_c(F) ⊗ F, then F'' = M_s(F') ⊗ F'.
-std::vector<Expected> cbam_block_reference(const Ref& r) {
+std::vector<Expected> cbam_block_reference(const Ref& r, int64_t reduction, int64_t kernel) {
+    const int64_t C = r.x[0].size(1), h = reduced(C, reduction);
     const Array gates =
-        channel_gates(r.x[0], dense(r, "channel.fc1", true), dense(r, "channel.fc2", true), true);
+        channel_gates(r.x[0], dense(r, "channel.fc1", h, C, true), dense(r, "channel.fc2", C, h, true), true);
     const Array F1 = scale_channels(r.x[0], gates);
-    const Array map = spatial_map(F1, r.p["spatial.conv.weight"], r.p["spatial.conv.bias"][0]);
+    const Array K = parameter(r, "spatial.conv.weight", {1, 2, kernel, kernel});
+    const Array map = spatial_map(F1, K, r.p["spatial.conv.bias"][0]);
     return {{"output", scale_pixels(F1, map)}, {"channel_gates", gates}, {"spatial_map", map}};
 }
 
@@ -170,10 +194,11 @@ std::vector<Expected> cbam_block_reference(const Ref& r) {
 // 64: Q_p = conv_q(A)_p, K_p = conv_k(A)_p (C' each), V_p = conv_v(A)_p (C), p = h·W + w;
 //     S_ji = exp(K_i·Q_j) / Σ_i exp(K_i·Q_j);  E_j = α Σ_i S_ji V_i + A_j
 // A B×C×H×W → output B×C×H×W, weights S B×N×N.
-std::vector<Expected> danet_position_attention_reference(const Ref& r) {
+std::vector<Expected> danet_position_attention_reference(const Ref& r, int64_t reduction) {
     const Array& A = r.x[0];
     const int64_t B = A.size(0), C = A.size(1), H = A.size(2), W = A.size(3), N = H * W;
-    const Conv1x1 query = conv1x1(r, "query"), key = conv1x1(r, "key"), value = conv1x1(r, "value");
+    const int64_t Cr = reduced(C, reduction);
+    const Conv1x1 query = conv1x1(r, "query", Cr, C), key = conv1x1(r, "key", Cr, C), value = conv1x1(r, "value", C, C);
     const double alpha = r.p["alpha"][0];
     Array S({B, N, N}), E(A.shape());
     for (int64_t b = 0; b < B; ++b) {
@@ -234,21 +259,22 @@ std::vector<Expected> danet_channel_attention_reference(const Ref& r, bool relea
 
 namespace {
 
-// 66, the map: 𝒜_0 ≡ 1;  𝒜_k(h, w) = 𝒜_{k−1}(h, w) · σ(score_k(ReLU(reduce_k(𝒜_{k−1}(h, w) U_{:,h,w}))))
+// 66, the map: 𝒜_0 ≡ 1;
+//   𝒜_k(h, w) = 𝒜_{k−1}(h, w) · σ(score_k(ReLU(reduce_k(𝒜_{k−1}(h, w) U_{:,h,w}))))
 // with 1×1 convolutions "reduce<k>" (C→hidden) and "score<k>" (hidden→1). U B×C×H×W → 𝒜 B×H×W.
-Array pyramid_attention_map(const Ref& r, int cascade) {
+Array pyramid_attention_map(const Ref& r, int cascade, int64_t hidden) {
     const Array& U = r.x[0];
-    const int64_t B = U.size(0), H = U.size(2), W = U.size(3);
+    const int64_t B = U.size(0), C = U.size(1), H = U.size(2), W = U.size(3);
     Array map({B, H, W}, 1.0);
     for (int k = 0; k < cascade; ++k) {
-        const Conv1x1 reduce = conv1x1(r, "reduce" + std::to_string(k));
-        const Conv1x1 score = conv1x1(r, "score" + std::to_string(k));
+        const Conv1x1 reduce = conv1x1(r, "reduce" + std::to_string(k), hidden, C);
+        const Conv1x1 score = conv1x1(r, "score" + std::to_string(k), 1, hidden);
         Array next({B, H, W});
         for (int64_t b = 0; b < B; ++b)
             for (int64_t h = 0; h < H; ++h)
                 for (int64_t w = 0; w < W; ++w) {
-                    const Vec hidden = testing::apply(reduce(scale(pixel(U, b, h, w), map(b, h, w))), relu);
-                    next(b, h, w) = map(b, h, w) * sigmoid(score(hidden)[0]);
+                    const Vec z = testing::apply(reduce(scale(pixel(U, b, h, w), map(b, h, w))), relu);
+                    next(b, h, w) = map(b, h, w) * sigmoid(score(z)[0]);
                 }
         map = next;
     }
@@ -295,9 +321,9 @@ Array pyramid_aggregate_reference(const Array& U, const Array& map, const std::v
 
 // 66: the map of the cascade, then the aggregation.  U B×C×H×W → output B×C or
 // B×(C·Σ b²), weights 𝒜 B×H×W.
-std::vector<Expected> pyramid_aggregation_attention_reference(const Ref& r, int cascade,
+std::vector<Expected> pyramid_aggregation_attention_reference(const Ref& r, int cascade, int64_t hidden,
                                                               const std::vector<int64_t>& levels, bool concatenate) {
-    const Array map = pyramid_attention_map(r, cascade);
+    const Array map = pyramid_attention_map(r, cascade, hidden);
     return {{"output", pyramid_aggregate_reference(r.x[0], map, levels, concatenate)}, {"weights", map}};
 }
 
