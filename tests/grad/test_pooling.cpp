@@ -107,7 +107,8 @@ Tensor reverse_rows(const Tensor& x) {
 }
 
 std::string differs(const std::string& what, const Tensor& want, const Tensor& got) {
-    if (!(want.shape() == got.shape())) return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
+    if (!(want.shape() == got.shape()))
+        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
     for (int64_t i = 0; i < want.numel(); ++i)
         if (!(std::abs(want[i] - got[i]) <= 1e-9 * (1 + std::abs(want[i])))) {
             std::ostringstream os;
@@ -163,7 +164,8 @@ Property one_of_its_window(Size2 kernel, Size2 stride) {
                                     for (int64_t v = 0; v < kernel.w; ++v)
                                         found = found || U(b, ch, i * stride.h + u, j * stride.w + v) == s(b, ch, i, j);
                                 if (!found)
-                                    return "output " + std::to_string(s(b, ch, i, j)) + " is in no element of its window";
+                                    return "output " + std::to_string(s(b, ch, i, j)) +
+                                           " is in no element of its window";
                             }
                 return "";
             }};
@@ -174,8 +176,9 @@ Property length_independent_of_size() {
     return {"the same length for a larger map", [](const PropertyContext& c) -> std::string {
                 const Tensor& U = c.inputs[0];
                 Generator gen(78);
-                const Tensor bigger = Tensor::normal(Shape{U.size(0), U.size(1), U.size(2) + 3, U.size(3) + 5}, 0, 1, gen);
-                const Shape a = c.run(c.inputs, c.masks)["output"].shape(), b = c.run({bigger}, c.masks)["output"].shape();
+                const Shape larger{U.size(0), U.size(1), U.size(2) + 3, U.size(3) + 5};
+                const Shape a = c.run(c.inputs, c.masks)["output"].shape();
+                const Shape b = c.run({Tensor::normal(larger, 0, 1, gen)}, c.masks)["output"].shape();
                 return a == b ? "" : "length " + b.str() + " on a larger map, " + a.str() + " on the case's";
             }};
 }
@@ -190,6 +193,8 @@ Outputs pooled(const SumMeanMaxPooled& p) { return {{"sum", p.sum}, {"mean", p.m
 Outputs output(const Var& v) { return {{"output", v}}; }
 std::vector<Expected> expect_output(Array a) { return {{"output", std::move(a)}}; }
 
+// The rows of input 0 are the keys of mask 0; kSetMask's output is 0 for an empty set.
+const KeySet kRowsMask{.mask = 0, .inputs = {0}, .weights = {}};
 const KeySet kSetMask{.mask = 0, .inputs = {0}, .weights = {}, .zero_when_empty = {"output"}};
 
 Case sum_mean_max_case(std::string variant, Shape shape, std::vector<Tensor> masks = {}) {
@@ -199,7 +204,8 @@ Case sum_mean_max_case(std::string variant, Shape shape, std::vector<Tensor> mas
             .masks = masks,
             .run = [](Module*, In x, Masks m) { return pooled(sum_mean_max_pooling(x[0], mask_of(m))); },
             .reference = sum_mean_max_pooling_reference,
-            .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{{0, {0}, {}, all}},
+            .masking = masks.empty() ? std::vector<KeySet>{}
+                                     : std::vector<KeySet>{{.mask = 0, .inputs = {0}, .weights = {}, .zero_when_empty = all}},
             .properties = {permutation_invariant({0}, masks.empty() ? std::vector<int>{} : std::vector<int>{0}, all)},
             .draw = distinct({shape})};
 }
@@ -233,7 +239,9 @@ Case dynamic_k_case() {
     // Layer 1 of 3 on sentences of 7: k = max(2, ⌈(3 − 1)/3 · 7⌉) = 5.
     Case c = k_max_case("dynamic k for layer 1 of 3 and length 7 (k 5), n 7 of 3", Shape{2, 7, 3}, 0);
     c.run = [](Module*, In x, Masks) { return output(k_max_pooling(x[0], dynamic_k(2, 1, 3, x[0].size(1)))); };
-    c.reference = [](const Ref& r) { return expect_output(k_max_pooling_reference(r, dynamic_k_reference(2, 1, 3, 7))); };
+    c.reference = [](const Ref& r) {
+        return expect_output(k_max_pooling_reference(r, dynamic_k_reference(2, 1, 3, 7)));
+    };
     return c;
 }
 
@@ -285,7 +293,9 @@ Case stochastic_case(std::string variant, Shape shape, Size2 kernel, Size2 strid
            .inputs = {shape},
            .make = [=](Generator& g) { return std::make_unique<StochasticPool>(g, kernel, stride); },
            .run = [](Module* m, In x, Masks) { return output(as<StochasticPool>(m).forward(x[0])); },
-           .reference = [=](const Ref& r) { return expect_output(stochastic_pooling_reference(r, {kernel.h, kernel.w, step.h, step.w})); },
+           .reference = [=](const Ref& r) {
+               return expect_output(stochastic_pooling_reference(r, {kernel.h, kernel.w, step.h, step.w}));
+           },
            .draw = activations(shape, zero_windows),
            .training = training};
     if (training) c.properties = {one_of_its_window(kernel, step)};
@@ -328,7 +338,7 @@ Case deep_sets_case(std::string variant, Shape shape, int64_t hidden, int64_t ou
             .make = [=](Generator& g) { return std::make_unique<DeepSetsPooling>(d, hidden, out, g, how); },
             .run = [](Module* m, In x, Masks mk) { return output(as<DeepSetsPooling>(m).forward(x[0], mask_of(mk))); },
             .reference = [how](const Ref& r) { return expect_output(deep_sets_pooling_reference(r, set_pool(how))); },
-            .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{{.mask = 0, .inputs = {0}, .weights = {}}},
+            .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{kRowsMask},
             .properties = {permutation_invariant({0}, masks.empty() ? std::vector<int>{} : std::vector<int>{0},
                                                  {"output"})},
             .draw = distinct({shape})};
@@ -344,7 +354,9 @@ Case equivariant_case(std::string variant, Shape shape, int64_t out, SetAggregat
             .run = [](Module* m, In x, Masks mk) {
                 return output(as<DeepSetsEquivariant>(m).forward(x[0], mask_of(mk)));
             },
-            .reference = [how](const Ref& r) { return expect_output(deep_sets_equivariant_reference(r, set_pool(how))); },
+            .reference = [how](const Ref& r) {
+                return expect_output(deep_sets_equivariant_reference(r, set_pool(how)));
+            },
             .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{kSetMask},
             .properties = {rows_move_with_input("output")},
             .draw = distinct({shape})};
@@ -359,6 +371,8 @@ const RegisterEntry deep_sets_entry(79, "deep_sets_pooling", {
     equivariant_case("sum, d 3 → 2, lengths 5 and 3", Shape{2, 5, 3}, 2, SetAggregate::sum, {keep_first({5, 3}, 5)}),
     equivariant_case("max, d 3 → 4, a scattered mask", Shape{2, 5, 3}, 4, SetAggregate::max, {scattered_mask()}),
     equivariant_case("sum, square Λ and Γ (3×3), no mask", Shape{2, 4, 3}, 3, SetAggregate::sum),
+    equivariant_case("mean, d 3 → 2, lengths 5 and 2", Shape{2, 5, 3}, 2, SetAggregate::mean,
+                     {keep_first({5, 2}, 5)}),
 });
 
 const std::vector<Property> kGatesBounded = {bounded("update_gates", 0, 1), bounded("reset_gates", 0, 1)};
@@ -379,7 +393,10 @@ const RegisterEntry gru_entry(80, "gru_gating", {
      .make = [](Generator& g) { return std::make_unique<GruGating>(2, 4, g); },
      .run = [](Module* m, In x, Masks mk) { return gru_outputs(as<GruGating>(m).forward(x[0], Var(), mk[0])); },
      .reference = gru_gating_reference,
-     .masking = {{.mask = 0, .inputs = {0}, .weights = {}, .zero_when_empty = {"states", "update_gates", "reset_gates"}}},
+     .masking = {{.mask = 0,
+                  .inputs = {0},
+                  .weights = {},
+                  .zero_when_empty = {"states", "update_gates", "reset_gates"}}},
      .properties = kGatesBounded},
     {.variant = "square W and U (d_x = d_h = 3), a given h_0, a masked step in the middle",
      .inputs = {Shape{2, 4, 3}, Shape{2, 3}},
@@ -453,6 +470,7 @@ TEST_CASE("k_max_pooling: the catalog's column with k = 3 gives (5, 9, 6); k = 1
     CHECK(dynamic_k(3, 2, 3, 18) == 6);
     CHECK(dynamic_k(3, 3, 3, 18) == 3);
     CHECK(dynamic_k(4, 1, 2, 5) == 4);
+    CHECK_THROWS_WITH_AS(k_max_pooling(catalog_column(), 0), doctest::Contains("k = 0"), std::invalid_argument);
 }
 
 // ---- 76. chunk_max_pooling --------------------------------------------------------------------
@@ -466,6 +484,8 @@ TEST_CASE("chunk_max_pooling: the catalog's column in 2 chunks gives (4, 9); c =
     check_values(chunk_max_pooling(catalog_column(), 2, length_mask({5}, 8)).value(), {4, 5});
     check_values(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 6, 8}).value(), {5, 9, 6});
     CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 5, 8}), std::invalid_argument);
+    CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 7}), std::invalid_argument);
+    CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), int64_t{0}), std::invalid_argument);
 }
 
 // ---- 77. stochastic_pooling -------------------------------------------------------------------
@@ -512,6 +532,7 @@ TEST_CASE("spatial_pyramid_pooling: one length for 13×13 and 10×10; level {1} 
     // A 2×2 map at level 2 is the map itself, channel-major.
     const Var small(Tensor::from({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2}));
     check_values(spatial_pyramid_pooling(small, {2}).value(), {1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK_THROWS_WITH_AS(spatial_pyramid_pooling(small, {1, 3}), doctest::Contains("level 3"), std::invalid_argument);
 }
 
 // ---- 79. deep_sets_pooling --------------------------------------------------------------------

@@ -178,7 +178,8 @@ Array stochastic_pooling_reference(const Ref& r, Window window) {
                 for (int64_t wo = 0; wo < Wo; ++wo) {
                     Vec a;
                     for (int64_t u = 0; u < window.kh; ++u)
-                        for (int64_t v = 0; v < window.kw; ++v) a.push_back(U(b, c, ho * window.sh + u, wo * window.sw + v));
+                        for (int64_t v = 0; v < window.kw; ++v)
+                            a.push_back(U(b, c, ho * window.sh + u, wo * window.sw + v));
                     const double total = sum(a);
                     if (r.training)
                         out(b, c, ho, wo) = a[replay_draw(total == 0 ? Vec(a.size(), 1.0) : a, r.noise)];
@@ -209,7 +210,8 @@ Array spatial_pyramid_pooling_reference(const Ref& r, const std::vector<int64_t>
                     for (int64_t v = 0; v < b; ++v) {
                         double top = -INFINITY;
                         for (int64_t h = first(u, b, H); h <= last(u, b, H); ++h)
-                            for (int64_t w = first(v, b, W); w <= last(v, b, W); ++w) top = std::max(top, U(bb, c, h, w));
+                            for (int64_t w = first(v, b, W); w <= last(v, b, W); ++w)
+                                top = std::max(top, U(bb, c, h, w));
                         out(bb, offset + c * b * b + u * b + v) = top;
                     }
             offset += C * b * b;
