@@ -16,7 +16,7 @@ namespace attn::testing {
 
 namespace {
 
-// (testing::apply below: a bare apply(vector, f) would also find std::apply by ADL.)
+// (testing::apply below: a bare each(vector, f) would also find std::apply by ADL.)
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 double tanh_(double x) { return std::tanh(x); }
 
@@ -251,9 +251,9 @@ Array deep_sets_pooling_reference(const Ref& r, SetPool how) {
     for (int64_t b = 0; b < B; ++b) {
         std::vector<Vec> phi;
         for (int64_t i = 0; i < n; ++i)
-            phi.push_back(testing::apply(layer("phi2", testing::apply(layer("phi1", row(X, b, i)), relu)), relu));
+            phi.push_back(testing::each(layer("phi2", testing::each(layer("phi1", row(X, b, i)), relu)), relu));
         const Vec pooled = pool_rows(phi, kept_rows(r, b, n), hidden, how);
-        set_row(out, b, layer("rho2", testing::apply(layer("rho1", pooled), relu)));
+        set_row(out, b, layer("rho2", testing::each(layer("rho1", pooled), relu)));
     }
     return out;
 }
@@ -271,7 +271,7 @@ Array deep_sets_equivariant_reference(const Ref& r, SetPool how) {
         const Vec keep = keep_of(r, b, n);
         const Vec shared = matvec_t(Gamma, pool_rows(rows, kept_rows(r, b, n), d, how));
         for (int64_t i = 0; i < n; ++i)
-            if (keep[at(i)] != 0) set_row(out, b, i, testing::apply(add(matvec_t(Lambda, rows[at(i)]), shared), tanh_));
+            if (keep[at(i)] != 0) set_row(out, b, i, testing::each(add(matvec_t(Lambda, rows[at(i)]), shared), tanh_));
     }
     return out;
 }
@@ -296,9 +296,9 @@ std::vector<Expected> gru_gating_reference(const Ref& r) {
         for (int64_t t = 0; t < T; ++t) {
             if (keep[at(t)] != 0) {
                 const Vec x = row(X, bb, t);
-                const Vec z = testing::apply(add(add(matvec(Wz, x), bz), matvec(Uz, h)), sigmoid);
-                const Vec rr = testing::apply(add(add(matvec(Wr, x), br), matvec(Ur, h)), sigmoid);
-                const Vec candidate = testing::apply(add(add(matvec(W, x), b), matvec(U, hadamard(rr, h))), tanh_);
+                const Vec z = testing::each(add(add(matvec(Wz, x), bz), matvec(Uz, h)), sigmoid);
+                const Vec rr = testing::each(add(add(matvec(Wr, x), br), matvec(Ur, h)), sigmoid);
+                const Vec candidate = testing::each(add(add(matvec(W, x), b), matvec(U, hadamard(rr, h))), tanh_);
                 for (int64_t k = 0; k < dh; ++k) h[at(k)] = (1 - z[at(k)]) * h[at(k)] + z[at(k)] * candidate[at(k)];
                 set_row(Z, bb, t, z);
                 set_row(R, bb, t, rr);

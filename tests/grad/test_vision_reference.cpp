@@ -19,7 +19,7 @@ namespace attn::testing {
 
 namespace {
 
-// (testing::apply below: a bare apply(vector, f) would also find std::apply by ADL.)
+// (testing::apply below: a bare each(vector, f) would also find std::apply by ADL.)
 
 // The parameter `name`, which must have the catalog's shape: a module built
 // with other sizes (a wrong C/r, a wrong kernel) fails here instead of
@@ -89,7 +89,7 @@ namespace {
 // U B×C×H×W → gates B×C.
 Array channel_gates(const Array& U, const Dense& fc1, const Dense& fc2, bool use_max) {
     const int64_t B = U.size(0), C = U.size(1), H = U.size(2), W = U.size(3);
-    auto mlp = [&](const Vec& z) { return fc2(testing::apply(fc1(z), relu)); };
+    auto mlp = [&](const Vec& z) { return fc2(testing::each(fc1(z), relu)); };
     Array gates({B, C});
     for (int64_t b = 0; b < B; ++b) {
         Vec avg(size_t(C), 0.0), top(size_t(C), -INFINITY);
@@ -101,7 +101,7 @@ Array channel_gates(const Array& U, const Dense& fc1, const Dense& fc2, bool use
                 }
         }
         const Vec energy = use_max ? add(mlp(avg), mlp(top)) : mlp(avg);
-        set_row(gates, b, testing::apply(energy, sigmoid));
+        set_row(gates, b, testing::each(energy, sigmoid));
     }
     return gates;
 }
@@ -273,7 +273,7 @@ Array pyramid_attention_map(const Ref& r, int cascade, int64_t hidden) {
         for (int64_t b = 0; b < B; ++b)
             for (int64_t h = 0; h < H; ++h)
                 for (int64_t w = 0; w < W; ++w) {
-                    const Vec z = testing::apply(reduce(scale(pixel(U, b, h, w), map(b, h, w))), relu);
+                    const Vec z = testing::each(reduce(scale(pixel(U, b, h, w), map(b, h, w))), relu);
                     next(b, h, w) = map(b, h, w) * sigmoid(score(z)[0]);
                 }
         map = next;
