@@ -34,6 +34,13 @@ Tensor holes(int64_t m, int64_t n, int64_t empty_row, uint64_t seed) {
     return mask;
 }
 
+// Like holes, but row `late_row` keeps only keys from the second tile (j ≥ 128) on.
+Tensor late_keys_only(int64_t m, int64_t n, int64_t late_row, uint64_t seed) {
+    Tensor mask = holes(m, n, -1, seed);
+    for (int64_t j = 0; j < n; ++j) mask[late_row * n + j] = j >= kFusedBlockKeys ? 1 : 0;
+    return mask;
+}
+
 FusedAttentionOptions fused_options(bool causal, bool need_weights = false) {
     FusedAttentionOptions o;
     o.causal = causal;
@@ -196,6 +203,8 @@ std::vector<SdpaCase> tile_variants() {
          true, {keep_first({190}, 200)}},
         {"2 key tiles, m = n = 129, padding {129, 64}", {2, 129, 2}, {2, 129, 2}, {2, 129, 2}, false,
          {keep_first({129, 64}, 129)}},
+        {"query 0 sees nothing in the first key tile, only in the second", {1, 3, 2}, {1, 135, 2}, {1, 135, 2},
+         false, {Tensor(), late_keys_only(3, 135, 0, 7)}},
     };
 }
 
