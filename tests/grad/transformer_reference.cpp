@@ -89,7 +89,8 @@ Tensor reversed(const Tensor& x, int axis) {
     Tensor out = x.clone();
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t l = 0; l < len; ++l)
-            for (int64_t k = 0; k < inner; ++k) out[(o * len + (len - 1 - l)) * inner + k] = x[(o * len + l) * inner + k];
+            for (int64_t k = 0; k < inner; ++k)
+                out[(o * len + (len - 1 - l)) * inner + k] = x[(o * len + l) * inner + k];
     return out;
 }
 
@@ -137,6 +138,25 @@ Property self_permutation_equivariant(int x, int mask, std::vector<std::string> 
             }};
 }
 
+namespace {
+
+// x with its rows p, p+1, … (axis −2) changed.
+Tensor changed_from(const Tensor& x, int64_t p) {
+    Tensor t = x.clone();
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (!before(t.shape(), i, -2, p)) t[i] = t[i] * real(-1.5) + real(0.75);
+    return t;
+}
+
+// The first flat index of a row before p (along `axis`) where a and b differ, or −1.
+int64_t first_moved(const Tensor& a, const Tensor& b, int axis, int64_t p) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+        if (before(a.shape(), i, axis, p) && !(std::abs(a[i] - b[i]) <= 1e-12 * (1 + std::abs(a[i])))) return i;
+    return -1;
+}
+
+}  // namespace
+
 Property causal_rows(std::vector<int> inputs, std::vector<QueryRows> outputs) {
     return {"causal: changing rows p, p+1, … leaves the earlier query rows unchanged",
             [=](const PropertyContext& c) -> std::string {
@@ -144,19 +164,13 @@ Property causal_rows(std::vector<int> inputs, std::vector<QueryRows> outputs) {
                 const Evaluation original = c.run(c.inputs, c.masks);
                 for (int64_t p = 1; p < n; ++p) {
                     std::vector<Tensor> xs = c.inputs;
-                    for (int k : inputs) {
-                        Tensor& t = xs[static_cast<size_t>(k)] = xs[static_cast<size_t>(k)].clone();
-                        for (int64_t i = 0; i < t.numel(); ++i)
-                            if (!before(t.shape(), i, -2, p)) t[i] = t[i] * real(-1.5) + real(0.75);
-                    }
+                    for (int k : inputs) xs[static_cast<size_t>(k)] = changed_from(xs[static_cast<size_t>(k)], p);
                     const Evaluation changed = c.run(xs, c.masks);
                     for (const QueryRows& o : outputs) {
-                        const Tensor &a = original[o.output], &b = changed[o.output];
-                        for (int64_t i = 0; i < a.numel(); ++i)
-                            if (before(a.shape(), i, o.axis, p) && !(std::abs(a[i] - b[i]) <= 1e-12 * (1 + std::abs(a[i]))))
-                                return differ(o.output + " after changing rows " + std::to_string(p) + "… (a row " +
-                                                  "before them moved)",
-                                              a, b, i);
+                        const int64_t i = first_moved(original[o.output], changed[o.output], o.axis, p);
+                        if (i >= 0)
+                            return differ(o.output + " after changing rows " + std::to_string(p) + "…",
+                                          original[o.output], changed[o.output], i);
                     }
                 }
                 return "";
