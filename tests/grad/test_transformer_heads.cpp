@@ -415,6 +415,13 @@ TEST_CASE("multi_head_attention: h = 1 with W^O = I is scaled_dot_product_attent
     CHECK(mha.taxonomy().query_multiplicity == "multi-head");
 }
 
+TEST_CASE("multi_head_attention: the biases start at zero (as torch.nn.MultiheadAttention)") {
+    Generator gen(403);
+    MultiHeadAttention mha(6, 3, gen, mha_options(true, false));
+    for (const Var* b : {&mha.b_Q, &mha.b_K, &mha.b_V, &mha.b_O})
+        CHECK(max_abs_diff(b->value(), Tensor::zeros(b->shape())) == 0);
+}
+
 TEST_CASE("multi_head_attention: W^V_j = 0 removes exactly head j's contribution") {
     Generator gen(401);
     MultiHeadAttention mha(6, 3, gen);
