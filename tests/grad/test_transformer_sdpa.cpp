@@ -254,10 +254,11 @@ Property band_locality(int64_t radius) {
             }};
 }
 
-Case restricted_case(std::string variant, int64_t B, int64_t n, int64_t radius, std::vector<Tensor> masks = {}) {
+Case restricted_case(std::string variant, int64_t B, int64_t n, int64_t radius, std::vector<Tensor> masks = {},
+                     int64_t d_v = 2) {
     Case c;
     c.variant = std::move(variant);
-    c.inputs = {Shape{B, n, 3}, Shape{B, n, 3}, Shape{B, n, 2}};
+    c.inputs = {Shape{B, n, 3}, Shape{B, n, 3}, Shape{B, n, d_v}};
     c.masks = std::move(masks);
     c.run = [radius](Module*, In x, Masks m) -> Outputs {
         const AttentionOutput a = restricted_self_attention(x[0], x[1], x[2], radius, m.empty() ? Tensor() : m[0]);
@@ -274,6 +275,7 @@ const RegisterEntry restricted_entry(45, "restricted_self_attention", {
     restricted_case("r = 1, n = 6", 2, 6, 1),
     restricted_case("r = 2, n = 5, padding {3, 5}", 2, 5, 2, {keep_first({3, 5}, 5)}),
     restricted_case("r = 0: each position sees only itself", 2, 4, 0),
+    restricted_case("r = 1, d_k = d_v = 3 (keys and values interchangeable in shape)", 2, 5, 1, {}, 3),
     restricted_case("r = 5 ≥ n − 1 = 3 (full attention), padding {2, 4}", 2, 4, 5, {keep_first({2, 4}, 4)}),
 });
 
