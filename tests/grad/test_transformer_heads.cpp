@@ -1,10 +1,12 @@
 // Multi-head attention, double build: catalog entries 40
-// (multi_head_attention), 41 (narrow_wide_multi_head_attention) and 49
-// (head_gated_multi_head_attention), and the TransformerEncoderLayer built from
-// them: registry cases for the generic gradient check, the catalog's
-// properties and reference values, and the encoder layer against PyTorch.
+// (multi_head_attention, composite and fused heads), 41
+// (narrow_wide_multi_head_attention) and 49 (head_gated_multi_head_attention):
+// their independent references and registry entries (tests/grad/catalog.hpp),
+// the catalog's reference values and properties, and the
+// TransformerEncoderLayer built from them against PyTorch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,7 +15,8 @@
 #include "attention/transformer.hpp"
 #include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
-#include "tests/grad/attention_registry.hpp"
+#include "tests/grad/catalog.hpp"
+#include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -22,63 +25,344 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-Var output_and_weights(const AttentionOutput& a) {
-    return concat({reshape(a.output, {-1}), reshape(a.weights, {-1})}, 0);
-}
-
 Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
 
-MultiHeadAttention::Options mha_options(bool bias, bool fused) {
+MultiHeadAttention::Options mha_options(bool bias, bool fused, int64_t d_k = 0, int64_t d_v = 0) {
     MultiHeadAttention::Options o;
     o.bias = bias;
     o.fused = fused;
+    o.d_k = d_k, o.d_v = d_v;
     return o;
 }
 
-const RegisterMechanisms multi_head_cases({
-    {"multi_head_attention", "h = 2, cross-attention with padding", {{2, 3, 4}, {2, 5, 4}, {2, 5, 4}},
-     [](Generator& g) { return std::make_unique<MultiHeadAttention>(4, 2, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         return output_and_weights(as<MultiHeadAttention>(m).forward(x[0], x[1], x[2], padding({5, 2}, 5)));
-     }},
-    {"multi_head_attention", "h = 3, d_k = 2, d_v = 1, biases, causal self-attention", {{2, 4, 3}},
-     [](Generator& g) {
-         MultiHeadAttention::Options o = mha_options(true, false);
-         o.d_k = 2, o.d_v = 1;
-         return std::make_unique<MultiHeadAttention>(3, 3, g, o);
-     },
-     [](Module* m, const std::vector<Var>& x) { return as<MultiHeadAttention>(m).forward(x[0], x[0], x[0], {}, true).output; }},
-    {"multi_head_attention", "fused heads, padding", {{2, 3, 4}, {2, 5, 4}, {2, 5, 4}},
-     [](Generator& g) { return std::make_unique<MultiHeadAttention>(4, 2, g, mha_options(true, true)); },
-     [](Module* m, const std::vector<Var>& x) {
-         return as<MultiHeadAttention>(m).forward(x[0], x[1], x[2], padding({5, 3}, 5)).output;
-     }},
-    {"narrow_wide_multi_head_attention", "narrow, h = 2, padding", {{2, 4, 4}},
-     [](Generator& g) {
-         return std::make_unique<NarrowWideMultiHeadAttention>(4, 2, NarrowWideMultiHeadAttention::Kind::narrow, g);
-     },
-     [](Module* m, const std::vector<Var>& x) {
-         return output_and_weights(as<NarrowWideMultiHeadAttention>(m).forward(x[0], padding({4, 3}, 4)));
-     }},
-    {"narrow_wide_multi_head_attention", "wide, h = 2, causal", {{2, 3, 3}},
-     [](Generator& g) {
-         return std::make_unique<NarrowWideMultiHeadAttention>(3, 2, NarrowWideMultiHeadAttention::Kind::wide, g);
-     },
-     [](Module* m, const std::vector<Var>& x) { return as<NarrowWideMultiHeadAttention>(m).forward(x[0], {}, true).output; }},
-    {"head_gated_multi_head_attention", "sampled gates (fixed noise) + λ·L_C", {{2, 3, 4}},
-     [](Generator& g) { return std::make_unique<HeadGatedMultiHeadAttention>(4, 2, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         auto& gated = as<HeadGatedMultiHeadAttention>(m);
-         const Var g = gated.gates(Tensor::from({0.3, 0.8}));  // fixed u: gates 0.33, 0.79, inside (0, 1)
-         return gated.forward_with_gates(x[0], x[0], x[0], g, padding({3, 2}, 3)).output + 0.1 * gated.l0_penalty();
-     }},
-    {"head_gated_multi_head_attention", "test-time gates", {{1, 4, 4}},
-     [](Generator& g) { return std::make_unique<HeadGatedMultiHeadAttention>(4, 2, g); },
-     [](Module* m, const std::vector<Var>& x) {
-         auto& gated = as<HeadGatedMultiHeadAttention>(m);
-         gated.eval();
-         return gated.forward(x[0], x[0], x[0]).output;
-     }},
+// ---- the independent references: the catalog's formulas in plain loops ------------------
+
+// 40: head_j = Attn(Q W^Q_j + b^Q_j, K W^K_j + b^K_j, V W^V_j + b^V_j)     (entry 44)
+//     MH = [g_1 head_1, …, g_h head_h] W^O + b^O                       (g_j = 1 but in entry 49)
+//   W^Q_j, W^K_j d_model×d_k and W^V_j d_model×d_v are column block j of the
+//   parameters W_Q, W_K d_model×(h·d_k), W_V d_model×(h·d_v); W_O (h·d_v)×d_model
+//   (the XW form, as the module stores them); the biases only with `bias`.
+//   queries B×m×d_model, keys, values B×n×d_model → output B×m×d_model, weights B×h×m×n.
+struct Heads {
+    std::string prefix;  // "" for entry 40, "mha." inside entry 49
+    bool self = false;   // r.x[0] is the queries, keys and values (else r.x[0], r.x[1], r.x[2])
+    int64_t h = 1;
+    bool bias = false;
+    Visible visible;
+    Vec gates = {};  // one per head; empty: all 1
+};
+
+std::vector<Expected> multi_head_reference(const Ref& r, const Heads& heads) {
+    const Array &Xq = r.x[0], &Xk = heads.self ? r.x[0] : r.x[1], &Xv = heads.self ? r.x[0] : r.x[2];
+    const Array W_Q = r.p[heads.prefix + "W_Q"], W_K = r.p[heads.prefix + "W_K"], W_V = r.p[heads.prefix + "W_V"];
+    const Array W_O = r.p[heads.prefix + "W_O"];
+    const int64_t B = Xq.size(0), m = Xq.size(1), n = Xk.size(1), d_model = Xq.size(2), h = heads.h;
+    const int64_t d_k = W_Q.size(1) / h, d_v = W_V.size(1) / h;
+    auto project = [&](const Vec& x, const Array& W, const char* b) {  // xᵀ W (+ b), all heads side by side
+        const Vec y = times(x, W);
+        return heads.bias ? add(y, vec(r.p[heads.prefix + b])) : y;
+    };
+    Array O({B, m, d_model}), A({B, h, m, n});
+    for (int64_t b = 0; b < B; ++b) {
+        std::vector<Vec> q, k, v;
+        for (const Vec& x : rows_of(Xq, b)) q.push_back(project(x, W_Q, "b_Q"));
+        for (const Vec& x : rows_of(Xk, b)) k.push_back(project(x, W_K, "b_K"));
+        for (const Vec& x : rows_of(Xv, b)) v.push_back(project(x, W_V, "b_V"));
+        for (int64_t i = 0; i < m; ++i) {
+            Vec concat_heads;  // [g_1 head_1, …, g_h head_h] at query i
+            for (int64_t j = 0; j < h; ++j) {
+                std::vector<Vec> k_j, v_j;
+                for (const Vec& key : k) k_j.push_back(part(key, j * d_k, d_k));
+                for (const Vec& value : v) v_j.push_back(part(value, j * d_v, d_v));
+                const Attended a = one_query_attention(part(q[static_cast<size_t>(i)], j * d_k, d_k), k_j, v_j,
+                                                       heads.visible.keep(b, i, m, n), std::sqrt(double(d_k)));
+                for (int64_t l = 0; l < n; ++l) A(b, j, i, l) = a.weights[static_cast<size_t>(l)];
+                const double g = heads.gates.empty() ? 1.0 : heads.gates[static_cast<size_t>(j)];
+                concat_heads = concat(concat_heads, scale(a.output, g));
+            }
+            Vec y = times(concat_heads, W_O);
+            if (heads.bias) y = add(y, vec(r.p[heads.prefix + "b_O"]));
+            set_row(O, b, i, y);
+        }
+    }
+    return {{"output", O}, {"weights", A}};
+}
+
+// 41: X_j = columns j·c … (j+1)·c − 1 of X (narrow, c = d/h), or all of X (wide, c = d)
+//     head_j = Attn(X_j W_Q[j], X_j W_K[j], X_j W_V[j])   (W_Q, W_K, W_V h×c×c, the XW form)
+//     Y = [head_1, …, head_h] W_O                           (W_O (h·c)×d)
+//   X B×n×d → Y B×n×d, weights B×h×n×n.
+std::vector<Expected> narrow_wide_reference(const Ref& r, int64_t h, bool narrow, const Visible& visible) {
+    const Array& X = r.x[0];
+    const Array W_Q = r.p["W_Q"], W_K = r.p["W_K"], W_V = r.p["W_V"], W_O = r.p["W_O"];
+    const int64_t B = X.size(0), n = X.size(1), d = X.size(2), c = narrow ? d / h : d;
+    auto head_weight = [c](const Array& W, int64_t j) {  // W[j], c×c
+        Array Wj({c, c});
+        for (int64_t a = 0; a < c; ++a)
+            for (int64_t o = 0; o < c; ++o) Wj(a, o) = W(j, a, o);
+        return Wj;
+    };
+    Array Y({B, n, d}), A({B, h, n, n});
+    for (int64_t b = 0; b < B; ++b) {
+        std::vector<Vec> heads(static_cast<size_t>(n));  // [head_1, …, head_h] per position
+        for (int64_t j = 0; j < h; ++j) {
+            std::vector<Vec> q, k, v;
+            for (const Vec& x : rows_of(X, b)) {
+                const Vec x_j = narrow ? part(x, j * c, c) : x;
+                q.push_back(times(x_j, head_weight(W_Q, j)));
+                k.push_back(times(x_j, head_weight(W_K, j)));
+                v.push_back(times(x_j, head_weight(W_V, j)));
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                const Attended a = one_query_attention(q[static_cast<size_t>(i)], k, v, visible.keep(b, i, n, n),
+                                                       std::sqrt(double(c)));
+                for (int64_t l = 0; l < n; ++l) A(b, j, i, l) = a.weights[static_cast<size_t>(l)];
+                heads[static_cast<size_t>(i)] = concat(heads[static_cast<size_t>(i)], a.output);
+            }
+        }
+        for (int64_t i = 0; i < n; ++i) set_row(Y, b, i, times(heads[static_cast<size_t>(i)], W_O));
+    }
+    return {{"output", Y}, {"weights", A}};
+}
+
+// 49: the Hard Concrete gates (β = 2/3, γ = −0.1, ζ = 1.1), log α = "log_alpha" (h):
+//     training  u_j ~ U(1e-6, 1 − 1e-6) (the module's draws, in head order),
+//               s_j = σ((log u_j − log(1 − u_j) + log α_j) / β),  g_j = min(1, max(0, s_j (ζ − γ) + γ))
+//     test      g_j = min(1, max(0, σ(log α_j)(ζ − γ) + γ))
+//     L_C = Σ_j σ(log α_j − β log(−γ/ζ))
+constexpr double kBeta = 2.0 / 3, kGamma = -0.1, kZeta = 1.1;
+
+Vec hard_concrete_gates(const Ref& r) {
+    const Vec log_alpha = vec(r.p["log_alpha"]);
+    Vec g(log_alpha.size());
+    for (size_t j = 0; j < g.size(); ++j) {
+        double s = sigmoid(log_alpha[j]);
+        if (r.training) {
+            const double u = r.noise.uniform(1e-6, 1 - 1e-6);
+            s = sigmoid((std::log(u) - std::log(1 - u) + log_alpha[j]) / kBeta);
+        }
+        g[j] = std::min(1.0, std::max(0.0, s * (kZeta - kGamma) + kGamma));
+    }
+    return g;
+}
+
+Array l0_penalty_reference(const Ref& r) {
+    double L = 0;
+    for (double a : vec(r.p["log_alpha"])) L += sigmoid(a - kBeta * std::log(-kGamma / kZeta));
+    Array out(std::vector<int64_t>{});
+    out[0] = L;
+    return out;
+}
+
+// ---- what the cases check --------------------------------------------------------------------
+
+Outputs output_and_weights(const AttentionOutput& a, bool weights_in_graph = true) {
+    return {{"output", a.output}, {"weights", a.weights, weights_in_graph}};
+}
+
+// The shapes and options of a case of entries 40 and 49: one input X (self-attention:
+// queries = keys = values = X) or three (queries, keys, values); masks[0] a B×n
+// padding mask, masks[1] an m×n mask of holes (each optional).
+struct HeadsCase {
+    std::string variant;
+    std::vector<Shape> inputs;
+    int64_t h = 2, d_k = 0, d_v = 0;
+    bool bias = false, fused = false, causal = false;
+    std::vector<Tensor> masks = {};
+    bool need_weights = true;  // with fused
+};
+
+bool is_self(const HeadsCase& s) { return s.inputs.size() == 1; }
+
+// The keep mask the module gets: the padding B×1×n, times the holes (→ B×m×n).
+Tensor heads_mask(Masks masks) {
+    const Tensor pad = !masks.empty() && masks[0].defined() ? key_mask(masks[0]) : Tensor();
+    return combine_masks(pad, masks.size() > 1 ? masks[1] : Tensor());
+}
+
+Visible heads_visible(const Ref& r, bool causal) {
+    Visible v;
+    if (!r.masks.empty()) v.padding = r.masks[0];
+    if (r.masks.size() > 1) v.holes = r.masks[1];
+    v.causal = causal;
+    return v;
+}
+
+// Generic tests 3 and 4 as the options allow: a KeySet for the padding (self
+// when X is the keys), rows summing to 1, invariance to the order of the keys
+// (cross-attention) or permutation equivariance (self-attention), and the causal rule.
+void heads_checks(Case& c, const HeadsCase& s, bool output_zero_when_empty) {
+    const bool pad = !s.masks.empty() && s.masks[0].defined(), holes = s.masks.size() > 1;
+    std::vector<std::string> weights;
+    if (s.need_weights) weights = {"weights"};
+    if (pad && is_self(s)) c.masking = {{0, {0}, weights, {}, true}};
+    if (pad && !is_self(s))
+        c.masking = {{0, {1, 2}, weights, output_zero_when_empty ? std::vector<std::string>{"output"}
+                                                                 : std::vector<std::string>{}}};
+    if (s.need_weights) c.properties.push_back(rows_sum_to_one("weights"));
+    if (s.causal) {
+        std::vector<QueryRows> rows = {{"output", 1}};
+        if (s.need_weights) rows.push_back({"weights", -2});
+        c.properties.push_back(causal_rows({0}, rows));
+    } else if (!holes && is_self(s)) {
+        c.properties.push_back(self_permutation_equivariant(0, pad ? 0 : -1, {"output"}, weights));
+    } else if (!holes) {
+        const std::vector<int> masks_of_keys = pad ? std::vector<int>{0} : std::vector<int>{};
+        c.properties.push_back(permutation_invariant({1, 2}, masks_of_keys, {"output"}));
+        if (s.need_weights) c.properties.push_back(permutation_equivariant_keys({1, 2}, masks_of_keys, weights));
+    }
+}
+
+// ---- entry 40 -----------------------------------------------------------------------------------
+
+Case multi_head_case(const HeadsCase& s) {
+    Case c;
+    c.variant = std::string(s.fused ? (s.need_weights ? "fused heads, " : "fused heads without weights, ") : "") +
+                s.variant;
+    c.inputs = s.inputs;
+    c.masks = s.masks;
+    const int64_t d_model = s.inputs[0][2];
+    MultiHeadAttention::Options o = mha_options(s.bias, s.fused, s.d_k, s.d_v);
+    o.need_weights = s.need_weights;
+    c.make = [d_model, h = s.h, o](Generator& g) { return std::make_unique<MultiHeadAttention>(d_model, h, g, o); };
+    c.run = [fused = s.fused, need = s.need_weights, causal = s.causal](Module* m, In x, Masks keep) -> Outputs {
+        const Var &q = x[0], &k = x.size() > 1 ? x[1] : x[0], &v = x.size() > 2 ? x[2] : k;
+        const AttentionOutput a = as<MultiHeadAttention>(m).forward(q, k, v, heads_mask(keep), causal);
+        if (!need) return {{"output", a.output}};
+        return output_and_weights(a, !fused);  // the fused weights are materialised outside the graph
+    };
+    c.reference = [self = is_self(s), h = s.h, bias = s.bias, causal = s.causal, need = s.need_weights](const Ref& r) {
+        std::vector<Expected> e = multi_head_reference(r, {"", self, h, bias, heads_visible(r, causal)});
+        if (!need) e.pop_back();
+        return e;
+    };
+    heads_checks(c, s, !s.bias);
+    return c;
+}
+
+std::vector<HeadsCase> multi_head_variants() {
+    const Shape q{2, 3, 4}, kv{2, 5, 4};
+    return {
+        {"h 2, d_model 4: square W_Q, W_K, W_V, W_O; cross-attention m 3, n 5, padding {3, 5}", {q, kv, kv}, 2, 0, 0,
+         false, false, false, {keep_first({3, 5}, 5)}},
+        {"h 2, d_k 3 ≠ d_v 5, keys ≠ values", {q, kv, kv}, 2, 3, 5},
+        {"h 3, d_k 2, d_v 1, biases, causal self-attention", {{2, 4, 3}}, 3, 2, 1, true, false, true},
+        {"h 2, biases, self-attention with padding {4, 2}", {{2, 4, 4}}, 2, 0, 0, true, false, false,
+         {keep_first({4, 2}, 4)}},
+        {"h 2, a per-query B×m×n mask: padding {4, 5} times holes", {q, kv, kv}, 2, 0, 0, false, false, false,
+         {keep_first({4, 5}, 5), Tensor::from({1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0}, {3, 5})}},
+    };
+}
+
+std::vector<Case> multi_head_cases() {
+    std::vector<Case> cases;
+    for (HeadsCase s : multi_head_variants()) {
+        cases.push_back(multi_head_case(s));
+        s.fused = true;
+        cases.push_back(multi_head_case(s));
+    }
+    HeadsCase no_weights = multi_head_variants()[0];
+    no_weights.fused = true, no_weights.need_weights = false;
+    cases.push_back(multi_head_case(no_weights));
+    return cases;
+}
+
+const RegisterEntry multi_head_entry(40, "multi_head_attention", multi_head_cases());
+
+// ---- entry 41 -----------------------------------------------------------------------------------
+
+Case narrow_wide_case(std::string variant, Shape x, int64_t h, bool narrow, bool causal,
+                      std::vector<Tensor> masks = {}) {
+    using Kind = NarrowWideMultiHeadAttention::Kind;
+    Case c;
+    c.variant = std::string(narrow ? "narrow, " : "wide, ") + variant;
+    c.inputs = {x};
+    c.masks = std::move(masks);
+    const int64_t d = x[2];
+    c.make = [=](Generator& g) {
+        return std::make_unique<NarrowWideMultiHeadAttention>(d, h, narrow ? Kind::narrow : Kind::wide, g);
+    };
+    c.run = [causal](Module* m, In in, Masks keep) {
+        return output_and_weights(as<NarrowWideMultiHeadAttention>(m).forward(in[0], heads_mask(keep), causal));
+    };
+    c.reference = [=](const Ref& r) { return narrow_wide_reference(r, h, narrow, heads_visible(r, causal)); };
+    HeadsCase s;
+    s.inputs = c.inputs, s.masks = c.masks, s.causal = causal;
+    heads_checks(c, s, false);
+    return c;
+}
+
+const RegisterEntry narrow_wide_entry(41, "narrow_wide_multi_head_attention", {
+    narrow_wide_case("h 2, d 4 (chunks of 2), padding {3, 4}", {2, 4, 4}, 2, true, false, {keep_first({3, 4}, 4)}),
+    narrow_wide_case("h 3, d 6, causal", {2, 4, 6}, 3, true, true),
+    narrow_wide_case("h 2, d 3, causal", {2, 3, 3}, 2, false, true),
+    narrow_wide_case("h 3, d 2, padding {2, 4}", {2, 4, 2}, 3, false, false, {keep_first({2, 4}, 4)}),
+});
+
+// ---- entry 49 -----------------------------------------------------------------------------------
+
+// The gated module's cases: `gates_input` runs forward_with_gates with input
+// 1 (or 3) as the gates; otherwise forward, whose gates are sampled in
+// training and the test gates in evaluation.
+Case gated_case(HeadsCase s, bool training, bool gates_input = false) {
+    Case c;
+    c.variant = std::string(gates_input ? "given gates" : training ? "training (sampled gates)" : "evaluation") +
+                ", " + s.variant;
+    c.inputs = s.inputs;
+    if (gates_input) c.inputs.push_back(Shape{s.h});
+    c.masks = s.masks;
+    c.training = training;
+    const int64_t d_model = s.inputs[0][2];
+    const MultiHeadAttention::Options o = mha_options(s.bias, s.fused, s.d_k, s.d_v);
+    c.make = [d_model, h = s.h, o](Generator& g) {
+        return std::make_unique<HeadGatedMultiHeadAttention>(d_model, h, g, o);
+    };
+    // L_C and the test gates have no batch axis: left out where the masking
+    // test (which indexes outputs by example) runs.
+    const bool self = is_self(s), causal = s.causal, fused = s.fused, whole = s.masks.empty();
+    c.run = [self, causal, fused, gates_input, whole](Module* m, In x, Masks keep) -> Outputs {
+        auto& gated = as<HeadGatedMultiHeadAttention>(m);
+        const Var &q = x[0], &k = self ? x[0] : x[1], &v = self ? x[0] : x[2];
+        const AttentionOutput a = gates_input ? gated.forward_with_gates(q, k, v, x.back(), heads_mask(keep), causal)
+                                              : gated.forward(q, k, v, heads_mask(keep), causal);
+        Outputs out = output_and_weights(a, !fused);
+        if (whole) out.push_back({"l0_penalty", gated.l0_penalty()});
+        if (whole && !gated.is_training()) out.push_back({"test_gates", gated.test_gates()});
+        return out;
+    };
+    c.reference = [self, h = s.h, bias = s.bias, causal, gates_input, whole](const Ref& r) {
+        Heads heads{"mha.", self, h, bias, heads_visible(r, causal)};
+        heads.gates = gates_input ? vec(r.x.back()) : hard_concrete_gates(r);
+        std::vector<Expected> e = multi_head_reference(r, heads);
+        if (!whole) return e;
+        e.push_back({"l0_penalty", l0_penalty_reference(r)});
+        if (!r.training) {  // the test gates: no noise drawn
+            const Vec g = hard_concrete_gates(r);
+            e.push_back({"test_gates", Array(std::vector<int64_t>{h})});
+            for (int64_t j = 0; j < h; ++j) e.back().value[j] = g[static_cast<size_t>(j)];
+        }
+        return e;
+    };
+    heads_checks(c, s, false);
+    if (!training && c.masks.empty()) c.properties.push_back(bounded("test_gates", 0, 1));
+    return c;
+}
+
+const RegisterEntry gated_entry(49, "head_gated_multi_head_attention", {
+    gated_case({"h 2, d_model 4, self-attention with padding {3, 2}", {{2, 3, 4}}, 2, 0, 0, false, false, false,
+                {keep_first({3, 2}, 3)}},
+               true),
+    gated_case({"h 3, d_k 2 ≠ d_v 3, biases, cross-attention m 3, n 4", {{2, 3, 6}, {2, 4, 6}, {2, 4, 6}}, 3, 2, 3,
+                true},
+               true),
+    gated_case({"h 2, fused heads, causal", {{2, 4, 4}}, 2, 0, 0, false, true, true}, true),
+    gated_case({"h 2, causal", {{2, 4, 4}}, 2, 0, 0, false, false, true}, false),
+    gated_case({"h 3, biases, cross-attention with padding {4, 2}", {{2, 3, 6}, {2, 4, 6}, {2, 4, 6}}, 3, 0, 0,
+                true, false, false, {keep_first({4, 2}, 4)}},
+               false),
+    gated_case({"h 2, self-attention with padding {3, 4}", {{2, 4, 4}}, 2, 0, 0, false, false, false,
+                {keep_first({3, 4}, 4)}},
+               false, true),
 });
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -117,18 +401,6 @@ void set(Var& parameter, const Tensor& value) { parameter.value().copy_(value); 
 
 // ---- entry 40: multi_head_attention --------------------------------------------------------
 
-TEST_CASE("multi_head_attention: one matmul then reshape to heads equals a per-head loop; weights are B×h×m×n") {
-    Generator gen(40);
-    MultiHeadAttention mha(6, 3, gen, mha_options(true, false));
-    for (auto& [name, p] : mha.named_parameters()) set(p, Tensor::normal(p.shape(), 0, 0.5, gen));  // nonzero biases
-    const Tensor q = Tensor::normal({2, 4, 6}, 0, 1, gen), kv = Tensor::normal({2, 5, 6}, 0, 1, gen);
-    const Tensor mask = padding({5, 2}, 5);
-    const AttentionOutput a = mha.forward(Var(q), Var(kv), Var(kv), mask);
-    CHECK(a.weights.shape() == Shape{2, 3, 4, 5});
-    CHECK(max_abs_diff(a.output.value(), per_head_loop(mha, q, kv, kv, mask)) < 1e-12);
-    CHECK(mha.taxonomy().query_multiplicity == "multi-head");
-}
-
 TEST_CASE("multi_head_attention: h = 1 with W^O = I is scaled_dot_product_attention of the projected inputs") {
     Generator gen(400);
     MultiHeadAttention mha(4, 1, gen);
@@ -140,6 +412,14 @@ TEST_CASE("multi_head_attention: h = 1 with W^O = I is scaled_dot_product_attent
     const AttentionOutput b = scaled_dot_product_attention(matmul(q, mha.W_Q), matmul(k, mha.W_K), matmul(k, mha.W_V));
     CHECK(max_abs_diff(a.output.value(), b.output.value()) < 1e-12);
     CHECK(max_abs_diff(a.weights.value(), reshape(b.weights.value(), {2, 1, 3, 6})) < 1e-12);
+    CHECK(mha.taxonomy().query_multiplicity == "multi-head");
+}
+
+TEST_CASE("multi_head_attention: the biases start at zero (as torch.nn.MultiheadAttention)") {
+    Generator gen(403);
+    MultiHeadAttention mha(6, 3, gen, mha_options(true, false));
+    for (const Var* b : {&mha.b_Q, &mha.b_K, &mha.b_V, &mha.b_O})
+        CHECK(max_abs_diff(b->value(), Tensor::zeros(b->shape())) == 0);
 }
 
 TEST_CASE("multi_head_attention: W^V_j = 0 removes exactly head j's contribution") {

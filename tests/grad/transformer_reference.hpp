@@ -1,0 +1,77 @@
+// What the independent references of the Transformer family share (entries
+// 37, 38, 40, 41, 44–50; tests/grad/test_transformer_*.cpp): which keys a
+// query may see, one query's scaled dot-product attention and a LayerNorm,
+// written in plain loops over tests/grad/reference.hpp; and the properties of
+// self-attention that the catalog's "Test:" lines ask for.
+//
+// Nothing here calls attention/, autograd/, nn/ or the tensor ops, so a
+// mistake in the library cannot make a reference agree with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/grad/catalog.hpp"
+#include "tests/grad/reference.hpp"
+
+namespace attn::testing {
+
+// ---- which keys a query sees --------------------------------------------------------
+// Key j of n is visible to query i of m (in example b) when every rule holds:
+//   padding  the B×n keep mask of the case (empty: every key)
+//   causal   j ≤ i + n − m (the last query sees every key; m = n: j ≤ i)
+//   holes    an m×n keep mask (empty: none)
+//   band     |i − j| ≤ band (band < 0: no band)
+struct Visible {
+    Array padding;
+    bool causal = false;
+    Array holes;
+    int64_t band = -1;
+    Vec keep(int64_t b, int64_t i, int64_t m, int64_t n) const;
+};
+
+// ---- attention of one query, in plain loops -----------------------------------------
+// e_l = q·k_l / τ,  a = softmax_l(e) over the visible keys (all 0 if none),
+// y = Σ_l a_l v_l.
+struct Attended {
+    Vec output;   // d_v
+    Vec weights;  // n
+};
+Attended one_query_attention(const Vec& q, const std::vector<Vec>& keys, const std::vector<Vec>& values,
+                             const Vec& keep, double tau);
+
+// The rows of one example (or one head): X[t, i, :] for i = 0..n−1, t the
+// flat index of the leading axes (b, or b·h + j for B×h×n×d).
+std::vector<Vec> rows_of(const Array& X, int64_t t);
+// Writes row i of example t: X[t, i, :] = v (leading axes flattened).
+void set_flat_row(Array& X, int64_t t, int64_t i, const Vec& v);
+
+// xᵀ W for W of shape in×out (the XW form: the weight multiplies rows from the right).
+Vec times(const Vec& x, const Array& W);
+// The entries x[from, from + count).
+Vec part(const Vec& x, int64_t from, int64_t count);
+
+// LayerNorm of one row (torch.nn.LayerNorm): γ ∘ (x − μ)/√(σ² + ε) + β,
+// μ and the biased σ² over the row.
+Vec layer_norm_row(const Vec& x, const Vec& gamma, const Vec& beta, double eps = 1e-5);
+
+// ---- properties -----------------------------------------------------------------------
+// Self-attention without position information is permutation equivariant:
+// reversing the rows of input `x` (and of the B×n mask `mask`, −1 for none)
+// reverses `outputs` along axis 1, and `weights` (…×n×n) along both of
+// their last two axes: Y(PX) = P Y(X), A(PX) = P A Pᵀ.
+Property self_permutation_equivariant(int x, int mask, std::vector<std::string> outputs,
+                                      std::vector<std::string> weights);
+
+// An output and the axis along which its rows are the queries (1 for
+// B×n×d, −2 for weights B×n×n or B×h×n×n).
+struct QueryRows {
+    std::string output;
+    int axis;
+};
+// Causal attention: for every p, changing rows p, p+1, … (axis −2) of the
+// `inputs` leaves the query rows before p of every output unchanged.
+Property causal_rows(std::vector<int> inputs, std::vector<QueryRows> outputs);
+
+}  // namespace attn::testing
