@@ -155,10 +155,7 @@ TEST_CASE("catalog: every catalog id has an entry, every case a reference") {
                           e.id << " registered as entry " << e.number << ", which is "
                                << kCatalogIds[static_cast<size_t>(e.number - 1)]);
     }
-    // While the entries move from the old gradient registry to this one, only
-    // the families already moved are required (kRequireAllEntries at the end).
-    constexpr bool kRequireAllEntries = false;
-    if (selected_ids().empty() && kRequireAllEntries)
+    if (selected_ids().empty())
         for (size_t i = 0; i < kCatalogIds.size(); ++i)
             CHECK_MESSAGE(registered.count(std::string(kCatalogIds[i])),
                           "catalog entry " << i + 1 << " " << kCatalogIds[i] << " has no registry entry");
