@@ -211,19 +211,47 @@ ReinforcedAlignment::ReinforcedAlignment(int64_t token_dim, int64_t hidden_dim, 
 
 ReinforcedAlignment::Selection ReinforcedAlignment::select(Sampler& sampler, const Var& tokens,
                                                            const Tensor& valid) {
+    // z_l ~ Bernoulli(π_l) in training; z_l = [π_l > 0.5] in evaluation; every
+    // real token while keeping all. Padding is never kept.
     const Var s = sampler.logits(tokens, valid);  // s   B×n
+    const Tensor probs = sigmoid(s.value());      // π, to draw with
+    Tensor z = Tensor::zeros(probs.shape());
+    for (int64_t i = 0; i < z.numel(); ++i) {
+        const double u = keep_all_ ? 0 : is_training() ? gen_.uniform() : 0.5;
+        z[i] = valid[i] != 0 && u < probs[i] ? 1 : 0;
+    }
+    Selection sel = score_selection(s, valid, z);
+    if (keep_all_) sel.log_prob = Var(Tensor::zeros(sel.log_prob.shape()));  // nothing was chosen
+    return sel;
+}
+
+ReinforcedAlignment::Selection ReinforcedAlignment::score_selection(const Var& s, const Tensor& valid, Tensor z) {
     Selection sel;
     sel.probs = sigmoid(s);  // π_l   B×n
-    // z_l ~ Bernoulli(π_l) in training; z_l = [π_l > 0.5] in evaluation. Padding is never kept.
-    sel.z = Tensor::zeros(s.shape());
-    for (int64_t i = 0; i < sel.z.numel(); ++i) {
-        const double u = is_training() ? gen_.uniform() : 0.5;
-        sel.z[i] = valid[i] != 0 && u < sel.probs.value()[i] ? 1 : 0;
-    }
+    sel.z = std::move(z);
     // log p(z_l) = z log π + (1 − z) log(1 − π) = −softplus((1 − 2z)·s), stable for any s
     const Tensor sign = sub(Tensor::ones(sel.z.shape()), mul(sel.z, 2));  // 1 − 2z
     sel.log_prob = sum(-softplus(s * Var(sign)) * Var(valid), -1);       // Σ over real tokens   B
+    // kept_b = Σ_l z_l / Σ_l valid_l  (0 for an example with no real token)
+    sel.kept = div(sum(sel.z, -1), maximum(sum(valid, -1), Tensor::scalar(1)));  // B
     return sel;
+}
+
+Var ReinforcedAlignment::policy_loss(const Selection& selection, const Tensor& task_loss, real sparsity,
+                                     real baseline) {
+    if (!selection.log_prob.defined())
+        throw std::invalid_argument("reinforced_alignment: policy_loss needs a selection (call align first)");
+    if (task_loss.rank() != 1 || task_loss.numel() != selection.log_prob.numel())
+        throw std::invalid_argument("reinforced_alignment: policy_loss needs one task loss per example (" +
+                                    selection.log_prob.shape().str() + "), got " + task_loss.shape().str());
+    // r_b − baseline = −(L_b + λ·kept_b) − baseline, a constant for the gradient   B
+    const Tensor advantage = sub(neg(add(task_loss, mul(selection.kept, sparsity))), Tensor::scalar(baseline));
+    return -mean(Var(advantage) * selection.log_prob);  // −mean_b (r_b − baseline)·log p(z_b)
+}
+
+Var ReinforcedAlignment::policy_loss(const Tensor& task_loss, real sparsity, real baseline) const {
+    return policy_loss(last_attending_, task_loss, sparsity, baseline) +
+           policy_loss(last_attended_, task_loss, sparsity, baseline);
 }
 
 Var ReinforcedAlignment::restricted_softmax(const Var& scores, const Tensor& mask, const Tensor& z_attending,

@@ -139,9 +139,17 @@ private:
 // choose in parallel which tokens attend and which are attended to:
 //   π_l = σ(MLP([x_l; x̄]))     z_l ~ Bernoulli(π_l)      x̄ the mean of the tokens
 //   a_il = z^att_i z^ed_l exp(e_il) / Σ_j z^att_i z^ed_j exp(e_ij)
-// MLP(x) = w_2ᵀ tanh(W_1 x + b_1) + b_2. The samplers learn by REINFORCE with
-// log p(z) = Σ_l log(π_l^z_l (1 − π_l)^(1−z_l)), kept in last(). In evaluation
-// mode z_l = [π_l > 0.5]. (The sampler's input is simplified from ReSA's.)
+// MLP(x) = w_2ᵀ tanh(W_1 x + b_1) + b_2. In evaluation mode z_l = [π_l > 0.5].
+// (The sampler's input is simplified from ReSA's.)
+//
+// Training (the authors' released code): the samplers learn by REINFORCE
+// (Williams 1992) with, for each example b and sampler s,
+//   r^s_b = −(L_b + λ·kept^s_b)                    L_b the task loss, kept^s_b the share of real tokens kept
+//   L_policy = −mean_b Σ_s (r^s_b − baseline)·log p(z^s_b),   log p(z) = Σ_l log(π_l^z_l (1 − π_l)^(1−z_l))
+// (policy_loss). The task's loss trains everything else; ReSA feeds the
+// samplers the tokens without letting the policy gradient into them, and
+// keeps every token for the first steps (set_keep_all) so that the task
+// network learns before the samplers start choosing.
 class ReinforcedAlignment : public Alignment {
 public:
     // One token sampler: MLP weights W_1 d_h×2d, b_1 d_h, w_2 d_h, b_2 1.
@@ -157,12 +165,16 @@ public:
         Var probs;     // π    B×n
         Tensor z;      // 0/1  B×n
         Var log_prob;  // log p(z) = Σ_l log p(z_l)   B (padding not counted)
+        Tensor kept;   // the share of each example's real tokens with z = 1   B
     };
 
     ReinforcedAlignment(int64_t token_dim, int64_t hidden_dim, Generator& gen);
 
     // Draws z for the tokens (or thresholds π in evaluation mode).
     Selection select(Sampler& sampler, const Var& tokens, const Tensor& valid);
+    // The selection z given (0/1, B×n) under a sampler's logits s (B×n), with
+    // its π = σ(s), log p(z) and share kept: what select() returns once it has drawn z.
+    static Selection score_selection(const Var& logits, const Tensor& valid, Tensor z);
     // Soft alignment restricted to the kept pairs: scores B×m×n, z_attending
     // B×m, z_attended B×n → weights B×m×n. All ones gives soft_alignment.
     static Var restricted_softmax(const Var& scores, const Tensor& mask, const Tensor& z_attending,
@@ -173,6 +185,16 @@ public:
     const Selection& last_attending() const { return last_attending_; }
     const Selection& last_attended() const { return last_attended_; }
 
+    // While on, every real token is kept (z = 1, log p(z) = 0): ReSA's warm-up.
+    void set_keep_all(bool on) { keep_all_ = on; }
+    bool keep_all() const { return keep_all_; }
+
+    // REINFORCE for one selection: task_loss B (per example, taken as a
+    // constant) → −mean_b (r_b − baseline)·log p(z_b), r_b = −(L_b + λ·kept_b).
+    static Var policy_loss(const Selection& selection, const Tensor& task_loss, real sparsity, real baseline = 0);
+    // Both samplers of the last align().
+    Var policy_loss(const Tensor& task_loss, real sparsity, real baseline = 0) const;
+
     std::string id() const override { return "reinforced_alignment"; }
     std::string tag() const override { return "reinforced"; }
 
@@ -181,6 +203,7 @@ public:
 private:
     Generator& gen_;
     Selection last_attending_, last_attended_;
+    bool keep_all_ = false;
 };
 
 // ---- 27. gumbel_softmax_alignment ------------------------------------------------------------

@@ -282,6 +282,77 @@ TEST_CASE("reinforced_alignment: enumerating z, Σ_z p(z) f(z) ∇ log p(z) is e
     CHECK(std::abs(estimate - exact) <= 1e-12);
 }
 
+TEST_CASE("reinforced_alignment: the policy loss, averaged over every selection, is the exact gradient of E[L + λ·kept]") {
+    // One example of three tokens, two of them real. For each z of the real
+    // tokens the task loss is L(z) (a table); the reward is r = −(L + λ·kept)
+    // and the loss −(r − b)·log p(z). Weighted by p(z), the gradients of the
+    // four losses must sum to ∇_θ E_z[L(z) + λ·kept(z)] — the baseline b drops
+    // out — which central differences give here independently.
+    const double table[4] = {0.9, 0.2, 1.7, 0.4};  // L(z), z = (z_0, z_1) read as z_0 + 2 z_1
+    const real lambda = 0.3, baseline = 0.75;
+    Generator data(11);
+    const Var tokens(Tensor::normal(Shape{1, 3, 2}, 0, 1, data));
+    const Tensor valid = Tensor::from({1, 1, 0}, Shape{1, 3});
+    Generator gen(13);
+    ReinforcedAlignment resa(2, 3, gen);
+    Var& theta = resa.attended.W_1;  // any sampler parameter
+    const int64_t k = 3;             // the element of W_1 the check differentiates
+
+    auto expected_cost = [&]() {  // E_z[L + λ·kept] under the current parameters
+        const Tensor pi = sigmoid(resa.attended.logits(tokens, valid).value());
+        double total = 0;
+        for (int outcome = 0; outcome < 4; ++outcome) {
+            const double z0 = outcome % 2, z1 = outcome / 2;
+            const double p = (z0 ? pi[0] : 1 - pi[0]) * (z1 ? pi[1] : 1 - pi[1]);
+            total += p * (table[outcome] + lambda * (z0 + z1) / 2);
+        }
+        return total;
+    };
+    double estimate = 0;
+    const Tensor pi = sigmoid(resa.attended.logits(tokens, valid).value());
+    for (int outcome = 0; outcome < 4; ++outcome) {
+        const real z0 = outcome % 2, z1 = outcome / 2;
+        const ReinforcedAlignment::Selection sel = ReinforcedAlignment::score_selection(
+            resa.attended.logits(tokens, valid), valid, Tensor::from({z0, z1, 0}, Shape{1, 3}));
+        CHECK(sel.kept[0] == doctest::Approx((z0 + z1) / 2));
+        resa.zero_grad();
+        Var loss = ReinforcedAlignment::policy_loss(sel, Tensor::from({table[outcome]}), lambda, baseline);
+        // its value: −(r − b)·log p(z), r = −(L + λ·kept)
+        const double reward = -(table[outcome] + lambda * (z0 + z1) / 2);
+        CHECK(loss.item() == doctest::Approx(-(reward - baseline) * sel.log_prob.value()[0]).epsilon(1e-12));
+        loss.backward();
+        const double p = (z0 ? pi[0] : 1 - pi[0]) * (z1 ? pi[1] : 1 - pi[1]);
+        estimate += p * theta.grad()[k];
+    }
+    const double eps = 1e-6, saved = theta.value()[k];
+    theta.value()[k] = saved + eps;
+    const double up = expected_cost();
+    theta.value()[k] = saved - eps;
+    const double down = expected_cost();
+    theta.value()[k] = saved;
+    CHECK(std::abs(estimate - (up - down) / (2 * eps)) <= 1e-8);
+}
+
+TEST_CASE("reinforced_alignment: while keeping all, every real token is kept and nothing is chosen") {
+    Generator gen(17);
+    ReinforcedAlignment resa(2, 3, gen);
+    resa.train();
+    resa.set_keep_all(true);
+    const Var tokens(Tensor::normal(Shape{2, 4, 2}, 0, 1, gen));
+    const Tensor mask = key_mask(Tensor::from({1, 1, 1, 0, 1, 1, 0, 0}, Shape{2, 4}));
+    const Var a = resa.align({Var(Tensor::normal(Shape{2, 4, 4}, 0, 1, gen)), mask, tokens, Tensor()});
+    for (const auto* sel : {&resa.last_attending(), &resa.last_attended()}) {
+        CHECK(sel->z.to_vector() == std::vector<real>{1, 1, 1, 0, 1, 1, 0, 0});
+        CHECK(sel->kept.to_vector() == std::vector<real>{1, 1});
+        CHECK(sel->log_prob.value().to_vector() == std::vector<real>{0, 0});
+    }
+    // The policy loss is then zero, whatever the task loss.
+    CHECK(resa.policy_loss(Tensor::from({0.5, 2.0}), real(0.1)).item() == 0);
+    CHECK_THROWS_WITH_AS(resa.policy_loss(Tensor::from({0.5}), real(0.1)),
+                         "reinforced_alignment: policy_loss needs one task loss per example (2), got 1",
+                         std::invalid_argument);
+}
+
 // ---- 27. gumbel_softmax_alignment --------------------------------------------------------------------------
 
 TEST_CASE("gumbel_softmax_alignment: arg-max frequencies match a over 10⁵ draws (seed 27, χ², p > 0.001)") {
