@@ -1,8 +1,9 @@
 // What the independent references of the Transformer family share (entries
-// 37, 38, 40, 41, 44–50; tests/grad/test_transformer_*.cpp): which keys a
-// query may see, one query's scaled dot-product attention and a LayerNorm,
-// written in plain loops over tests/grad/reference.hpp; and the properties of
-// self-attention that the catalog's "Test:" lines ask for.
+// 37, 38, 40, 41, 44, 45, 48–50; tests/grad/test_transformer.cpp,
+// test_self_attention.cpp, test_multi_head.cpp): which keys a query may see,
+// one query's scaled dot-product attention and a LayerNorm, written in plain
+// loops over tests/grad/reference.hpp; and the properties of self-attention
+// that the catalog's "Test:" lines ask for.
 //
 // Nothing here calls attention/, autograd/, nn/ or the tensor ops, so a
 // mistake in the library cannot make a reference agree with it.

@@ -2,7 +2,7 @@
 // (plain_self_attention), 48 (relative_position_self_attention) and 50
 // (random_synthesizer_attention): their independent references and registry
 // entries (tests/grad/catalog.hpp), then the catalog's reference values and
-// properties. The position encodings (46, 47) are in test_transformer_position.cpp.
+// properties. The position encodings (46, 47) are in test_position.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>

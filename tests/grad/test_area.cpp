@@ -1,7 +1,7 @@
 // Sequence variants, part 2: catalog entries 54 (attention/pointer.hpp),
 // 57, 58, 60 (attention/sequence_more.hpp) and 59 (attention/area.hpp): each
 // entry's property tests and hand-computed values in double precision. Their
-// references and registry entries are in test_pointer_area_reference.cpp.
+// references and registry entries are in test_sequence_more.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>

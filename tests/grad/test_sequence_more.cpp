@@ -2,7 +2,7 @@
 // (tests/grad/catalog.hpp) of catalog entries 54 (attention/pointer.hpp), 57, 58,
 // 60 (attention/sequence_more.hpp) and 59 (attention/area.hpp), and the
 // bias-free case of entry 15 that the pointer uses. Property tests and
-// hand-computed values are in test_pointer_area.cpp.
+// hand-computed values are in test_area.cpp.
 #include <cmath>
 #include <functional>
 #include <memory>
