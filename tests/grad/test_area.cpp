@@ -15,6 +15,7 @@
 #include "attention/sequence_more.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -22,13 +23,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
-
-void check_sums_to_one(const Tensor& weights) {
-    const Tensor sums = sum(weights, -1);
-    for (int64_t i = 0; i < sums.numel(); ++i) CHECK(std::abs(sums[i] - 1) < 1e-12);
-}
 
 }  // namespace
 

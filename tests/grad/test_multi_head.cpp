@@ -16,6 +16,7 @@
 #include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
@@ -24,8 +25,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
 
 MultiHeadAttention::Options mha_options(bool bias, bool fused, int64_t d_k = 0, int64_t d_v = 0) {
     MultiHeadAttention::Options o;
@@ -155,10 +154,6 @@ Array l0_penalty_reference(const Ref& r) {
 }
 
 // ---- what the cases check --------------------------------------------------------------------
-
-Outputs output_and_weights(const AttentionOutput& a, bool weights_in_graph = true) {
-    return {{"output", a.output}, {"weights", a.weights, weights_in_graph}};
-}
 
 // The shapes and options of a case of entries 40 and 49: one input X (self-attention:
 // queries = keys = values = X) or three (queries, keys, values); masks[0] a B×n
@@ -365,13 +360,6 @@ const RegisterEntry gated_entry(49, "head_gated_multi_head_attention", {
                false, true),
 });
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
-
 Tensor columns(const Var& W, int64_t j, int64_t width) { return slice(W.value(), -1, j * width, (j + 1) * width); }
 
 // The reference for entry 40: one head at a time, head_j = Attn(Q W^Q_j + b, K W^K_j + b, V W^V_j + b),
@@ -394,8 +382,6 @@ Tensor per_head_loop(const MultiHeadAttention& mha, const Tensor& q, const Tenso
     }
     return mha.b_O.defined() ? add(out, mha.b_O.value()) : out;
 }
-
-void set(Var& parameter, const Tensor& value) { parameter.value().copy_(value); }
 
 }  // namespace
 

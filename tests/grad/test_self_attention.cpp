@@ -14,6 +14,7 @@
 #include "attention/transformer.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
@@ -22,11 +23,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
-
-// The case's B×n padding mask as the B×1×n keep mask the mechanisms take.
-Tensor key_padding(Masks masks) { return masks.empty() ? Tensor() : key_mask(masks[0]); }
 
 // The keys each query of a self-attention case sees: its padding, and the causal rule.
 Visible visible_keys(const Ref& r, bool causal) {
@@ -147,8 +143,6 @@ std::vector<Expected> random_synthesizer_reference(const Ref& r, bool causal) {
 }
 
 // ---- what the self-attention cases check ------------------------------------------------------
-
-Outputs output_and_weights(const AttentionOutput& a) { return {{"output", a.output}, {"weights", a.weights}}; }
 
 // The generic checks of a self-attention case on X = input 0 (its keys are its
 // queries: KeySet::self), and the properties its options allow: rows of the
@@ -287,21 +281,6 @@ const RegisterEntry synthesizer_entry(50, "random_synthesizer_attention", {
     synthesizer_case("n = 3 < n_max = 7, causal and padding {2, 3}", {2, 3, 4}, 7, 2, true, {keep_first({2, 3}, 3)}),
 });
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
-
-void set(Var& parameter, const Tensor& value) { parameter.value().copy_(value); }
-
-Tensor identity(int64_t d) {
-    Tensor t = Tensor::zeros(Shape{d, d});
-    for (int64_t i = 0; i < d; ++i) t[i * d + i] = 1;
-    return t;
-}
-
 }  // namespace
 
 // ---- entry 37: qkv_self_attention ----------------------------------------------------------
@@ -326,7 +305,7 @@ TEST_CASE("plain_self_attention: equals qkv_self_attention with identity project
     Generator gen(38);
     const int64_t d = 4;
     QKVSelfAttention qkv(d, d, d, gen);
-    set(qkv.W_Q, identity(d)), set(qkv.W_K, identity(d)), set(qkv.W_V, identity(d));
+    set(qkv.W_Q, identity_matrix(d)), set(qkv.W_K, identity_matrix(d)), set(qkv.W_V, identity_matrix(d));
     const Var x(Tensor::normal({2, 5, d}, 0, 1, gen));
     const Tensor mask = padding({5, 3}, 5);
     const AttentionOutput a = plain_self_attention(x, mask), b = qkv.forward(x, mask);

@@ -15,6 +15,7 @@
 #include "attention/scores.hpp"
 #include "attention/sequence_more.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -24,11 +25,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // ---- shared by the references: masks and two score functions, in plain loops ------------
-
-Array mask_or_all(const Ref& r, size_t i) { return i < r.masks.size() ? r.masks[i] : Array(); }
-Tensor mask_or_none(Masks masks, size_t i) { return i < masks.size() ? masks[i] : Tensor(); }
-
-double tanh_(double x) { return std::tanh(x); }
 
 // e = wᵀ tanh(W_1 q + W_2 k [+ b]), the additive score of entry 15, with the
 // module's parameters under `prefix` (W_1 d_w×d_q, W_2 d_w×d_k, b and w d_w).

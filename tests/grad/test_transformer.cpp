@@ -13,6 +13,7 @@
 #include "attention/transformer.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
@@ -21,18 +22,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-// A keep mask B×1×n from lengths; a length of 0 masks every key of that example.
-Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
-
-// A keep mask m×n with random holes and row `empty_row` fully masked.
-Tensor holes(int64_t m, int64_t n, int64_t empty_row, uint64_t seed) {
-    Generator gen(seed);
-    Tensor mask = Tensor::empty(Shape{m, n});
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) mask[i * n + j] = i == empty_row ? 0 : (gen.uniform() < 0.7 ? 1 : 0);
-    return mask;
-}
 
 // Like holes, but row `late_row` keeps only keys from the second tile (j ≥ 128) on.
 Tensor late_keys_only(int64_t m, int64_t n, int64_t late_row, uint64_t seed) {
@@ -279,34 +268,6 @@ const RegisterEntry restricted_entry(45, "restricted_self_attention", {
     restricted_case("r = 5 ≥ n − 1 = 3 (full attention), padding {2, 4}", 2, 4, 5, {keep_first({2, 4}, 4)}),
 });
 
-void check_close(const Tensor& a, const Tensor& b, double atol, const std::string& what) {
-    INFO(what << ": " << a.shape() << " vs " << b.shape());
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    int64_t not_finite = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-        not_finite += !std::isfinite(a[i]);
-        worst = std::max(worst, std::abs(a[i] - b[i]));
-    }
-    CHECK_MESSAGE(not_finite == 0, what << ": " << not_finite << " values are not finite");
-    CHECK_MESSAGE(worst <= atol, what << ": largest difference " << worst);
-}
-
-struct Grads {
-    Tensor out, dq, dk, dv;
-};
-
-// Output and the gradients of Σ G ⊙ output for one implementation.
-template <class F>
-Grads run_with_grads(F attention, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G) {
-    Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
-    Var out = attention(Q, K, V);
-    Grads g{out.value().clone(), {}, {}, {}};
-    out.backward(G);
-    g.dq = Q.grad(), g.dk = K.grad(), g.dv = V.grad();
-    return g;
-}
-
 }  // namespace
 
 // ---- entry 44: scaled_dot_product_attention ------------------------------------------
@@ -353,26 +314,26 @@ TEST_CASE("scaled_dot_product_attention: fused equals composite in value and gra
         const Tensor q = Tensor::normal(c.q, 0, 1, gen), k = Tensor::normal(c.k, 0, 1, gen);
         const Tensor v = Tensor::normal(c.v, 0, 1, gen);
         const Tensor G = Tensor::normal(c.q.with(c.q.rank() - 1, c.v[c.v.rank() - 1]), 0, 1, gen);
-        const Grads composite = run_with_grads(
+        const OutputAndGradients composite = run_with_gradients(
             [&](const Var& Q, const Var& K, const Var& V) {
                 return scaled_dot_product_attention(Q, K, V, c.mask, c.causal).output;
             },
             q, k, v, G);
-        const Grads fused = run_with_grads(
+        const OutputAndGradients fused = run_with_gradients(
             [&](const Var& Q, const Var& K, const Var& V) {
                 return scaled_dot_product_attention_fused(Q, K, V, c.mask, fused_options(c.causal)).output;
             },
             q, k, v, G);
-        check_close(fused.out, composite.out, 1e-12, "output");
-        check_close(fused.dq, composite.dq, 1e-11, "dQ");
-        check_close(fused.dk, composite.dk, 1e-11, "dK");
-        check_close(fused.dv, composite.dv, 1e-11, "dV");
+        check_max_difference(fused.out, composite.out, 1e-12, "output");
+        check_max_difference(fused.dq, composite.dq, 1e-11, "dQ");
+        check_max_difference(fused.dk, composite.dk, 1e-11, "dK");
+        check_max_difference(fused.dv, composite.dv, 1e-11, "dV");
         // The weights, when requested, are the composite's.
         const AttentionOutput with_weights =
             scaled_dot_product_attention_fused(Var(q), Var(k), Var(v), c.mask, fused_options(c.causal, true));
-        check_close(with_weights.weights.value(),
-                    scaled_dot_product_attention(Var(q), Var(k), Var(v), c.mask, c.causal).weights.value(), 1e-12,
-                    "weights");
+        check_max_difference(with_weights.weights.value(),
+                             scaled_dot_product_attention(Var(q), Var(k), Var(v), c.mask, c.causal).weights.value(),
+                             1e-12, "weights");
     }
 }
 
@@ -390,7 +351,7 @@ TEST_CASE("scaled_dot_product_attention: fused gradients add to earlier ones, al
         }
         grads[fused] = X.grad();
     }
-    check_close(grads[1], grads[0], 1e-11, "∂L/∂X accumulated over two passes");
+    check_max_difference(grads[1], grads[0], 1e-11, "∂L/∂X accumulated over two passes");
 }
 
 TEST_CASE("scaled_dot_product_attention: the fused version returns no weights unless asked") {
@@ -426,23 +387,23 @@ TEST_CASE("restricted_self_attention: the banded implementation equals the maske
             CAPTURE(padded);
             const Tensor pad = padded ? length_mask({9, 4}, n) : Tensor();
             const Tensor full_mask = combine_masks(band_mask(n, r), padded ? key_mask(pad) : Tensor());
-            const Grads banded = run_with_grads(
+            const OutputAndGradients banded = run_with_gradients(
                 [&](const Var& Q, const Var& K, const Var& V) { return restricted_self_attention(Q, K, V, r, pad).output; },
                 q, k, v, G);
-            const Grads full = run_with_grads(
+            const OutputAndGradients full = run_with_gradients(
                 [&](const Var& Q, const Var& K, const Var& V) {
                     return scaled_dot_product_attention(Q, K, V, full_mask).output;
                 },
                 q, k, v, G);
-            check_close(banded.out, full.out, 1e-12, "output");
-            check_close(banded.dq, full.dq, 1e-12, "dQ");
-            check_close(banded.dk, full.dk, 1e-12, "dK");
-            check_close(banded.dv, full.dv, 1e-12, "dV");
+            check_max_difference(banded.out, full.out, 1e-12, "output");
+            check_max_difference(banded.dq, full.dq, 1e-12, "dQ");
+            check_max_difference(banded.dk, full.dk, 1e-12, "dK");
+            check_max_difference(banded.dv, full.dv, 1e-12, "dV");
             const AttentionOutput a = restricted_self_attention(Var(q), Var(k), Var(v), r, pad);
             CHECK(a.weights.shape() == Shape{B, n, 2 * r + 1});  // the band only, never n×n
-            check_close(band_to_dense(a.weights.value(), r),
-                        scaled_dot_product_attention(Var(q), Var(k), Var(v), full_mask).weights.value(), 1e-12,
-                        "weights");
+            check_max_difference(band_to_dense(a.weights.value(), r),
+                                 scaled_dot_product_attention(Var(q), Var(k), Var(v), full_mask).weights.value(), 1e-12,
+                                 "weights");
         }
     }
 }
@@ -452,8 +413,8 @@ TEST_CASE("restricted_self_attention: r >= n − 1 is full attention") {
     const int64_t n = 7;
     const Tensor x = Tensor::normal({1, n, 3}, 0, 1, gen);
     const AttentionOutput wide = restricted_self_attention(Var(x), Var(x), Var(x), n - 1);
-    check_close(wide.output.value(), scaled_dot_product_attention(Var(x), Var(x), Var(x)).output.value(), 1e-12,
-                "r = n − 1");
-    check_close(restricted_self_attention(Var(x), Var(x), Var(x), n + 5).output.value(), wide.output.value(), 1e-12,
-                "r > n − 1");
+    check_max_difference(wide.output.value(), scaled_dot_product_attention(Var(x), Var(x), Var(x)).output.value(),
+                         1e-12, "r = n − 1");
+    check_max_difference(restricted_self_attention(Var(x), Var(x), Var(x), n + 5).output.value(), wide.output.value(),
+                         1e-12, "r > n − 1");
 }
