@@ -26,11 +26,11 @@ namespace {
 // ---- the independent references: the catalog's formulas in plain loops ------------------
 // Each takes the queries Q (B×m×d_q) and keys K (B×n×d_k) and gives E (B×m×n).
 
-// 15: e_l = wᵀ act(W_1 q + W_2 k_l + b)
-Array additive_score_reference(const Ref& r, double (*act)(double)) {
+// 15: e_l = wᵀ act(W_1 q + W_2 k_l + b), or without b (the module then has none)
+Array additive_score_reference(const Ref& r, double (*act)(double), bool bias = true) {
     const Array &Q = r.x[0], &K = r.x[1];
     const Array W_1 = r.p["W_1"], W_2 = r.p["W_2"];
-    const Vec b = vec(r.p["b"]), w = vec(r.p["w"]);
+    const Vec w = vec(r.p["w"]), b = bias ? vec(r.p["b"]) : Vec(w.size(), 0.0);
     Array E({Q.size(0), Q.size(1), K.size(1)});
     for (int64_t bb = 0; bb < Q.size(0); ++bb)
         for (int64_t i = 0; i < Q.size(1); ++i)
@@ -139,6 +139,11 @@ const RegisterEntry additive_entry(15, "additive_score", {
      .make = [](Generator& g) { return std::make_unique<AdditiveScore>(2, 3, 5, g, Activation::sigmoid); },
      .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
      .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, sigmoid)); }},
+    {.variant = "bias = false (Pointer Networks, Bahdanau's decoder): d_q 3, d_k 5, d_w 4",
+     .inputs = {Shape{2, 3, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 4, g, Activation::tanh, false); },
+     .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, tanh_, false)); }},
 });
 
 const RegisterEntry dot_entry(16, "dot_score", {
