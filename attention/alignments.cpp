@@ -132,10 +132,8 @@ LocalPredictiveAlignment::LocalPredictiveAlignment(int64_t query_dim, int64_t hi
     : D_(half_width) {
     if (half_width < 1)
         throw std::invalid_argument("local_predictive_alignment: the half-width D must be >= 1 (σ = D/2)");
-    Tensor w = Tensor::empty(Shape{hidden_dim, query_dim});
-    W_p = register_parameter("W_p", init::xavier_uniform_(w, gen));
-    Tensor v = Tensor::empty(Shape{hidden_dim});
-    v_p = register_parameter("v_p", init::uniform_fan_in_(v, hidden_dim, gen));
+    W_p = register_parameter("W_p", init::xavier_uniform(Shape{hidden_dim, query_dim}, gen));
+    v_p = register_parameter("v_p", init::uniform_fan_in(Shape{hidden_dim}, hidden_dim, gen));
 }
 
 Var LocalPredictiveAlignment::predict_position(const Var& queries, const Tensor& lengths) {
@@ -183,12 +181,9 @@ Var LocalPredictiveAlignment::align(const AlignmentInput& in) {
 // ---- 26. reinforced_alignment ----------------------------------------------------------------------
 
 ReinforcedAlignment::Sampler::Sampler(int64_t token_dim, int64_t hidden_dim, Generator& gen) {
-    Tensor w1 = Tensor::empty(Shape{hidden_dim, 2 * token_dim});
-    W_1 = register_parameter("W_1", init::xavier_uniform_(w1, gen));
-    Tensor bias1 = Tensor::empty(Shape{hidden_dim});
-    b_1 = register_parameter("b_1", init::uniform_fan_in_(bias1, 2 * token_dim, gen));
-    Tensor w2 = Tensor::empty(Shape{hidden_dim});
-    w_2 = register_parameter("w_2", init::uniform_fan_in_(w2, hidden_dim, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform(Shape{hidden_dim, 2 * token_dim}, gen));
+    b_1 = register_parameter("b_1", init::uniform_fan_in(Shape{hidden_dim}, 2 * token_dim, gen));
+    w_2 = register_parameter("w_2", init::uniform_fan_in(Shape{hidden_dim}, hidden_dim, gen));
     b_2 = register_parameter("b_2", Tensor::zeros(Shape{1}));
 }
 

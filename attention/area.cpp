@@ -99,12 +99,11 @@ AreaAttention::AreaAttention(const Options& options, Generator& gen) : options_(
                                     std::to_string(options.dim));
     const int64_t d = options.dim, e = d / 2, h = options.hidden_dim > 0 ? options.hidden_dim : d;
     Tensor eh = Tensor::empty(Shape{options.max_height, e}), ew = Tensor::empty(Shape{options.max_width, e});
-    Tensor wm = Tensor::empty(Shape{h, 2 * d + 2 * e}), bm = Tensor::empty(Shape{h}), wd = Tensor::empty(Shape{d, h});
     E_h = register_parameter("E_h", init::normal_(eh, 0, real(0.1), gen));
     E_w = register_parameter("E_w", init::normal_(ew, 0, real(0.1), gen));
-    W_m = register_parameter("W_m", init::xavier_uniform_(wm, gen));
-    b_m = register_parameter("b_m", init::uniform_fan_in_(bm, 2 * d + 2 * e, gen));
-    W_d = register_parameter("W_d", init::xavier_uniform_(wd, gen));
+    W_m = register_parameter("W_m", init::xavier_uniform(Shape{h, 2 * d + 2 * e}, gen));
+    b_m = register_parameter("b_m", init::uniform_fan_in(Shape{h}, 2 * d + 2 * e, gen));
+    W_d = register_parameter("W_d", init::xavier_uniform(Shape{d, h}, gen));
 }
 
 AreaAttention::Output AreaAttention::forward(const Var& queries, const Var& keys, const Var& values,

@@ -25,7 +25,7 @@
 //   → area keys B×N_a×d, area values B×N_a×d_v, output B×m×d_v, weights B×m×N_a
 // An area that touches padding is masked.
 //
-// docs/attention/pointer_area.md; tests in tests/grad/test_pointer_area.cpp.
+// docs/attention/area.md; tests in tests/grad/test_area.cpp.
 #pragma once
 
 #include <cstdint>

@@ -14,15 +14,6 @@ namespace attn {
 
 namespace {
 
-Tensor xavier(int64_t rows, int64_t cols, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{rows, cols});
-    return init::xavier_uniform_(t, gen);
-}
-
-Tensor fan_in_vector(int64_t size, int64_t fan_in, Generator& gen) {
-    Tensor t = Tensor::empty(Shape{size});
-    return init::uniform_fan_in_(t, fan_in, gen);
-}
 
 // A vector parameter as a 1×d matrix, shared by the batch in matmul.
 Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
@@ -172,7 +163,7 @@ void check_affinity_inputs(const std::string& who, const Var& keys1, const Var& 
 }  // namespace
 
 BilinearAffinity::BilinearAffinity(int64_t dim1, int64_t dim2, Generator& gen) {
-    W_A = register_parameter("W_A", xavier(dim1, dim2, gen));
+    W_A = register_parameter("W_A", init::xavier_uniform(Shape{dim1, dim2}, gen));
 }
 
 Var BilinearAffinity::affinity(const Var& keys1, const Var& keys2) {
@@ -184,7 +175,7 @@ Var BilinearAffinity::affinity(const Var& keys1, const Var& keys2) {
 // ---- 6. trilinear_affinity -----------------------------------------------------------------
 
 TrilinearAffinity::TrilinearAffinity(int64_t dim, Generator& gen) {
-    w_A = register_parameter("w_A", fan_in_vector(3 * dim, 3 * dim, gen));
+    w_A = register_parameter("w_A", init::uniform_fan_in(Shape{3 * dim}, 3 * dim, gen));
 }
 
 Var TrilinearAffinity::affinity(const Var& keys1, const Var& keys2) {
@@ -221,10 +212,10 @@ ParallelCoAttention::ParallelCoAttention(std::unique_ptr<AffinityFunction> affin
                                          int64_t attention_dim, Generator& gen)
     : affinity_(std::move(affinity)) {
     register_module("affinity", *affinity_);
-    W_1 = register_parameter("W_1", xavier(attention_dim, dim1, gen));
-    W_2 = register_parameter("W_2", xavier(attention_dim, dim2, gen));
-    w_1 = register_parameter("w_1", fan_in_vector(attention_dim, attention_dim, gen));
-    w_2 = register_parameter("w_2", fan_in_vector(attention_dim, attention_dim, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform(Shape{attention_dim, dim1}, gen));
+    W_2 = register_parameter("W_2", init::xavier_uniform(Shape{attention_dim, dim2}, gen));
+    w_1 = register_parameter("w_1", init::uniform_fan_in(Shape{attention_dim}, attention_dim, gen));
+    w_2 = register_parameter("w_2", init::uniform_fan_in(Shape{attention_dim}, attention_dim, gen));
 }
 
 CoAttentionOutput ParallelCoAttention::forward(const Var& features1, const Var& features2, const Tensor& mask1,

@@ -58,13 +58,11 @@ MetaEmbeddingAttention::MetaEmbeddingAttention(const std::vector<int64_t>& sourc
     if (source_dims.empty())
         throw std::invalid_argument("meta_embedding_attention: needs at least one source embedding");
     for (size_t i = 0; i < source_dims.size(); ++i) {
-        Tensor weight = Tensor::empty(Shape{dim, source_dims[i]});
-        Tensor bias = Tensor::empty(Shape{dim});
-        W.push_back(register_parameter("W_" + std::to_string(i), init::xavier_uniform_(weight, gen)));
-        b_e.push_back(register_parameter("b_" + std::to_string(i), init::uniform_fan_in_(bias, source_dims[i], gen)));
+        const int64_t d_i = source_dims[i];
+        W.push_back(register_parameter("W_" + std::to_string(i), init::xavier_uniform(Shape{dim, d_i}, gen)));
+        b_e.push_back(register_parameter("b_" + std::to_string(i), init::uniform_fan_in(Shape{dim}, d_i, gen)));
     }
-    Tensor u_value = Tensor::empty(Shape{dim});
-    u = register_parameter("u", init::uniform_fan_in_(u_value, dim, gen));
+    u = register_parameter("u", init::uniform_fan_in(Shape{dim}, dim, gen));
     b = register_parameter("b", Tensor::zeros(Shape{1}));
 }
 

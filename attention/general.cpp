@@ -106,14 +106,10 @@ GeneralAttention::GeneralAttention(std::unique_ptr<ScoreFunction> score, std::un
     query_is_self_ = options.query_is_self;
     if ((options.key_dim > 0 || options.value_dim > 0) && options.feature_dim <= 0)
         throw std::invalid_argument("general_attention: projecting keys or values needs feature_dim > 0");
-    if (options.key_dim > 0) {
-        Tensor w = Tensor::empty(Shape{options.key_dim, options.feature_dim});
-        W_K = register_parameter("W_K", init::xavier_uniform_(w, gen));
-    }
-    if (options.value_dim > 0) {
-        Tensor w = Tensor::empty(Shape{options.value_dim, options.feature_dim});
-        W_V = register_parameter("W_V", init::xavier_uniform_(w, gen));
-    }
+    if (options.key_dim > 0)
+        W_K = register_parameter("W_K", init::xavier_uniform(Shape{options.key_dim, options.feature_dim}, gen));
+    if (options.value_dim > 0)
+        W_V = register_parameter("W_V", init::xavier_uniform(Shape{options.value_dim, options.feature_dim}, gen));
 }
 
 AttentionOutput GeneralAttention::forward(const Var& queries, const Var& features, const Tensor& mask) {

@@ -10,14 +10,10 @@ namespace attn {
 MultiDimensionalAttention::MultiDimensionalAttention(int64_t query_dim, int64_t key_dim, int64_t hidden_dim,
                                                      int64_t value_dim, Generator& gen, Activation act)
     : act_(act) {
-    Tensor w1 = Tensor::empty(Shape{hidden_dim, query_dim});
-    W_1 = register_parameter("W_1", init::xavier_uniform_(w1, gen));
-    Tensor w2 = Tensor::empty(Shape{hidden_dim, key_dim});
-    W_2 = register_parameter("W_2", init::xavier_uniform_(w2, gen));
-    Tensor bias = Tensor::empty(Shape{hidden_dim});
-    b = register_parameter("b", init::uniform_fan_in_(bias, query_dim, gen));
-    Tensor wd = Tensor::empty(Shape{hidden_dim, value_dim});
-    W_d = register_parameter("W_d", init::xavier_uniform_(wd, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform(Shape{hidden_dim, query_dim}, gen));
+    W_2 = register_parameter("W_2", init::xavier_uniform(Shape{hidden_dim, key_dim}, gen));
+    b = register_parameter("b", init::uniform_fan_in(Shape{hidden_dim}, query_dim, gen));
+    W_d = register_parameter("W_d", init::xavier_uniform(Shape{hidden_dim, value_dim}, gen));
 }
 
 AttentionOutput MultiDimensionalAttention::forward(const Var& queries, const Var& keys, const Var& values,

@@ -27,10 +27,9 @@ MultiHopAttention::MultiHopAttention(int64_t query_dim, int64_t value_dim, const
         scores_.push_back(make_score(gen));
         if (!scores_.back()) throw std::invalid_argument(who + ": the score factory returned nothing");
         register_module("score" + suffix, *scores_.back());
-        if (options.transform == Transform::concat_linear) {
-            Tensor t = Tensor::empty(Shape{query_dim, query_dim + value_dim});
-            W_t.push_back(register_parameter("W_t" + suffix, init::xavier_uniform_(t, gen)));
-        }
+        if (options.transform == Transform::concat_linear)
+            W_t.push_back(
+                register_parameter("W_t" + suffix, init::xavier_uniform(Shape{query_dim, query_dim + value_dim}, gen)));
     }
 }
 
@@ -83,10 +82,8 @@ Taxonomy MultiHopAttention::taxonomy() const {
 // ---- 43. capsule_attention -------------------------------------------------------------------
 
 CapsuleAttention::CapsuleAttention(int64_t num_classes, int64_t key_dim, int64_t value_dim, Generator& gen) {
-    Tensor queries = Tensor::empty(Shape{num_classes, key_dim});
-    q = register_parameter("q", init::uniform_fan_in_(queries, key_dim, gen));
-    Tensor weights = Tensor::empty(Shape{num_classes, value_dim});
-    w = register_parameter("w", init::uniform_fan_in_(weights, value_dim, gen));
+    q = register_parameter("q", init::uniform_fan_in(Shape{num_classes, key_dim}, key_dim, gen));
+    w = register_parameter("w", init::uniform_fan_in(Shape{num_classes, value_dim}, value_dim, gen));
     Tensor biases = Tensor::zeros(Shape{num_classes});
     b = register_parameter("b", biases);
 }

@@ -17,7 +17,7 @@
 //   per step), 1 = may be pointed at
 //   → pointer distribution p B×m×n (each row sums to 1), scores u B×m×n
 //
-// docs/attention/pointer_area.md; tests in tests/grad/test_pointer_area.cpp.
+// docs/attention/pointer.md; tests in tests/grad/test_pointer.cpp.
 #pragma once
 
 #include <cstdint>

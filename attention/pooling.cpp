@@ -265,11 +265,8 @@ Taxonomy DeepSetsPooling::taxonomy() const {
 
 DeepSetsEquivariant::DeepSetsEquivariant(int64_t in_dim, int64_t out_dim, Generator& gen, SetAggregate aggregate)
     : aggregate_(aggregate) {
-    Tensor lambda = Tensor::zeros({in_dim, out_dim}), gamma = Tensor::zeros({in_dim, out_dim});
-    init::uniform_fan_in_(lambda, in_dim, gen);
-    init::uniform_fan_in_(gamma, in_dim, gen);
-    Lambda = register_parameter("Lambda", lambda);
-    Gamma = register_parameter("Gamma", gamma);
+    Lambda = register_parameter("Lambda", init::uniform_fan_in(Shape{in_dim, out_dim}, in_dim, gen));
+    Gamma = register_parameter("Gamma", init::uniform_fan_in(Shape{in_dim, out_dim}, in_dim, gen));
 }
 
 Var DeepSetsEquivariant::forward(const Var& X, const Tensor& mask) {

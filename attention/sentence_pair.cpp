@@ -36,10 +36,6 @@ Var keep_rows(const Var& x, const Tensor& mask) {
     return mask.defined() ? mul(x, Var(mask.reshape(Shape{mask.size(0), mask.size(1), 1}))) : x;
 }
 
-Tensor xavier(const Shape& s, Generator& gen) {
-    Tensor t = Tensor::empty(s);
-    return init::xavier_uniform_(t, gen);
-}
 
 }  // namespace
 
@@ -57,8 +53,8 @@ Var abcnn_match_scores(const Var& F0, const Var& F1, const Tensor& mask0, const 
 }
 
 AbcnnOneAttention::AbcnnOneAttention(int64_t max_length, int64_t dim, Generator& gen) {
-    W_0 = register_parameter("W_0", xavier(Shape{max_length, dim}, gen));
-    W_1 = register_parameter("W_1", xavier(Shape{max_length, dim}, gen));
+    W_0 = register_parameter("W_0", init::xavier_uniform(Shape{max_length, dim}, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform(Shape{max_length, dim}, gen));
 }
 
 AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0, const Var& F1, const Tensor& mask0,
@@ -328,15 +324,14 @@ Taxonomy CompositionalDeAttention::taxonomy() const {
 
 CosnetCoAttention::CosnetCoAttention(int64_t channels, Variant variant, Generator& gen) : variant_(variant) {
     const int64_t C = channels;
-    if (variant == Variant::vanilla) W = register_parameter("W", xavier(Shape{C, C}, gen));
-    if (variant == Variant::symmetric) P = register_parameter("P", xavier(Shape{C, C}, gen));
+    if (variant == Variant::vanilla) W = register_parameter("W", init::xavier_uniform(Shape{C, C}, gen));
+    if (variant == Variant::symmetric) P = register_parameter("P", init::xavier_uniform(Shape{C, C}, gen));
     if (variant != Variant::vanilla) {
         Tensor d = Tensor::empty(Shape{C});
         D = register_parameter("D", init::uniform_(d, real(0.5), real(1.5), gen));
     }
-    Tensor wf = Tensor::empty(Shape{C}), bf = Tensor::empty(Shape{1});
-    w_f = register_parameter("w_f", init::uniform_fan_in_(wf, C, gen));
-    b_f = register_parameter("b_f", init::uniform_fan_in_(bf, C, gen));
+    w_f = register_parameter("w_f", init::uniform_fan_in(Shape{C}, C, gen));
+    b_f = register_parameter("b_f", init::uniform_fan_in(Shape{1}, C, gen));
 }
 
 Var CosnetCoAttention::weight() const {
@@ -392,8 +387,8 @@ Taxonomy CosnetCoAttention::taxonomy() const {
 CanCrossAttention::CanCrossAttention(int64_t positions, int64_t reduction, Generator& gen, real temperature)
     : temperature_(temperature) {
     const int64_t m = positions, hidden = std::max<int64_t>(1, positions / std::max<int64_t>(1, reduction));
-    W_1 = register_parameter("W_1", xavier(Shape{hidden, m}, gen));
-    W_2 = register_parameter("W_2", xavier(Shape{m, hidden}, gen));
+    W_1 = register_parameter("W_1", init::xavier_uniform(Shape{hidden, m}, gen));
+    W_2 = register_parameter("W_2", init::xavier_uniform(Shape{m, hidden}, gen));
 }
 
 CanCrossAttention::Output CanCrossAttention::forward(const Var& P, const Var& Q) {

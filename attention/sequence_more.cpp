@@ -23,9 +23,8 @@ Var conv_tanh_max(Conv2d& conv, const Var& X) {
 // ---- 57. latent_attention ------------------------------------------------------------------------
 
 LatentAttention::LatentAttention(int64_t dim, int64_t max_length, Generator& gen) {
-    Tensor uu = Tensor::empty(Shape{dim}), vv = Tensor::empty(Shape{dim, max_length});
-    u = register_parameter("u", init::uniform_fan_in_(uu, dim, gen));
-    V = register_parameter("V", init::xavier_uniform_(vv, gen));
+    u = register_parameter("u", init::uniform_fan_in(Shape{dim}, dim, gen));
+    V = register_parameter("V", init::xavier_uniform(Shape{dim, max_length}, gen));
 }
 
 LatentAttention::Output LatentAttention::forward(const Var& D1, const Var& D2, const Var& D3, const Tensor& mask) {
@@ -132,12 +131,10 @@ DualLocalGlobalAttention::DualLocalGlobalAttention(int64_t length, int64_t dim, 
     if (window < 1 || window % 2 == 0 || length < 4)
         throw std::invalid_argument("dual_local_global_attention: window " + std::to_string(window) +
                                     " must be odd and length " + std::to_string(length) + " at least 4");
-    Tensor wl = Tensor::empty(Shape{window, dim}), bl = Tensor::empty(Shape{1});
-    Tensor wg = Tensor::empty(Shape{length, dim}), bg = Tensor::empty(Shape{1});
-    W_L = register_parameter("W_L", init::uniform_fan_in_(wl, window * dim, gen));
-    b_L = register_parameter("b_L", init::uniform_fan_in_(bl, window * dim, gen));
-    W_G = register_parameter("W_G", init::uniform_fan_in_(wg, length * dim, gen));
-    b_G = register_parameter("b_G", init::uniform_fan_in_(bg, length * dim, gen));
+    W_L = register_parameter("W_L", init::uniform_fan_in(Shape{window, dim}, window * dim, gen));
+    b_L = register_parameter("b_L", init::uniform_fan_in(Shape{1}, window * dim, gen));
+    W_G = register_parameter("W_G", init::uniform_fan_in(Shape{length, dim}, length * dim, gen));
+    b_G = register_parameter("b_G", init::uniform_fan_in(Shape{1}, length * dim, gen));
     register_module("local_conv", local_conv);
     register_module("global_conv2", global_conv2);
     register_module("global_conv3", global_conv3);

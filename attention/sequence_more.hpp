@@ -12,7 +12,7 @@
 //   B batch · J, T, n positions · d width · W block size · m decoder steps
 //   masks: B×J or B×T key masks (1 = real item)
 //
-// docs/attention/pointer_area.md; tests in tests/grad/test_pointer_area.cpp.
+// docs/attention/sequence_more.md; tests in tests/grad/test_sequence_more.cpp.
 #pragma once
 
 #include <cstdint>

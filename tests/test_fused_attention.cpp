@@ -2,7 +2,7 @@
 // composite twin in the float build, the one the library runs: value and
 // gradient agree, masks included, on shapes that cross every tile boundary;
 // the fused kernel gives the same bits on 1 and 2 threads. (The double build,
-// tests/grad/test_transformer_sdpa.cpp, checks the same to 1e-11.)
+// tests/grad/test_fused_attention_grad.cpp, checks the same to 1e-11.)
 //
 // Tolerance: both versions sum at most a few hundred float products per
 // entry, in different orders; their rounding errors are ~1e-7 relative per

@@ -4,7 +4,7 @@
 //   ifthen  latent_attention             the trigger is the word after "from"
 //   span    area_attention               the digit sum of the marked run of 1–3 items
 //   rating  dual_local_global_attention  a rating from a user's and an item's review
-// docs/examples/zoo.md; targets in docs/attention/pointer_area.md.
+// docs/examples/zoo.md; targets in docs/attention/pointer.md, sequence_more.md and area.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

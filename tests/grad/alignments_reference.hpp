@@ -1,7 +1,7 @@
 // The alignments of catalog entries 22–28 written again in plain loops
 // (tests/grad/reference.hpp), for the registry entries of the alignments
 // (test_alignments_reference.cpp) and of general attention
-// (test_general_attention_reference.cpp). Nothing here calls attention/,
+// (test_general_reference.cpp). Nothing here calls attention/,
 // autograd/, nn/ or tensor/ ops; the stochastic ones replay the module's draws
 // from a Generator seeded like the module's, in the module's order.
 //

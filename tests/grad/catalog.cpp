@@ -54,6 +54,8 @@ const Tensor& Evaluation::operator[](const std::string& name) const {
     throw std::invalid_argument("property: the case has no output '" + name + "'");
 }
 
+Array mask_or_all(const Ref& r, size_t i) { return i < r.masks.size() ? r.masks[i] : Array(); }
+
 Tensor keep_first(const std::vector<int64_t>& lengths, int64_t n) {
     Tensor mask = Tensor::zeros(Shape{static_cast<int64_t>(lengths.size()), n});
     for (size_t b = 0; b < lengths.size(); ++b)

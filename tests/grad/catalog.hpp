@@ -82,6 +82,8 @@ struct Ref {
     Generator& noise;                 // seeded like the run's generator: replays its draws
     bool training;                    // the module's mode
 };
+// r.masks[i], or an empty Array (keep everything) when the case has fewer masks.
+Array mask_or_all(const Ref& r, size_t i);
 // The reference's outputs: the same names as the run's, the same shapes.
 struct Expected {
     std::string name;

@@ -173,6 +173,7 @@ Vec each(const Vec& a, double (*f)(double)) {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double relu(double x) { return x > 0 ? x : 0.0; }
+double tanh_(double x) { return std::tanh(x); }
 
 double norm(const Vec& a) { return std::sqrt(dot(a, a)); }
 

@@ -85,6 +85,9 @@ Vec concat(const Vec& a, const Vec& b);
 Vec each(const Vec& a, double (*f)(double));
 double sigmoid(double x);
 double relu(double x);
+// std::tanh as a plain function of a double, for each(v, tanh_): the standard
+// library's own functions are overloaded and may not have their address taken.
+double tanh_(double x);
 double norm(const Vec& a);  // the L2 norm
 double sum(const Vec& a);
 double max(const Vec& a);

@@ -13,8 +13,10 @@
 
 #include "attention/alignments.hpp"
 #include "tensor/ops.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
+using namespace attn::testing;
 
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
@@ -25,18 +27,6 @@ AlignmentInput scores_only(const Var& e, const Tensor& mask = {}) { return {e, m
 Var row(std::vector<real> values) {
     const int64_t n = static_cast<int64_t>(values.size());
     return Var(Tensor::from(std::move(values), Shape{1, 1, n}));
-}
-
-void check_close(const Tensor& actual, const std::vector<real>& expected, double atol = 1e-6) {
-    REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
-    for (size_t i = 0; i < expected.size(); ++i)
-        CHECK_MESSAGE(std::abs(actual[static_cast<int64_t>(i)] - expected[i]) <= atol,
-                      "index " << i << ": " << actual[static_cast<int64_t>(i)] << " vs " << expected[i]);
-}
-
-void check_same(const Tensor& a, const Tensor& b, double atol = 1e-12) {
-    REQUIRE(a.shape() == b.shape());
-    for (int64_t i = 0; i < a.numel(); ++i) CHECK_MESSAGE(std::abs(a[i] - b[i]) <= atol, "index " << i);
 }
 
 }  // namespace
@@ -79,7 +69,7 @@ TEST_CASE("local_monotonic_alignment: D ≥ n is soft_alignment; the window is c
     Generator gen(2);
     const Var e(Tensor::normal(Shape{2, 5, 5}, 0, 1, gen));
     // Default centres: query i sits at position i.
-    check_same(LocalMonotonicAlignment(5).align(scores_only(e)).value(),
+    check_close(LocalMonotonicAlignment(5).align(scores_only(e)).value(),
                SoftAlignment().align(scores_only(e)).value());
     const Var e1 = row({1, 2, 3, 4, 5});
     const Tensor first = LocalMonotonicAlignment(1).align({e1, Tensor(), Var(), Tensor::from({0}, Shape{1, 1})}).value();
@@ -134,8 +124,8 @@ TEST_CASE("local_predictive_alignment: W_p and v_p learn only through p_t; far p
     local_p.weights_at(e, centre, Tensor()).backward(upstream);
     for (int64_t i = 0; i < centre.grad().numel(); ++i) CHECK(std::abs(centre.grad()[i]) > 1e-8);  // ∂a/∂p_t ≠ 0
     p_t.backward(centre.grad());
-    check_same(local_p.W_p.grad(), gW);
-    check_same(local_p.v_p.grad(), gv);
+    check_close(local_p.W_p.grad(), gW);
+    check_close(local_p.v_p.grad(), gv);
 
     // Outside |l − p_t| ≤ D the weight is exactly 0.
     for (int64_t r = 0; r < 4; ++r)

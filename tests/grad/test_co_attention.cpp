@@ -14,6 +14,7 @@
 #include "attention/query_types.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/test_co_attention_reference.hpp"
 
 using namespace attn;
@@ -38,9 +39,6 @@ std::vector<Expected> pick(const std::vector<std::string>& names, const std::vec
             if (e.name == n) out.push_back(e);
     return out;
 }
-
-// The case's i-th mask for the module, or none.
-Tensor mask_at(Masks m, size_t i) { return i < m.size() ? m[i] : Tensor(); }
 
 // ---- the registry entries ---------------------------------------------------------------------
 
@@ -69,7 +67,7 @@ Tensor padded3() { return keep_first({2, 3}, 3); }
 // ---- 3 ----
 Outputs run_alternating(Module* m, In x, Masks k) {
     const AlternatingCoAttentionOutput o =
-        as<AlternatingCoAttention>(m).forward(x[0], x[1], mask_at(k, 0), mask_at(k, 1));
+        as<AlternatingCoAttention>(m).forward(x[0], x[1], mask_or_none(k, 0), mask_or_none(k, 1));
     Outputs out = co_outputs(o);
     out.push_back({"context0", o.context0});
     out.push_back({"weights0", o.weights0});
@@ -101,7 +99,7 @@ const RegisterEntry alternating_entry(3, "alternating_co_attention", {
 
 // ---- 4 ----
 Outputs run_interactive(Module* m, In x, Masks k) {
-    return co_outputs(as<InteractiveCoAttention>(m).forward(x[0], x[1], mask_at(k, 0), mask_at(k, 1)));
+    return co_outputs(as<InteractiveCoAttention>(m).forward(x[0], x[1], mask_or_none(k, 0), mask_or_none(k, 1)));
 }
 // c^(1) sees input 2 only through its mean: reordering input 2 leaves it unchanged, and conversely.
 std::vector<Property> interactive_properties(bool masked) {
@@ -144,7 +142,8 @@ const RegisterEntry interactive_entry(4, "interactive_co_attention", {
 
 // ---- 5 ----
 Outputs run_parallel(Module* m, In x, Masks k) {
-    const CoAttentionOutput o = as<ParallelCoAttention>(m).forward(x[0], x[1], mask_at(k, 0), mask_at(k, 1));
+    const CoAttentionOutput o =
+        as<ParallelCoAttention>(m).forward(x[0], x[1], mask_or_none(k, 0), mask_or_none(k, 1));
     Outputs out = co_outputs(o);
     out.push_back({"affinity", o.affinity});
     return out;
@@ -227,7 +226,7 @@ const RegisterEntry trilinear_entry(6, "trilinear_affinity", {
 // ---- 7 ----
 // N(0, 1) affinities: no two entries of a row or column within the finite-difference step.
 Outputs run_max_affinity(Module*, In x, Masks k) {
-    return co_outputs(max_affinity_co_attention(x[0], x[1], x[2], mask_at(k, 0), mask_at(k, 1)));
+    return co_outputs(max_affinity_co_attention(x[0], x[1], x[2], mask_or_none(k, 0), mask_or_none(k, 1)));
 }
 
 const RegisterEntry max_affinity_entry(7, "max_affinity_co_attention", {
@@ -280,7 +279,8 @@ Case mgan_case(std::string variant, std::vector<Shape> inputs, std::vector<Tenso
             .make = [d](Generator& g) { return std::make_unique<MultiGrainedCoAttention>(d, g); },
             .run = [names](Module* m, In x, Masks k) {
                 auto& mgan = as<MultiGrainedCoAttention>(m);
-                return pick(names, mgan_outputs(mgan.forward(x[0], x[1], mask_at(k, 0), mask_at(k, 1)), x[0].size(2)));
+                const auto o = mgan.forward(x[0], x[1], mask_or_none(k, 0), mask_or_none(k, 1));
+                return pick(names, mgan_outputs(o, x[0].size(2)));
             },
             .reference = [names](const Ref& r) { return pick(names, multi_grained_co_attention_reference(r)); },
             .masking = std::move(masking),
@@ -320,7 +320,7 @@ const RegisterEntry multi_grained_entry(8, "multi_grained_co_attention", {
 // ---- 9 ----
 Outputs run_rotatory(Module* m, In x, Masks k) {
     const RotatoryAttentionOutput o =
-        as<RotatoryAttention>(m).forward(x[0], x[1], x[2], mask_at(k, 0), mask_at(k, 1), mask_at(k, 2));
+        as<RotatoryAttention>(m).forward(x[0], x[1], x[2], mask_or_none(k, 0), mask_or_none(k, 1), mask_or_none(k, 2));
     return {{"output", o.output}, {"left", o.left}, {"right", o.right}, {"target_left", o.target_left},
             {"target_right", o.target_right}, {"weights_left", o.weights_left}, {"weights_right", o.weights_right},
             {"weights_target_left", o.weights_target_left}, {"weights_target_right", o.weights_target_right}};
@@ -376,14 +376,6 @@ const RegisterEntry rotatory_entry(9, "rotatory_attention", {
 
 namespace {
 
-void check_close(const Tensor& got, const Tensor& want, double atol = 1e-12) {
-    REQUIRE(got.shape() == want.shape());
-    for (int64_t i = 0; i < got.numel(); ++i) {
-        INFO("index " << i << ": got " << got[i] << ", want " << want[i]);
-        CHECK(std::abs(got[i] - want[i]) <= atol);
-    }
-}
-
 void check_equal(const Tensor& got, const Tensor& want) {
     REQUIRE(got.shape() == want.shape());
     for (int64_t i = 0; i < got.numel(); ++i) {
@@ -391,8 +383,6 @@ void check_equal(const Tensor& got, const Tensor& want) {
         CHECK(got[i] == want[i]);
     }
 }
-
-Var normal(const Shape& s, Generator& gen) { return Var(Tensor::normal(s, 0, 1, gen)); }
 
 }  // namespace
 
@@ -414,7 +404,7 @@ TEST_CASE("co-attention modules report their survey tags: co-attention or rotato
 TEST_CASE("interactive_co_attention: the two directions are independent: in the other order, bit-identical") {
     Generator gen(5);
     InteractiveCoAttention attention(4, 3, gen);
-    const Var F1 = normal({2, 4, 4}, gen), F2 = normal({2, 3, 3}, gen);
+    const Var F1 = normal_var({2, 4, 4}, gen), F2 = normal_var({2, 3, 3}, gen);
     const Tensor m1 = length_mask({4, 3}, 4), m2 = length_mask({3, 2}, 3);
     const auto out = attention.forward(F1, F2, m1, m2);
     // input 2's direction first, then input 1's, by hand
@@ -430,7 +420,7 @@ TEST_CASE("interactive_co_attention: the two directions are independent: in the 
 TEST_CASE("parallel_co_attention: W_A = 0 is query-free additive pooling; swapping the inputs swaps the outputs") {
     Generator gen(6);
     ParallelCoAttention attention(4, 3, 5, gen);
-    const Var F1 = normal({2, 4, 4}, gen), F2 = normal({2, 3, 3}, gen);
+    const Var F1 = normal_var({2, 4, 4}, gen), F2 = normal_var({2, 3, 3}, gen);
     const Tensor m1 = length_mask({4, 2}, 4), m2 = length_mask({3, 1}, 3);
     const auto out = attention.forward(F1, F2, m1, m2);
 
@@ -465,16 +455,16 @@ TEST_CASE("parallel_co_attention: W_A = 0 is query-free additive pooling; swappi
 TEST_CASE("trilinear_affinity: u = v = 0 and z = 1 give the dot product K1 K2ᵀ") {
     Generator gen(8);
     TrilinearAffinity trilinear(3, gen);
-    const Var K1 = normal({2, 4, 3}, gen), K2 = normal({2, 5, 3}, gen);
+    const Var K1 = normal_var({2, 4, 3}, gen), K2 = normal_var({2, 5, 3}, gen);
     trilinear.w_A.value().copy_(Tensor::from({0, 0, 0, 0, 0, 0, 1, 1, 1}));
     check_close(trilinear.affinity(K1, K2).value(), matmul(K1, K2, false, true).value());
     check_close(trilinear.concatenated(K1, K2).value(), matmul(K1, K2, false, true).value());
-    CHECK_THROWS_AS(trilinear.affinity(K1, normal({2, 5, 4}, gen)), std::invalid_argument);
+    CHECK_THROWS_AS(trilinear.affinity(K1, normal_var({2, 5, 4}, gen)), std::invalid_argument);
 }
 
 TEST_CASE("max_affinity_co_attention: the gradient reaches A only at the arg-max, ties going to the lowest index") {
     Generator gen(9);
-    const Var V1 = normal({1, 3, 2}, gen), V2 = normal({1, 4, 2}, gen);
+    const Var V1 = normal_var({1, 3, 2}, gen), V2 = normal_var({1, 4, 2}, gen);
     // a tie in row 0 (columns 1 and 3): the gradient goes to column 1
     const Var T(Tensor::from({0.1, 0.9, -0.3, 0.9, 0.5, -1.0, 0.2, 0.4, -0.6, 0.3, 0.8, 0.0}, {1, 3, 4}), true);
     sum(max_affinity_co_attention(T, V1, V2).context1).backward();
@@ -491,7 +481,7 @@ TEST_CASE("max_affinity_co_attention: the gradient reaches A only at the arg-max
 TEST_CASE("multi_grained_co_attention: coarse quarters are entry 4 with bilinear scores, F-A2C is entry 7") {
     Generator gen(11);
     MultiGrainedCoAttention mgan(3, gen);
-    const Var H = normal({2, 4, 3}, gen), T = normal({2, 2, 3}, gen);
+    const Var H = normal_var({2, 4, 3}, gen), T = normal_var({2, 2, 3}, gen);
     const Tensor mh = length_mask({4, 3}, 4), mt = length_mask({2, 1}, 2);
     const auto out = mgan.forward(H, T, mh, mt);
     CHECK(out.output.shape() == Shape{2, 12});
@@ -518,7 +508,7 @@ TEST_CASE("multi_grained_co_attention: coarse quarters are entry 4 with bilinear
 TEST_CASE("rotatory_attention: an empty left context gives r^l = 0 and r^lt = the target's mean; identical rows return that row") {
     Generator gen(13);
     RotatoryAttention rot(3, 2, 4, gen);
-    const Var L = normal({1, 3, 3}, gen), T = normal({1, 2, 2}, gen), R = normal({1, 4, 4}, gen);
+    const Var L = normal_var({1, 3, 3}, gen), T = normal_var({1, 2, 2}, gen), R = normal_var({1, 4, 4}, gen);
     // n_l = 0 by padding: every left position masked
     const auto out = rot.forward(L, T, R, Tensor::zeros({1, 3}));
     for (int64_t k = 0; k < 3; ++k) CHECK(out.left.value()[k] == 0);
@@ -540,7 +530,7 @@ TEST_CASE("rotatory_attention: an empty left context gives r^l = 0 and r^lt = th
 TEST_CASE("co-attention: shape mismatches throw, naming the mechanism and the shapes") {
     Generator gen(14);
     AlternatingCoAttention alt(4, 3, 2, gen);
-    const Var F1 = normal({2, 3, 4}, gen), F2 = normal({3, 2, 3}, gen);
+    const Var F1 = normal_var({2, 3, 4}, gen), F2 = normal_var({3, 2, 3}, gen);
     try {
         alt.forward(F1, F2);
         FAIL("no exception");
@@ -550,22 +540,22 @@ TEST_CASE("co-attention: shape mismatches throw, naming the mechanism and the sh
         CHECK(what.find(F1.shape().str()) != std::string::npos);
         CHECK(what.find(F2.shape().str()) != std::string::npos);
     }
-    CHECK_THROWS_AS(ParallelCoAttention(4, 3, 2, gen).forward(F1, normal({2, 2, 5}, gen)), std::invalid_argument);
-    CHECK_THROWS_AS(max_affinity_co_attention(normal({2, 3, 3}, gen), F1, normal({2, 2, 3}, gen)),
+    CHECK_THROWS_AS(ParallelCoAttention(4, 3, 2, gen).forward(F1, normal_var({2, 2, 5}, gen)), std::invalid_argument);
+    CHECK_THROWS_AS(max_affinity_co_attention(normal_var({2, 3, 3}, gen), F1, normal_var({2, 2, 3}, gen)),
                     std::invalid_argument);
-    CHECK_THROWS_AS(InteractiveCoAttention(4, 3, gen).forward(F1, normal({2, 2, 3}, gen), length_mask({1, 1}, 2)),
+    CHECK_THROWS_AS(InteractiveCoAttention(4, 3, gen).forward(F1, normal_var({2, 2, 3}, gen), length_mask({1, 1}, 2)),
                     std::invalid_argument);
     // a mask that does not fit its input (B×n), for every mechanism with masks
-    const Var G2 = normal({2, 2, 3}, gen), H = normal({2, 3, 3}, gen);
+    const Var G2 = normal_var({2, 2, 3}, gen), H = normal_var({2, 3, 3}, gen);
     const Tensor wrong = length_mask({1, 1}, 4);
     CHECK_THROWS_AS(alt.forward(F1, G2, Tensor(), wrong), std::invalid_argument);
     CHECK_THROWS_AS(ParallelCoAttention(4, 3, 2, gen).forward(F1, G2, wrong), std::invalid_argument);
-    CHECK_THROWS_AS(max_affinity_co_attention(normal({2, 3, 2}, gen), F1, G2, Tensor(), wrong),
+    CHECK_THROWS_AS(max_affinity_co_attention(normal_var({2, 3, 2}, gen), F1, G2, Tensor(), wrong),
                     std::invalid_argument);
     CHECK_THROWS_AS(MultiGrainedCoAttention(3, gen).forward(H, G2, wrong), std::invalid_argument);
-    CHECK_THROWS_AS(MultiGrainedCoAttention(3, gen).forward(H, normal({2, 2, 4}, gen)), std::invalid_argument);
+    CHECK_THROWS_AS(MultiGrainedCoAttention(3, gen).forward(H, normal_var({2, 2, 4}, gen)), std::invalid_argument);
     RotatoryAttention rot(4, 3, 3, gen);
     CHECK_THROWS_AS(rot.forward(F1, G2, H, Tensor(), Tensor(), wrong), std::invalid_argument);
-    CHECK_THROWS_AS(rot.forward(F1, normal({2, 2, 2}, gen), H), std::invalid_argument);  // a target 2 wide, not 3
+    CHECK_THROWS_AS(rot.forward(F1, normal_var({2, 2, 2}, gen), H), std::invalid_argument);  // a target 2 wide, not 3
     CHECK_THROWS_AS(RotatoryAttention(2, 2, 2, gen, 0), std::invalid_argument);
 }

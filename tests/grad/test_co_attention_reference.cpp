@@ -30,9 +30,6 @@ Vec tanh_of(const Vec& v) {
     return y;
 }
 
-// The case's i-th keep mask, or none (keep every row).
-Array mask_of(const Ref& r, size_t i) { return i < r.masks.size() ? r.masks[i] : Array(); }
-
 // Σ_l a_l f_l over the rows of F[b]
 Vec weighted_sum(const Array& F, int64_t b, const Vec& a) {
     Vec c(static_cast<size_t>(F.size(2)), 0.0);
@@ -150,7 +147,8 @@ std::vector<Expected> alternating_co_attention_reference(const Ref& r) {
     const Array &F1 = r.x[0], &F2 = r.x[1];
     Results out;
     for (int64_t b = 0; b < F1.size(0); ++b) {
-        const Vec keep1 = keep_row(mask_of(r, 0), b, F1.size(1)), keep2 = keep_row(mask_of(r, 1), b, F2.size(1));
+        const Vec keep1 = keep_row(mask_or_all(r, 0), b, F1.size(1));
+        const Vec keep2 = keep_row(mask_or_all(r, 1), b, F2.size(1));
         const Pooled s0 = guided_pool(r, "score1", F1, b, keep1, nullptr);
         const Pooled s2 = guided_pool(r, "score2", F2, b, keep2, &s0.context);
         const Pooled s1 = guided_pool(r, "score1", F1, b, keep1, &s2.context);
@@ -174,7 +172,8 @@ std::vector<Expected> interactive_co_attention_reference(const Ref& r, CoScore k
     const Score score_12 = score_of(r.p, "score_12", kind_12), score_21 = score_of(r.p, "score_21", kind_21);
     Results out;
     for (int64_t b = 0; b < F1.size(0); ++b) {
-        const Vec keep1 = keep_row(mask_of(r, 0), b, F1.size(1)), keep2 = keep_row(mask_of(r, 1), b, F2.size(1));
+        const Vec keep1 = keep_row(mask_or_all(r, 0), b, F1.size(1));
+        const Vec keep2 = keep_row(mask_or_all(r, 1), b, F2.size(1));
         const Vec mean1 = masked_mean(F1, b, keep1), mean2 = masked_mean(F2, b, keep2);
         Vec e1, e2;
         for (int64_t l = 0; l < F1.size(1); ++l) e1.push_back(score_12(mean2, row(F1, b, l)));
@@ -232,7 +231,7 @@ std::vector<Expected> parallel_co_attention_reference(const Ref& r, bool triline
     const int64_t n1 = F1.size(1), n2 = F2.size(1);
     Results out;
     for (int64_t b = 0; b < F1.size(0); ++b) {
-        const Vec keep1 = keep_row(mask_of(r, 0), b, n1), keep2 = keep_row(mask_of(r, 1), b, n2);
+        const Vec keep1 = keep_row(mask_or_all(r, 0), b, n1), keep2 = keep_row(mask_or_all(r, 1), b, n2);
         Vec A(static_cast<size_t>(n1 * n2));
         for (int64_t i = 0; i < n1; ++i)
             for (int64_t j = 0; j < n2; ++j)
@@ -295,8 +294,8 @@ std::vector<Expected> max_affinity_co_attention_reference(const Ref& r) {
     const Array &A = r.x[0], &V1 = r.x[1], &V2 = r.x[2];
     Results out;
     for (int64_t b = 0; b < A.size(0); ++b) {
-        const MaxAffinity m =
-            max_affinity(A, V1, V2, b, keep_row(mask_of(r, 0), b, A.size(1)), keep_row(mask_of(r, 1), b, A.size(2)));
+        const Vec keep1 = keep_row(mask_or_all(r, 0), b, A.size(1)), keep2 = keep_row(mask_or_all(r, 1), b, A.size(2));
+        const MaxAffinity m = max_affinity(A, V1, V2, b, keep1, keep2);
         out.add("output", concat(m.side1.context, m.side2.context));
         out.add("context1", m.side1.context);
         out.add("context2", m.side2.context);
@@ -320,7 +319,7 @@ std::vector<Expected> multi_grained_co_attention_reference(const Ref& r) {
     const Array U = trilinear_matrix(H, T, vec(r.p["fine.w_A"]));
     Results out;
     for (int64_t b = 0; b < H.size(0); ++b) {
-        const Vec keep_h = keep_row(mask_of(r, 0), b, n), keep_t = keep_row(mask_of(r, 1), b, n_t);
+        const Vec keep_h = keep_row(mask_or_all(r, 0), b, n), keep_t = keep_row(mask_or_all(r, 1), b, n_t);
         const Vec h_mean = masked_mean(H, b, keep_h), t_mean = masked_mean(T, b, keep_t);
         Vec e_ca, e_cc;
         for (int64_t i = 0; i < n; ++i) e_ca.push_back(W_ca(t_mean, row(H, b, i)));
@@ -374,8 +373,9 @@ std::vector<Expected> rotatory_attention_reference(const Ref& r, int hops) {
     const Array &L = r.x[0], &T = r.x[1], &R = r.x[2];
     Results out;
     for (int64_t b = 0; b < T.size(0); ++b) {
-        const Vec keep_l = keep_row(mask_of(r, 0), b, L.size(1)), keep_t = keep_row(mask_of(r, 1), b, T.size(1)),
-                  keep_r = keep_row(mask_of(r, 2), b, R.size(1));
+        const Vec keep_l = keep_row(mask_or_all(r, 0), b, L.size(1));
+        const Vec keep_t = keep_row(mask_or_all(r, 1), b, T.size(1));
+        const Vec keep_r = keep_row(mask_or_all(r, 2), b, R.size(1));
         Vec q_l = masked_mean(T, b, keep_t), q_r = q_l;
         Pooled left, right, target_left, target_right;
         for (int hop = 0; hop < hops; ++hop) {

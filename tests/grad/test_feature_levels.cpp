@@ -12,6 +12,7 @@
 #include "attention/feature_levels.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -21,11 +22,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // ---- the independent references: the catalog's formulas in plain loops ------------------
-
-// mask i of the case, or an empty Array (keep everything) when it has none.
-Array mask_at(const Ref& r, size_t i) { return i < r.masks.size() ? r.masks[i] : Array(); }
-
-double tanh_(double x) { return std::tanh(x); }
 
 // One additive attention read of the module `prefix` ("word_score."):
 //   a = softmax_l(wᵀ tanh(W_1 q + W_2 f_l + b)) over the kept f_l,  c = Σ_l a_l f_l
@@ -59,9 +55,9 @@ std::vector<Expected> attention_via_attention_reference(const Ref& r) {
     Array output({B, m, d_c + d_w}), cc({B, m, d_c}), cw({B, m, d_w}), ac({B, m, n_c}), aw({B, m, n_w});
     for (int64_t b = 0; b < B; ++b)
         for (int64_t i = 0; i < m; ++i) {
-            const Read word = additive_read(r, "word_score.", row(Q, b, i), W, b, keep_row(mask_at(r, 1), b, n_w));
+            const Read word = additive_read(r, "word_score.", row(Q, b, i), W, b, keep_row(mask_or_all(r, 1), b, n_w));
             const Read character = additive_read(r, "character_score.", concat(row(Q, b, i), word.context), C, b,
-                                                 keep_row(mask_at(r, 0), b, n_c));
+                                                 keep_row(mask_or_all(r, 0), b, n_c));
             set_row(output, b, i, concat(character.context, word.context));
             set_row(cc, b, i, character.context);
             set_row(cw, b, i, word.context);
@@ -99,8 +95,6 @@ std::vector<Expected> meta_embedding_attention_reference(const Ref& r) {
 }
 
 // ---- runs ---------------------------------------------------------------------------------
-
-Tensor mask_or_none(Masks m, size_t i) { return i < m.size() ? m[i] : Tensor(); }
 
 Outputs run_via(Module* m, In x, Masks masks) {
     const AttentionViaAttentionOutput o =
@@ -199,22 +193,12 @@ const RegisterEntry meta_embedding_attention_entry(14, "meta_embedding_attention
      .reference = meta_embedding_attention_reference},
 });
 
-void check_close(const Tensor& got, const Tensor& want, double atol = 1e-12) {
-    REQUIRE(got.shape() == want.shape());
-    for (int64_t i = 0; i < got.numel(); ++i) {
-        INFO("index " << i << ": got " << got[i] << ", want " << want[i]);
-        CHECK(std::abs(got[i] - want[i]) <= atol);
-    }
-}
-
-Var normal(const Shape& s, Generator& gen) { return Var(Tensor::normal(s, 0, 1, gen)); }
-
 }  // namespace
 
 TEST_CASE("attention_via_attention: output width; with the c^(w) columns of W_1 zero it is plain attention") {
     Generator gen(15);
     AttentionViaAttention ava(3, 2, 4, 5, gen);
-    const Var q = normal({2, 3, 3}, gen), chars = normal({2, 6, 2}, gen), words = normal({2, 3, 4}, gen);
+    const Var q = normal_var({2, 3, 3}, gen), chars = normal_var({2, 6, 2}, gen), words = normal_var({2, 3, 4}, gen);
     const Tensor mc = length_mask({6, 4}, 6), mw = length_mask({3, 2}, 3);
     const auto out = ava.forward(q, chars, words, mc, mw);
     CHECK(out.output.shape() == Shape{2, 3, 2 + 4});
@@ -238,12 +222,12 @@ TEST_CASE("attention_via_attention: output width; with the c^(w) columns of W_1 
     check_close(via.character_context.value(), attend(a, chars).value());
     // ...and the word level still changes the output: its context is the last d_w columns
     check_close(slice(via.output.value(), 2, 2, 6), via.word_context.value());
-    CHECK_THROWS_AS(ava.forward(q, chars, normal({2, 3, 5}, gen)), std::invalid_argument);
+    CHECK_THROWS_AS(ava.forward(q, chars, normal_var({2, 3, 5}, gen)), std::invalid_argument);
 }
 
 TEST_CASE("meta_embedding_attention: E = 1 is the projection; sources permute with their parameters; b's gradient 0") {
     Generator gen(16);
-    const Var x1 = normal({2, 3, 2}, gen), x2 = normal({2, 3, 4}, gen), x3 = normal({2, 3, 3}, gen);
+    const Var x1 = normal_var({2, 3, 2}, gen), x2 = normal_var({2, 3, 4}, gen), x3 = normal_var({2, 3, 3}, gen);
 
     // E = 1: the output is W x + b_e
     MetaEmbeddingAttention one({4}, 3, gen);
@@ -273,5 +257,5 @@ TEST_CASE("meta_embedding_attention: E = 1 is the projection; sources permute wi
     CHECK(dme.taxonomy().representations == "multi");
     CHECK_FALSE(single_representational_attention(dme.taxonomy()));
     CHECK_THROWS_AS(dme.forward({x1, x2}), std::invalid_argument);
-    CHECK_THROWS_AS(dme.forward({x1, x2, normal({2, 4, 3}, gen)}), std::invalid_argument);
+    CHECK_THROWS_AS(dme.forward({x1, x2, normal_var({2, 4, 3}, gen)}), std::invalid_argument);
 }

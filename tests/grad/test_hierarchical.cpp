@@ -14,6 +14,7 @@
 #include "nn/linear.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -39,8 +40,6 @@ struct WithEncoder : Module {
 };
 
 // ---- the independent reference: the catalog's formula in plain loops ----------------------
-
-double tanh_(double x) { return std::tanh(x); }
 
 // One constant-query read (entry 35) by the level `prefix` ("word.", "sentence."):
 //   a = softmax_l(uᵀ tanh(W h_l + b)) over the kept rows,  c = Σ_l a_l h_l
@@ -117,8 +116,6 @@ std::vector<Expected> hierarchical_attention_reference(const Ref& r, const std::
 }
 
 // ---- runs and properties ---------------------------------------------------------------
-
-Tensor mask_or_none(Masks m, size_t i) { return i < m.size() ? m[i] : Tensor(); }
 
 Outputs outputs_of(const HierarchicalAttention::Output& o) {
     return {{"document", o.document},
@@ -236,8 +233,6 @@ const RegisterEntry hierarchical_attention_entry(12, "hierarchical_attention", {
      .properties = {rows_sum_to_one("word_weights"), rows_sum_to_one("sentence_weights"),
                     padded_words_change_nothing}},
 });
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 

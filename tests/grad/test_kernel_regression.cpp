@@ -10,6 +10,7 @@
 #include "attention/kernel_regression.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -66,21 +67,18 @@ std::vector<Expected> parametric_nadaraya_watson_pooling_reference(const Ref& r,
 
 // ---- runs, masks and properties ------------------------------------------------------------
 
-Tensor mask_or_none(Masks m) { return m.empty() ? Tensor() : m[0]; }
-Outputs outputs_of(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
-
 Outputs run_pooling(Module*, In x, Masks m) {
-    return outputs_of(nadaraya_watson_pooling(x[0], x[1], x[2], mask_or_none(m)));
+    return output_and_weights(nadaraya_watson_pooling(x[0], x[1], x[2], mask_or_none(m)));
 }
 // The training points look each other up: queries = keys = x[0], values x[1].
 Outputs run_pooling_self(Module*, In x, Masks m) {
-    return outputs_of(nadaraya_watson_pooling(x[0], x[0], x[1], mask_or_none(m)));
+    return output_and_weights(nadaraya_watson_pooling(x[0], x[0], x[1], mask_or_none(m)));
 }
 Outputs run_parametric(Module* module, In x, Masks m) {
-    return outputs_of(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[1], x[2], mask_or_none(m)));
+    return output_and_weights(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[1], x[2], mask_or_none(m)));
 }
 Outputs run_parametric_self(Module* module, In x, Masks m) {
-    return outputs_of(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[0], x[1], mask_or_none(m)));
+    return output_and_weights(as<ParametricNadarayaWatsonPooling>(module).forward(x[0], x[0], x[1], mask_or_none(m)));
 }
 
 // 1×m×n: query j hides key j (leave-one-out training; m ≤ n).
@@ -168,21 +166,13 @@ struct Data {
     Var values{Tensor::from({0, 1, 4}, {1, 3, 1})};
 };
 
-void check_values(const Tensor& got, const std::vector<real>& want) {
-    REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-    for (int64_t i = 0; i < got.numel(); ++i) {
-        INFO("index " << i << ": got " << got[i] << ", want " << want[static_cast<size_t>(i)]);
-        CHECK(std::abs(got[i] - want[static_cast<size_t>(i)]) <= 1e-6);
-    }
-}
-
 }  // namespace
 
 TEST_CASE("nadaraya_watson_pooling: the catalog's reference values; constant values come back exactly") {
     const Data d;
     const AttentionOutput out = nadaraya_watson_pooling(d.queries, d.keys, d.values);
-    check_values(out.weights.value(), {0.274069, 0.451863, 0.274069});
-    check_values(out.output.value(), {1.548137});
+    check_close(out.weights.value(), {0.274069, 0.451863, 0.274069});
+    check_close(out.output.value(), {1.548137});
 
     Generator gen(51);
     const Var x(Tensor::normal({2, 5, 3}, 0, 1, gen)), k(Tensor::normal({2, 6, 3}, 0, 1, gen));
@@ -209,11 +199,11 @@ TEST_CASE(
     const Data d;
     ParametricNadarayaWatsonPooling pool(2);
     AttentionOutput out = pool.forward(d.queries, d.keys, d.values);
-    check_values(out.weights.value(), {0.106507, 0.786986, 0.106507});
-    check_values(out.output.value(), {1.213014});
+    check_close(out.weights.value(), {0.106507, 0.786986, 0.106507});
+    check_close(out.output.value(), {1.213014});
 
     pool.w.value().fill_(0);
-    check_values(pool.forward(d.queries, d.keys, d.values).output.value(), {1.666667});
+    check_close(pool.forward(d.queries, d.keys, d.values).output.value(), {1.666667});
 
     pool.w.value().fill_(1);
     const AttentionOutput one = pool.forward(d.queries, d.keys, d.values);
@@ -222,6 +212,6 @@ TEST_CASE(
 
     pool.w.value().fill_(30);
     const Var q(Tensor::from({1.8}, {1, 1, 1}));  // nearest key: 2, value 4
-    check_values(pool.forward(q, d.keys, d.values).output.value(), {4.0});
+    check_close(pool.forward(q, d.keys, d.values).output.value(), {4.0});
     CHECK(pool.taxonomy().scoring == "similarity_score");
 }

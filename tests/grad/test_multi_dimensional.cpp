@@ -15,6 +15,7 @@
 #include "attention/multi_dimensional.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -71,8 +72,6 @@ std::vector<Expected> multi_dimensional_attention_reference(const Ref& r, double
     return {{"output", output}, {"weights", A}};
 }
 
-double tanh_(double x) { return std::tanh(x); }
-
 // ---- runs, masks and properties ------------------------------------------------------------
 
 // A B×n key mask becomes B×1×n; a rank-3 keep mask goes as it is (run_self_m_by_n passes an m×n one).
@@ -81,20 +80,18 @@ Tensor module_mask(Masks m) {
     return m[0].rank() == 2 ? key_mask(m[0]) : m[0];
 }
 
-Outputs outputs_of(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
-
 Outputs run_qkv(Module* m, In x, Masks masks) {
-    return outputs_of(as<MultiDimensionalAttention>(m).forward(x[0], x[1], x[2], module_mask(masks)));
+    return output_and_weights(as<MultiDimensionalAttention>(m).forward(x[0], x[1], x[2], module_mask(masks)));
 }
 
 // Self-attention: the queries are the keys (input 0), the values input 1.
 Outputs run_self(Module* m, In x, Masks masks) {
-    return outputs_of(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], module_mask(masks)));
+    return output_and_weights(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], module_mask(masks)));
 }
 
 // The mask as the module takes it: causal_mask(n, n) is m×n, broadcast over the batch and the features.
 Outputs run_self_m_by_n(Module* m, In x, Masks masks) {
-    return outputs_of(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], masks[0]));
+    return output_and_weights(as<MultiDimensionalAttention>(m).forward(x[0], x[0], x[1], masks[0]));
 }
 
 // 1×n×n: query i keeps keys l ≤ i (DiSAN's forward mask), or l ≥ i (its backward mask).

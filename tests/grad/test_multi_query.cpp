@@ -19,6 +19,7 @@
 #include "attention/sequence_variants.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -44,8 +45,6 @@ MultiHopAttention::ScoreFactory make_additive_score(int64_t query_and_context, i
 }
 
 // ---- the independent references: the catalog's formulas in plain loops ------------------
-
-double tanh_(double x) { return std::tanh(x); }
 
 // What a multi-hop case builds: its transform, its score, shared or per hop.
 struct Hops {
@@ -162,8 +161,6 @@ std::vector<Expected> capsule_attention_reference(const Ref& r, const std::vecto
 
 // ---- runs ---------------------------------------------------------------------------------
 
-Tensor mask_or_none(Masks m) { return m.empty() ? Tensor() : m[0]; }
-
 Outputs run_hops(Module* m, In x, Masks masks) {
     const MultiHopAttention::Output o = as<MultiHopAttention>(m).forward(x[0], x[1], x[2], mask_or_none(masks));
     return {{"output", o.output}, {"weights", o.weights}, {"query", o.query}};
@@ -272,8 +269,6 @@ const RegisterEntry capsule_attention_entry(43, "capsule_attention", {
      .masking = {{.mask = 0, .inputs = {0, 1, 2}, .weights = {"weights"}, .zero_when_empty = {"representations"}}},
      .draw = draw_with_features},
 });
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "attention/pooling.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/test_pooling_reference.hpp"
 
 using namespace attn;
@@ -23,9 +24,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-size_t at(int64_t i) { return static_cast<size_t>(i); }
-Tensor mask_of(Masks m) { return m.empty() ? Tensor() : m[0]; }
 
 SetPool set_pool(SetAggregate how) {
     switch (how) {
@@ -49,27 +47,6 @@ private:
 };
 
 // ---- inputs and properties of the registry cases ------------------------------------------
-
-// N(0, 1) values redrawn until no two of an input lie within 1e-5 of each
-// other: no max sits at a tie, where the central difference straddles a kink.
-Draw distinct(std::vector<Shape> shapes) {
-    return [=](Generator& gen) {
-        std::vector<Tensor> out;
-        for (const Shape& s : shapes)
-            for (;;) {
-                Tensor t = Tensor::normal(s, 0, 1, gen);
-                std::vector<double> v(at(t.numel()));
-                for (int64_t i = 0; i < t.numel(); ++i) v[at(i)] = t[i];
-                std::sort(v.begin(), v.end());
-                bool apart = true;
-                for (size_t i = 1; i < v.size(); ++i) apart = apart && v[i] - v[i - 1] >= 1e-5;
-                if (!apart) continue;
-                out.push_back(t);
-                break;
-            }
-        return out;
-    };
-}
 
 // Small integers 0, 1, 2: many ties, for the tie rules (no gradient check there).
 Draw ties(Shape s) {
@@ -104,18 +81,6 @@ Tensor reverse_rows(const Tensor& x) {
         for (int64_t i = 0; i < n; ++i)
             for (int64_t k = 0; k < inner; ++k) out[(b * n + n - 1 - i) * inner + k] = x[(b * n + i) * inner + k];
     return out;
-}
-
-std::string differs(const std::string& what, const Tensor& want, const Tensor& got) {
-    if (!(want.shape() == got.shape()))
-        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
-    for (int64_t i = 0; i < want.numel(); ++i)
-        if (!(std::abs(want[i] - got[i]) <= 1e-9 * (1 + std::abs(want[i])))) {
-            std::ostringstream os;
-            os << what << " at flat index " << i << ": " << got[i] << ", expected " << want[i];
-            return os.str();
-        }
-    return "";
 }
 
 // The equivariant layer: reversing the rows of X (and of its mask) reverses the rows of `output`.
@@ -202,7 +167,7 @@ Case sum_mean_max_case(std::string variant, Shape shape, std::vector<Tensor> mas
     return {.variant = std::move(variant),
             .inputs = {shape},
             .masks = masks,
-            .run = [](Module*, In x, Masks m) { return pooled(sum_mean_max_pooling(x[0], mask_of(m))); },
+            .run = [](Module*, In x, Masks m) { return pooled(sum_mean_max_pooling(x[0], mask_or_none(m))); },
             .reference = sum_mean_max_pooling_reference,
             .masking = masks.empty() ? std::vector<KeySet>{}
                                      : std::vector<KeySet>{{.mask = 0, .inputs = {0}, .weights = {}, .zero_when_empty = all}},
@@ -220,7 +185,7 @@ Case k_max_case(std::string variant, Shape shape, int64_t k, std::vector<Tensor>
     return {.variant = std::move(variant),
             .inputs = {shape},
             .masks = masks,
-            .run = [k](Module*, In x, Masks m) { return output(k_max_pooling(x[0], k, mask_of(m))); },
+            .run = [k](Module*, In x, Masks m) { return output(k_max_pooling(x[0], k, mask_or_none(m))); },
             .reference = [k](const Ref& r) { return expect_output(k_max_pooling_reference(r, k)); },
             .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{kSetMask},
             .properties = {k_of_one_is_max()},
@@ -258,7 +223,9 @@ Case chunk_case(std::string variant, Shape shape, int64_t chunks, std::vector<Te
     return {.variant = std::move(variant),
             .inputs = {shape},
             .masks = masks,
-            .run = [chunks](Module*, In x, Masks m) { return output(chunk_max_pooling(x[0], chunks, mask_of(m))); },
+            .run = [chunks](Module*, In x, Masks m) {
+                return output(chunk_max_pooling(x[0], chunks, mask_or_none(m)));
+            },
             .reference = [chunks](const Ref& r) { return expect_output(chunk_max_pooling_reference(r, chunks)); },
             .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{kSetMask},
             .properties = {one_chunk_is_max_n_chunks_identity()},
@@ -336,7 +303,9 @@ Case deep_sets_case(std::string variant, Shape shape, int64_t hidden, int64_t ou
             .inputs = {shape},
             .masks = masks,
             .make = [=](Generator& g) { return std::make_unique<DeepSetsPooling>(d, hidden, out, g, how); },
-            .run = [](Module* m, In x, Masks mk) { return output(as<DeepSetsPooling>(m).forward(x[0], mask_of(mk))); },
+            .run = [](Module* m, In x, Masks mk) {
+                return output(as<DeepSetsPooling>(m).forward(x[0], mask_or_none(mk)));
+            },
             .reference = [how](const Ref& r) { return expect_output(deep_sets_pooling_reference(r, set_pool(how))); },
             .masking = masks.empty() ? std::vector<KeySet>{} : std::vector<KeySet>{kRowsMask},
             .properties = {permutation_invariant({0}, masks.empty() ? std::vector<int>{} : std::vector<int>{0},
@@ -352,7 +321,7 @@ Case equivariant_case(std::string variant, Shape shape, int64_t out, SetAggregat
             .masks = masks,
             .make = [=](Generator& g) { return std::make_unique<DeepSetsEquivariant>(d, out, g, how); },
             .run = [](Module* m, In x, Masks mk) {
-                return output(as<DeepSetsEquivariant>(m).forward(x[0], mask_of(mk)));
+                return output(as<DeepSetsEquivariant>(m).forward(x[0], mask_or_none(mk)));
             },
             .reference = [how](const Ref& r) {
                 return expect_output(deep_sets_equivariant_reference(r, set_pool(how)));
@@ -409,16 +378,6 @@ const RegisterEntry gru_entry(80, "gru_gating", {
 
 // ---- the hand-computed tests -------------------------------------------------------------------
 
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
-
-void check_values(const Tensor& got, const std::vector<real>& want) {
-    REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-    for (int64_t i = 0; i < got.numel(); ++i) {
-        INFO("index " << i << ": got " << got[i] << ", want " << want[static_cast<size_t>(i)]);
-        CHECK(std::abs(got[i] - want[static_cast<size_t>(i)]) <= 1e-6);
-    }
-}
-
 // The catalog's column (3, 1, 4, 1, 5, 9, 2, 6) as a 1×8×1 set.
 Var catalog_column() { return Var(Tensor::from({3, 1, 4, 1, 5, 9, 2, 6}, {1, 8, 1})); }
 
@@ -445,13 +404,13 @@ TEST_CASE("sum_mean_max_pooling: mean is attention with equal scores; an empty s
 TEST_CASE("sum_mean_max_pooling: the max's gradient goes only to the arg-max row, the first on a tie") {
     const Var X(Tensor::from({1, 7, 7, 2, 7, 0}, {1, 3, 2}), true);  // column 0: (1, 7, 7), column 1: (7, 2, 0)
     sum(max_pooling(X)).backward();
-    check_values(X.grad(), {0, 1, 1, 0, 0, 0});
+    check_close(X.grad(), {0, 1, 1, 0, 0, 0});
 }
 
 // ---- 75. k_max_pooling ------------------------------------------------------------------------
 
 TEST_CASE("k_max_pooling: the catalog's column with k = 3 gives (5, 9, 6); k = 1 is max pooling; ties; padding") {
-    check_values(k_max_pooling(catalog_column(), 3).value(), {5, 9, 6});
+    check_close(k_max_pooling(catalog_column(), 3).value(), {5, 9, 6});
     Generator gen(75);
     const Var X(normal({2, 6, 3}, gen));
     CHECK(allclose(reshape(k_max_pooling(X, 1).value(), {2, 3}), max_pooling(X).value(), 0, 0));
@@ -459,12 +418,12 @@ TEST_CASE("k_max_pooling: the catalog's column with k = 3 gives (5, 9, 6); k = 1
     // Column (2, 5, 2, 1) with k = 2: the tie at 2 goes to row 0.
     const Var tie(Tensor::from({2, 5, 2, 1}, {1, 4, 1}), true);
     const Var out = k_max_pooling(tie, 2);
-    check_values(out.value(), {2, 5});
+    check_close(out.value(), {2, 5});
     sum(out).backward();
-    check_values(tie.grad(), {1, 1, 0, 0});
+    check_close(tie.grad(), {1, 1, 0, 0});
 
     // Two kept rows for k = 3: zero-padded at the end (the masked row is out).
-    check_values(k_max_pooling(Var(Tensor::from({4, 9, 8}, {1, 3, 1})), 3, length_mask({2}, 3)).value(), {4, 9, 0});
+    check_close(k_max_pooling(Var(Tensor::from({4, 9, 8}, {1, 3, 1})), 3, length_mask({2}, 3)).value(), {4, 9, 0});
 
     CHECK(dynamic_k(3, 1, 3, 18) == 12);
     CHECK(dynamic_k(3, 2, 3, 18) == 6);
@@ -476,13 +435,13 @@ TEST_CASE("k_max_pooling: the catalog's column with k = 3 gives (5, 9, 6); k = 1
 // ---- 76. chunk_max_pooling --------------------------------------------------------------------
 
 TEST_CASE("chunk_max_pooling: the catalog's column in 2 chunks gives (4, 9); c = 1 is max; c = n is the identity") {
-    check_values(chunk_max_pooling(catalog_column(), 2).value(), {4, 9});
-    check_values(chunk_max_pooling(catalog_column(), 3).value(), {4, 9, 6});  // chunks of 3, 3, 2
-    check_values(chunk_max_pooling(catalog_column(), 1).value(), {9});
-    check_values(chunk_max_pooling(catalog_column(), 8).value(), {3, 1, 4, 1, 5, 9, 2, 6});
+    check_close(chunk_max_pooling(catalog_column(), 2).value(), {4, 9});
+    check_close(chunk_max_pooling(catalog_column(), 3).value(), {4, 9, 6});  // chunks of 3, 3, 2
+    check_close(chunk_max_pooling(catalog_column(), 1).value(), {9});
+    check_close(chunk_max_pooling(catalog_column(), 8).value(), {3, 1, 4, 1, 5, 9, 2, 6});
     // Only the first 5 kept: (3, 1, 4 | 1, 5).
-    check_values(chunk_max_pooling(catalog_column(), 2, length_mask({5}, 8)).value(), {4, 5});
-    check_values(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 6, 8}).value(), {5, 9, 6});
+    check_close(chunk_max_pooling(catalog_column(), 2, length_mask({5}, 8)).value(), {4, 5});
+    check_close(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 6, 8}).value(), {5, 9, 6});
     CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 5, 8}), std::invalid_argument);
     CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), std::vector<int64_t>{0, 5, 7}), std::invalid_argument);
     CHECK_THROWS_AS(chunk_max_pooling(catalog_column(), int64_t{0}), std::invalid_argument);
@@ -493,7 +452,7 @@ TEST_CASE("chunk_max_pooling: the catalog's column in 2 chunks gives (4, 9); c =
 TEST_CASE("stochastic_pooling: region (1, 2, 3, 4) gives 3.0 at test time; training picks a region value") {
     const Var U(Tensor::from({1, 2, 3, 4}, {1, 1, 2, 2}));
     Generator gen(77);
-    check_values(stochastic_pooling(U, 2, 0, gen, false).value(), {3.0});
+    check_close(stochastic_pooling(U, 2, 0, gen, false).value(), {3.0});
     for (int i = 0; i < 20; ++i) {
         const real s = stochastic_pooling(U, 2, 0, gen, true).item();
         CHECK((s == 1 || s == 2 || s == 3 || s == 4));
@@ -531,7 +490,7 @@ TEST_CASE("spatial_pyramid_pooling: one length for 13×13 and 10×10; level {1} 
     CHECK(pyramid_bin(2, 3, 13).end == 13);
     // A 2×2 map at level 2 is the map itself, channel-major.
     const Var small(Tensor::from({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2}));
-    check_values(spatial_pyramid_pooling(small, {2}).value(), {1, 2, 3, 4, 5, 6, 7, 8});
+    check_close(spatial_pyramid_pooling(small, {2}).value(), {1, 2, 3, 4, 5, 6, 7, 8});
     CHECK_THROWS_WITH_AS(spatial_pyramid_pooling(small, {1, 3}), doctest::Contains("level 3"), std::invalid_argument);
 }
 

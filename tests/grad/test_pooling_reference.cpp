@@ -16,10 +16,6 @@ namespace attn::testing {
 
 namespace {
 
-// (testing::apply below: a bare each(vector, f) would also find std::apply by ADL.)
-size_t at(int64_t i) { return static_cast<size_t>(i); }
-double tanh_(double x) { return std::tanh(x); }
-
 // The keep mask of example b: masks[0][b, :], or all ones without a mask.
 Vec keep_of(const Ref& r, int64_t b, int64_t n) {
     return r.masks.empty() ? Vec(at(n), 1.0) : keep_row(r.masks[0], b, n);

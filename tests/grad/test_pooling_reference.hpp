@@ -12,6 +12,9 @@
 
 namespace attn::testing {
 
+// An index as a std::vector subscript.
+inline size_t at(int64_t i) { return static_cast<size_t>(i); }
+
 // 74. X B×n×d → sum, mean, max (each B×d)
 std::vector<Expected> sum_mean_max_pooling_reference(const Ref& r);
 

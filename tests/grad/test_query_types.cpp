@@ -13,6 +13,7 @@
 #include "attention/query_types.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -234,11 +235,8 @@ std::vector<Expected> learned_query_self_attention_reference(const Ref& r, bool 
     });
 }
 
-double tanh_(double x) { return std::tanh(x); }
-
 // ---- the registry entries ---------------------------------------------------------------
 
-Outputs both(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
 Outputs luong_outputs(const LuongAttention::Output& o) {
     return {{"output", o.output}, {"context", o.context}, {"weights", o.weights}};
 }
@@ -250,7 +248,9 @@ const RegisterEntry bahdanau_entry(31, "bahdanau_attention", {
      .inputs = {Shape{2, 2, 3}, Shape{2, 4, 5}},
      .masks = {lengths_3_4()},
      .make = [](Generator& g) { return std::make_unique<BahdanauAttention>(3, 5, 6, g); },
-     .run = [](Module* m, In x, Masks k) { return both(as<BahdanauAttention>(m).forward(x[0], x[1], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<BahdanauAttention>(m).forward(x[0], x[1], k[0]));
+     },
      .reference = bahdanau_attention_reference,
      .masking = {{.mask = 0, .inputs = {1}, .weights = {"weights"}, .zero_when_empty = {"output"}}},
      .properties = {rows_sum_to_one("weights"), convex_combination("output", 1, 0)}},
@@ -278,7 +278,9 @@ Case luong_case(std::string variant, int64_t d_s, int64_t d_h, int64_t m, int64_
            .inputs = {Shape{2, m, d_s}, Shape{2, n, d_h}},
            .masks = {std::move(mask)},
            .make = [=](Generator& g) { return std::make_unique<LuongAttention>(d_s, d_h, luong(score, align, lc.D), g); },
-           .run = [](Module* mod, In x, Masks k) { return luong_outputs(as<LuongAttention>(mod).forward(x[0], x[1], k[0])); },
+           .run = [](Module* mod, In x, Masks k) {
+               return luong_outputs(as<LuongAttention>(mod).forward(x[0], x[1], k[0]));
+           },
            .reference = [lc](const Ref& r) { return luong_attention_reference(r, lc); },
            .masking = {{.mask = 0, .inputs = {1}, .weights = {"weights"}, .zero_when_empty = {"context"}}},
            .properties = {bounded("output", -1, 1)}};
@@ -323,7 +325,7 @@ const RegisterEntry specialized_entry(33, "specialized_query_attention", {
              std::make_unique<MeanQuery>(), std::make_unique<GeneralScore>(4, 3, g), std::make_unique<SoftAlignment>());
      },
      .run = [](Module* m, In x, Masks k) {
-         return both(as<SpecializedQueryAttention>(m).forward(x[0], x[1], x[2], k[0], k[1]));
+         return output_and_weights(as<SpecializedQueryAttention>(m).forward(x[0], x[1], x[2], k[0], k[1]));
      },
      .reference = [](const Ref& r) { return specialized_query_attention_reference(r, false, false); },
      .masking = {{.mask = 0, .inputs = {1, 2}, .weights = {"weights"}, .zero_when_empty = {"output"}},
@@ -339,7 +341,7 @@ const RegisterEntry specialized_entry(33, "specialized_query_attention", {
              std::make_unique<AdditiveScore>(4, 3, 5, g), std::make_unique<SoftAlignment>());
      },
      .run = [](Module* m, In x, Masks k) {
-         return both(as<SpecializedQueryAttention>(m).forward(x[0], x[1], x[2], k[0], k[1]));
+         return output_and_weights(as<SpecializedQueryAttention>(m).forward(x[0], x[1], x[2], k[0], k[1]));
      },
      .reference = [](const Ref& r) { return specialized_query_attention_reference(r, true, true); },
      .masking = {{.mask = 0, .inputs = {1, 2}, .weights = {"weights"}, .zero_when_empty = {"output"}}}},
@@ -371,7 +373,9 @@ const RegisterEntry constant_query_entry(35, "constant_query_self_attention", {
      .inputs = {Shape{2, 4, 3}},
      .masks = {lengths_3_4()},
      .make = [](Generator& g) { return std::make_unique<ConstantQuerySelfAttention>(3, 5, g); },
-     .run = [](Module* m, In x, Masks k) { return both(as<ConstantQuerySelfAttention>(m).forward(x[0], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<ConstantQuerySelfAttention>(m).forward(x[0], k[0]));
+     },
      .reference = [](const Ref& r) { return constant_query_self_attention_reference(r, tanh_); },
      .masking = {{.mask = 0, .inputs = {0}, .weights = {"weights"}, .zero_when_empty = {"output"}}},
      .properties = {rows_sum_to_one("weights"), convex_combination("output", 0, 0),
@@ -380,7 +384,9 @@ const RegisterEntry constant_query_entry(35, "constant_query_self_attention", {
      .inputs = {Shape{2, 4, 3}, Shape{2, 4, 2}},
      .masks = {keep_first({4, 2}, 4)},
      .make = [](Generator& g) { return std::make_unique<ConstantQuerySelfAttention>(3, 4, g, Activation::sigmoid); },
-     .run = [](Module* m, In x, Masks k) { return both(as<ConstantQuerySelfAttention>(m).forward(x[0], x[1], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<ConstantQuerySelfAttention>(m).forward(x[0], x[1], k[0]));
+     },
      .reference = [](const Ref& r) { return constant_query_self_attention_reference(r, sigmoid); },
      .masking = {{.mask = 0, .inputs = {0, 1}, .weights = {"weights"}, .zero_when_empty = {"output"}}},
      .properties = {convex_combination("output", 1, 0), permutation_invariant({0, 1}, {0}, {"output"})}},
@@ -388,7 +394,9 @@ const RegisterEntry constant_query_entry(35, "constant_query_self_attention", {
      .inputs = {Shape{2, 5, 4}},
      .masks = {keep_first({5, 3}, 5)},
      .make = [](Generator& g) { return std::make_unique<ConstantQuerySelfAttention>(4, 4, g, Activation::relu); },
-     .run = [](Module* m, In x, Masks k) { return both(as<ConstantQuerySelfAttention>(m).forward(x[0], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<ConstantQuerySelfAttention>(m).forward(x[0], k[0]));
+     },
      .reference = [](const Ref& r) { return constant_query_self_attention_reference(r, relu); },
      .masking = {{.mask = 0, .inputs = {0}, .weights = {"weights"}, .zero_when_empty = {"output"}}}},
 });
@@ -398,7 +406,9 @@ const RegisterEntry learned_query_entry(36, "learned_query_self_attention", {
      .inputs = {Shape{2, 4, 3}, Shape{2, 4, 2}},
      .masks = {lengths_3_4()},
      .make = [](Generator& g) { return std::make_unique<LearnedQuerySelfAttention>(3, g); },
-     .run = [](Module* m, In x, Masks k) { return both(as<LearnedQuerySelfAttention>(m).forward(x[0], x[1], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<LearnedQuerySelfAttention>(m).forward(x[0], x[1], k[0]));
+     },
      .reference = [](const Ref& r) { return learned_query_self_attention_reference(r, false); },
      .masking = {{.mask = 0, .inputs = {0, 1}, .weights = {"weights"}, .zero_when_empty = {"output"}}},
      .properties = {rows_sum_to_one("weights"), convex_combination("output", 1, 0),
@@ -407,20 +417,12 @@ const RegisterEntry learned_query_entry(36, "learned_query_self_attention", {
      .inputs = {Shape{2, 4, 5}},
      .masks = {keep_first({2, 4}, 4)},
      .make = [](Generator& g) { return std::make_unique<LearnedQuerySelfAttention>(5, g, /*scaled=*/true); },
-     .run = [](Module* m, In x, Masks k) { return both(as<LearnedQuerySelfAttention>(m).forward(x[0], k[0])); },
+     .run = [](Module* m, In x, Masks k) {
+         return output_and_weights(as<LearnedQuerySelfAttention>(m).forward(x[0], k[0]));
+     },
      .reference = [](const Ref& r) { return learned_query_self_attention_reference(r, true); },
      .masking = {{.mask = 0, .inputs = {0}, .weights = {"weights"}, .zero_when_empty = {"output"}}}},
 });
-
-void check_close(const Tensor& got, const Tensor& want, double atol = 1e-6) {
-    REQUIRE(got.shape() == want.shape());
-    for (int64_t i = 0; i < got.numel(); ++i) {
-        INFO("index " << i << ": got " << got[i] << ", want " << want[i]);
-        CHECK(std::abs(got[i] - want[i]) <= atol);
-    }
-}
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 
@@ -434,8 +436,8 @@ TEST_CASE("bahdanau_attention: v_a = 0 makes c_i the masked mean of H") {
     const AttentionOutput out = att.step(Var(normal({2, 3}, gen)), att.precompute(Var(H), length_mask({2, 5}, 5)));
     // example 0: the mean of its first two states; example 1: of all five
     const Tensor want = concat({mean(slice(H, 1, 0, 2).rows(0, 1), 1), mean(H.rows(1, 2), 1)}, 0);
-    check_close(out.output.value(), want);
-    check_close(out.weights.value(), Tensor::from({0.5, 0.5, 0, 0, 0, 0.2, 0.2, 0.2, 0.2, 0.2}, {2, 5}));
+    check_close(out.output.value(), want, 1e-6);
+    check_close(out.weights.value(), Tensor::from({0.5, 0.5, 0, 0, 0, 0.2, 0.2, 0.2, 0.2, 0.2}, {2, 5}), 1e-6);
 }
 
 TEST_CASE("bahdanau_attention: projecting H U_a once per sequence equals recomputing it every step") {

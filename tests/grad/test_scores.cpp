@@ -14,6 +14,7 @@
 #include "attention/scores.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -25,11 +26,11 @@ namespace {
 // ---- the independent references: the catalog's formulas in plain loops ------------------
 // Each takes the queries Q (B×m×d_q) and keys K (B×n×d_k) and gives E (B×m×n).
 
-// 15: e_l = wᵀ act(W_1 q + W_2 k_l + b)
-Array additive_score_reference(const Ref& r, double (*act)(double)) {
+// 15: e_l = wᵀ act(W_1 q + W_2 k_l + b), or without b (the module then has none)
+Array additive_score_reference(const Ref& r, double (*act)(double), bool bias = true) {
     const Array &Q = r.x[0], &K = r.x[1];
     const Array W_1 = r.p["W_1"], W_2 = r.p["W_2"];
-    const Vec b = vec(r.p["b"]), w = vec(r.p["w"]);
+    const Vec w = vec(r.p["w"]), b = bias ? vec(r.p["b"]) : Vec(w.size(), 0.0);
     Array E({Q.size(0), Q.size(1), K.size(1)});
     for (int64_t bb = 0; bb < Q.size(0); ++bb)
         for (int64_t i = 0; i < Q.size(1); ++i)
@@ -110,8 +111,6 @@ Array low_rank_bilinear_score_reference(const Ref& r) {
 }
 
 double identity(double x) { return x; }
-double tanh_(double x) { return std::tanh(x); }
-
 Outputs scores(const Var& e) { return {{"scores", e}}; }
 std::vector<Expected> expect_scores(Array E) { return {{"scores", std::move(E)}}; }
 
@@ -140,6 +139,11 @@ const RegisterEntry additive_entry(15, "additive_score", {
      .make = [](Generator& g) { return std::make_unique<AdditiveScore>(2, 3, 5, g, Activation::sigmoid); },
      .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
      .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, sigmoid)); }},
+    {.variant = "bias = false (Pointer Networks, Bahdanau's decoder): d_q 3, d_k 5, d_w 4",
+     .inputs = {Shape{2, 3, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<AdditiveScore>(3, 5, 4, g, Activation::tanh, false); },
+     .run = [](Module* m, In x, Masks) { return scores(as<AdditiveScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(additive_score_reference(r, tanh_, false)); }},
 });
 
 const RegisterEntry dot_entry(16, "dot_score", {
@@ -270,20 +274,6 @@ Var batch(std::vector<real> values, int64_t m, int64_t d) {
 
 Var soft(const Var& scores) { return SoftAlignment().align({scores, Tensor(), Var(), Tensor()}); }
 
-void check_close(const Tensor& actual, const std::vector<real>& expected, double atol = 1e-6) {
-    REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
-    for (size_t i = 0; i < expected.size(); ++i)
-        CHECK_MESSAGE(std::abs(actual[static_cast<int64_t>(i)] - expected[i]) <= atol,
-                      "index " << i << ": " << actual[static_cast<int64_t>(i)] << " vs " << expected[i]);
-}
-
-void check_same(const Tensor& a, const Tensor& b, double atol = 1e-12) {
-    REQUIRE(a.shape() == b.shape());
-    for (int64_t i = 0; i < a.numel(); ++i) CHECK_MESSAGE(std::abs(a[i] - b[i]) <= atol, "index " << i);
-}
-
-Var normal(const Shape& s, Generator& gen) { return Var(Tensor::normal(s, 0, 1, gen)); }
-
 }  // namespace
 
 // ---- 15. additive_score ----------------------------------------------------------------
@@ -292,7 +282,7 @@ TEST_CASE("additive_score: w = 0 gives uniform weights") {
     Generator gen(1);
     AdditiveScore score(3, 4, 5, gen);
     score.w.value().fill_(0);
-    const Var a = soft(score.score(normal({2, 3, 3}, gen), normal({2, 6, 4}, gen)));
+    const Var a = soft(score.score(normal_var({2, 3, 3}, gen), normal_var({2, 6, 4}, gen)));
     for (int64_t i = 0; i < a.numel(); ++i) CHECK(std::abs(a.value()[i] - 1.0 / 6) <= 1e-12);
 }
 
@@ -300,7 +290,7 @@ TEST_CASE("additive_score: the broadcast form equals a loop over (query, key) pa
     Generator gen(2);
     const int64_t B = 2, m = 3, n = 4, dq = 3, dk = 5, dw = 6;
     AdditiveScore score(dq, dk, dw, gen);
-    const Var Q = normal({B, m, dq}, gen), K = normal({B, n, dk}, gen);
+    const Var Q = normal_var({B, m, dq}, gen), K = normal_var({B, n, dk}, gen);
     const Tensor E = score.score(Q, K).value();
     const Tensor &W1 = score.W_1.value(), &W2 = score.W_2.value(), &b = score.b.value(), &w = score.w.value();
     for (int64_t bb = 0; bb < B; ++bb)
@@ -321,11 +311,11 @@ TEST_CASE("additive_score: the broadcast form equals a loop over (query, key) pa
 TEST_CASE("additive_score: projecting the keys once per sequence gives identical scores at every step") {
     Generator gen(3);
     AdditiveScore score(4, 6, 5, gen);
-    const Var H = normal({2, 7, 6}, gen);
+    const Var H = normal_var({2, 7, 6}, gen);
     const Var projected = score.project_keys(H);  // H U_aᵀ, once
     for (int step = 0; step < 3; ++step) {
-        const Var s = normal({2, 1, 4}, gen);
-        check_same(score.score_projected(s, projected).value(), score.score(s, H).value(), 0);
+        const Var s = normal_var({2, 1, 4}, gen);
+        check_close(score.score_projected(s, projected).value(), score.score(s, H).value(), 0);
     }
 }
 
@@ -335,9 +325,9 @@ TEST_CASE("additive_score: without the nonlinearity, the weights ignore the quer
     Generator gen(4);
     AdditiveScore linear(3, 4, 5, gen, Activation::identity);
     AdditiveScore with_tanh(3, 4, 5, gen);
-    const Var K = normal({1, 6, 4}, gen);
-    const Var q1 = normal({1, 1, 3}, gen), q2 = mul(normal({1, 1, 3}, gen), 3.0);
-    check_same(soft(linear.score(q1, K)).value(), soft(linear.score(q2, K)).value(), 1e-12);
+    const Var K = normal_var({1, 6, 4}, gen);
+    const Var q1 = normal_var({1, 1, 3}, gen), q2 = mul(normal_var({1, 1, 3}, gen), 3.0);
+    check_close(soft(linear.score(q1, K)).value(), soft(linear.score(q2, K)).value(), 1e-12);
     const Tensor a1 = soft(with_tanh.score(q1, K)).value(), a2 = soft(with_tanh.score(q2, K)).value();
     double gap = 0;
     for (int64_t i = 0; i < a1.numel(); ++i) gap = std::max(gap, std::abs(a1[i] - a2[i]));
@@ -347,10 +337,10 @@ TEST_CASE("additive_score: without the nonlinearity, the weights ignore the quer
 TEST_CASE("additive_score: shape errors name the score and the shapes") {
     Generator gen(5);
     AdditiveScore score(3, 4, 5, gen);
-    CHECK_THROWS_WITH_AS(score.score(normal({2, 1, 3}, gen), normal({3, 6, 4}, gen)),
+    CHECK_THROWS_WITH_AS(score.score(normal_var({2, 1, 3}, gen), normal_var({3, 6, 4}, gen)),
                          "additive_score: queries 2×1×3 and keys 3×6×4 need the same batch size",
                          std::invalid_argument);
-    CHECK_THROWS_AS(score.score(normal({2, 1, 4}, gen), normal({2, 6, 4}, gen)), std::invalid_argument);
+    CHECK_THROWS_AS(score.score(normal_var({2, 1, 4}, gen), normal_var({2, 6, 4}, gen)), std::invalid_argument);
 }
 
 // ---- 16. dot_score ----------------------------------------------------------------------
@@ -381,7 +371,7 @@ TEST_CASE("scaled_dot_score: for iid N(0,1) entries, Var(e) = 1 ± 0.1 for every
     for (int64_t d_k : {4, 64, 256}) {
         CAPTURE(d_k);
         Generator gen(17);
-        const Var q = normal({samples, 1, d_k}, gen), k = normal({samples, 1, d_k}, gen);
+        const Var q = normal_var({samples, 1, d_k}, gen), k = normal_var({samples, 1, d_k}, gen);
         auto variance = [&](const Tensor& e) {
             double mean = 0, sq = 0;
             for (int64_t i = 0; i < samples; ++i) mean += e[i];
@@ -403,12 +393,12 @@ TEST_CASE("general_score: W = I is dot_score; Luong's h_tᵀ W_a h̄_s is the sa
     GeneralScore square(4, 4, gen);
     square.W.value().fill_(0);
     for (int64_t i = 0; i < 4; ++i) square.W.value().at({i, i}) = 1;
-    const Var Q = normal({2, 3, 4}, gen), K = normal({2, 5, 4}, gen);
-    check_same(square.score(Q, K).value(), DotScore().score(Q, K).value());
+    const Var Q = normal_var({2, 3, 4}, gen), K = normal_var({2, 5, 4}, gen);
+    check_close(square.score(Q, K).value(), DotScore().score(Q, K).value());
 
     // Non-square W (d_k 5 × d_q 3): e_l = k_lᵀ W q, and with W_a = Wᵀ (d_q×d_k) q ᵀW_a k_l.
     GeneralScore general(3, 5, gen);
-    const Var q = normal({1, 2, 3}, gen), k = normal({1, 4, 5}, gen);
+    const Var q = normal_var({1, 2, 3}, gen), k = normal_var({1, 4, 5}, gen);
     const Tensor E = general.score(q, k).value();
     const Tensor& W = general.W.value();
     for (int64_t i = 0; i < 2; ++i)
@@ -431,14 +421,14 @@ TEST_CASE("biased_general_score: b = 0 is general_score; W = 0 gives a query-ind
     BiasedGeneralScore biased(3, 4, gen);
     GeneralScore general(3, 4, gen);
     general.W.value().copy_(biased.W.value());
-    const Var Q = normal({2, 3, 3}, gen), K = normal({2, 5, 4}, gen);
+    const Var Q = normal_var({2, 3, 3}, gen), K = normal_var({2, 5, 4}, gen);
     biased.b.value().fill_(0);
-    check_same(biased.score(Q, K).value(), general.score(Q, K).value());
+    check_close(biased.score(Q, K).value(), general.score(Q, K).value());
 
     biased.b.value().copy_(Tensor::from({0.5, -1, 2, 0.25}));
     biased.W.value().fill_(0);
     const Tensor e1 = biased.score(Q, K).value(), e2 = biased.score(mul(Q, 7.0), K).value();
-    check_same(e1, e2);
+    check_close(e1, e2);
     CHECK(std::abs(e1.at({0, 0, 0}) - (0.5 * K.value().at({0, 0, 0}) - K.value().at({0, 0, 1}) +
                                         2 * K.value().at({0, 0, 2}) + 0.25 * K.value().at({0, 0, 3}))) <= 1e-12);
 }
@@ -449,7 +439,7 @@ TEST_CASE("activated_general_score: with tanh, max/min softmax weight ≤ e² = 
     Generator gen(8);
     ActivatedGeneralScore score(3, 4, gen);
     score.W.value().copy_(mul(score.W.value(), 50.0));  // saturate the tanh
-    const Var Q = normal({4, 2, 3}, gen), K = normal({4, 9, 4}, gen);
+    const Var Q = normal_var({4, 2, 3}, gen), K = normal_var({4, 9, 4}, gen);
     const Tensor a = soft(score.score(Q, K)).value();
     CHECK(std::abs(std::exp(2.0) - 7.389056) <= 1e-6);
     for (int64_t r = 0; r < 8; ++r) {
@@ -462,7 +452,7 @@ TEST_CASE("activated_general_score: with tanh, max/min softmax weight ≤ e² = 
     linear.b.value().fill_(0);
     GeneralScore general(3, 4, gen);
     general.W.value().copy_(linear.W.value());
-    check_same(linear.score(Q, K).value(), general.score(Q, K).value());
+    check_close(linear.score(Q, K).value(), general.score(Q, K).value());
 }
 
 // ---- 21. similarity_score -------------------------------------------------------------------------
@@ -471,15 +461,15 @@ TEST_CASE("similarity_score: cos((1, 0), (1, 1)) = 0.707107, invariant to positi
     SimilarityScore cosine;
     check_close(cosine.score(batch({1, 0}, 1, 2), batch({1, 1}, 1, 2)).value(), {0.707107});
     Generator gen(9);
-    const Var Q = normal({2, 3, 5}, gen), K = normal({2, 4, 5}, gen);
+    const Var Q = normal_var({2, 3, 5}, gen), K = normal_var({2, 4, 5}, gen);
     const Tensor e = cosine.score(Q, K).value();
-    check_same(cosine.score(mul(Q, 3.5), mul(K, 0.2)).value(), e, 1e-7);
+    check_close(cosine.score(mul(Q, 3.5), mul(K, 0.2)).value(), e, 1e-7);
     for (int64_t i = 0; i < e.numel(); ++i) CHECK(std::abs(e[i]) <= 1);
 }
 
 TEST_CASE("similarity_score: as β grows the softmax weights approach one-hot at the arg-max") {
     Generator gen(10);
-    const Var q = normal({1, 1, 4}, gen), K = normal({1, 6, 4}, gen);
+    const Var q = normal_var({1, 1, 4}, gen), K = normal_var({1, 6, 4}, gen);
     const Tensor e = SimilarityScore().score(q, K).value();
     const int64_t best = static_cast<int64_t>(argmax(e, -1).item());
     double previous = 0;

@@ -13,6 +13,7 @@
 #include "attention/sentence_pair.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/test_sentence_pair_reference.hpp"
 
 using namespace attn;
@@ -24,8 +25,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // ---- how the cases run the modules -----------------------------------------------------------
-
-Tensor mask_or_none(Masks masks, size_t i) { return i < masks.size() ? masks[i] : Tensor(); }
 
 Outputs abcnn1_run(Module* m, In x, Masks k) {
     const auto o = as<AbcnnOneAttention>(m).forward(x[0], x[1], mask_or_none(k, 0), mask_or_none(k, 1));
@@ -302,8 +301,6 @@ const RegisterEntry can_entry(73, "can_cross_attention", {
      .reference = [](const Ref& r) { return can_cross_attention_reference(r, 0.3); },
      .properties = can_properties()},
 });
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 

@@ -17,9 +17,6 @@ namespace {
 
 // ---- shared pieces of the references ----------------------------------------------------
 
-// The case's keep mask k, or none (keep_row then keeps every position).
-Array mask_of(const Ref& r, size_t k) { return k < r.masks.size() ? r.masks[k] : Array(); }
-
 // A Linear layer read from its parameters: y = W x + b, W out×in.
 struct Dense {
     Array W;
@@ -143,7 +140,7 @@ Array unit_weights(const Array& A, bool rows) {
 // the conv inputs [F_k; F_{k,a}] B×2×s×d with the padding rows of F_k zero.
 // F_0, F_1 B×s×d, W_0, W_1 s×d.
 std::vector<Expected> abcnn1_attention_reference(const Ref& r) {
-    const Array m0 = mask_of(r, 0), m1 = mask_of(r, 1);
+    const Array m0 = mask_or_all(r, 0), m1 = mask_or_all(r, 1);
     const Array A = match_scores(r.x[0], r.x[1], m0, m1);
     const Array Fa0 = attention_features(A, r.p["W_0"], true), Fa1 = attention_features(A, r.p["W_1"], false);
     auto channels = [](const Array& F, const Array& Fa) {
@@ -168,7 +165,7 @@ std::vector<Expected> abcnn1_attention_reference(const Ref& r) {
 // w-ap → the padding rows zero. F_0 B×s_0×d, F_1 B×s_1×d → B×s_k×d′.
 std::vector<Expected> abcnn_layer_reference(const Ref& r, bool attention_channels, bool attention_pooling) {
     const Array &F0 = r.x[0], &F1 = r.x[1];
-    const Array m0 = mask_of(r, 0), m1 = mask_of(r, 1);
+    const Array m0 = mask_or_all(r, 0), m1 = mask_or_all(r, 1);
     std::vector<Array> X0{zero_padding(F0, m0)}, X1{zero_padding(F1, m1)};
     std::vector<Expected> out;
     if (attention_channels) {
@@ -199,7 +196,7 @@ std::vector<Expected> abcnn1_layer_reference(const Ref& r) { return abcnn_layer_
 //   A_jr = 1 / (1 + ‖F^c_0[j] − F^c_1[r]‖₂);  a_{0,j} = Σ_r A_jr,  a_{1,j} = Σ_r A_rj
 //   F^p_k[j] = Σ_{r=j}^{j+w−1} a_{k,r} F^c_k[r],  j = 0..s_k−1
 std::vector<Expected> abcnn2_attention_reference(const Ref& r, int64_t w) {
-    const Array A = match_scores(r.x[0], r.x[1], mask_of(r, 0), mask_of(r, 1));
+    const Array A = match_scores(r.x[0], r.x[1], mask_or_all(r, 0), mask_or_all(r, 1));
     const Array a0 = unit_weights(A, true), a1 = unit_weights(A, false);
     return {{"weights", A},
             {"unit0", a0},
@@ -255,7 +252,7 @@ Array intra_attend(const Ref& r, const Array& X, const Array& mask) {
 // no part: its weights are 0 both ways and it is left out of the sums.
 // a B×ℓ_a×d, b B×ℓ_b×d → logits B×classes, softmax_j(e) B×ℓ_a×ℓ_b, softmax_i(e) B×ℓ_b×ℓ_a
 std::vector<Expected> decomposable_attention_reference(const Ref& r, bool intra) {
-    const Array ma = mask_of(r, 0), mb = mask_of(r, 1);
+    const Array ma = mask_or_all(r, 0), mb = mask_or_all(r, 1);
     const Array A = intra ? intra_attend(r, r.x[0], ma) : r.x[0];
     const Array Bb = intra ? intra_attend(r, r.x[1], mb) : r.x[1];
     const TwoRelu F(r, "F1", "F2"), G(r, "G1", "G2"), H(r, "H1", "H2");
@@ -302,7 +299,7 @@ std::vector<Expected> decomposable_attention_reference(const Ref& r, bool intra)
 // A B×ℓ_a×d, B B×ℓ_b×d → A′ B×ℓ_a×d, B′ B×ℓ_b×d, M B×ℓ_a×ℓ_b
 std::vector<Expected> compositional_de_attention_reference(const Ref& r, double alpha, double beta, bool dense) {
     const Array &X = r.x[0], &Y = r.x[1];
-    const Array mx = mask_of(r, 0), my = mask_of(r, 1);
+    const Array mx = mask_or_all(r, 0), my = mask_or_all(r, 1);
     auto F = [&](const std::string& name, const Vec& v) { return dense ? Dense(r, name)(v) : v; };
     const int64_t B = X.size(0), la = X.size(1), lb = Y.size(1), d = X.size(2);
     Array M({B, la, lb}), Xp({B, la, d}), Yp({B, lb, d});

@@ -15,6 +15,7 @@
 #include "attention/sequence_variants.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -24,10 +25,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // ---- the independent references: the catalog's formulas in plain loops ------------------
-
-// The case's keep mask `i`, or an empty Array (keep all) when the case has none.
-Array mask_or_all(const Ref& r, size_t i) { return i < r.masks.size() ? r.masks[i] : Array(); }
-Tensor mask_or_none(Masks masks, size_t i) { return i < masks.size() ? masks[i] : Tensor(); }
 
 // 53, one decoder step of example b (Xu et al. 2015, soft attention):
 //   e_i = wᵀ tanh(W_1 h + W_2 a_i + b)    f_att, the additive score (entry 15)
@@ -370,8 +367,6 @@ const RegisterEntry structured_entry(56, "structured_self_attention", {
      .run = [](Module*, In x, Masks) { return Outputs{{"penalty", structured_penalty(softmax(x[0], -1))}}; },
      .reference = penalty_of_softmax_reference},
 });
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "attention/vision.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/test_vision_reference.hpp"
 
 using namespace attn;
@@ -29,28 +30,6 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 namespace {
 
 // ---- inputs and properties of the registry cases ------------------------------------------
-
-// N(0, 1) inputs, times `scale_by`, redrawn until no two values of an input
-// lie within 1e-5 of each other: no max sits at a tie, where the central
-// difference would straddle a kink.
-Draw distinct(std::vector<Shape> shapes, double scale_by = 1) {
-    return [=](Generator& gen) {
-        std::vector<Tensor> out;
-        for (const Shape& s : shapes)
-            for (;;) {
-                Tensor t = Tensor::normal(s, 0, scale_by, gen);
-                std::vector<double> v(static_cast<size_t>(t.numel()));
-                for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t[i];
-                std::sort(v.begin(), v.end());
-                bool apart = true;
-                for (size_t i = 1; i < v.size(); ++i) apart = apart && v[i] - v[i - 1] >= 1e-5;
-                if (!apart) continue;
-                out.push_back(t);
-                break;
-            }
-        return out;
-    };
-}
 
 // A fixed shuffle of 0 … n−1 that moves something.
 std::vector<int64_t> shuffle(int64_t n) {
@@ -90,18 +69,6 @@ Tensor permute_both(const Tensor& S, const std::vector<int64_t>& perm) {
             for (int64_t i = 0; i < n; ++i)
                 out[(b * n + perm[size_t(j)]) * n + perm[size_t(i)]] = S[(b * n + j) * n + i];
     return out;
-}
-
-std::string differs(const std::string& what, const Tensor& want, const Tensor& got) {
-    if (!(want.shape() == got.shape()))
-        return what + ": shape " + got.shape().str() + ", expected " + want.shape().str();
-    for (int64_t i = 0; i < want.numel(); ++i)
-        if (!(std::abs(want[i] - got[i]) <= 1e-9 * (1 + std::abs(want[i])))) {
-            std::ostringstream os;
-            os << what << " at flat index " << i << ": " << got[i] << ", expected " << want[i];
-            return os.str();
-        }
-    return "";
 }
 
 // Permuting input 0 with `move` (pixels or channels): the outputs named in
@@ -152,13 +119,11 @@ Property unit_norm(const std::string& output) {
             }};
 }
 
-Outputs both(const AttentionOutput& o) { return {{"output", o.output}, {"weights", o.weights}}; }
-
 // ---- the registry entries ---------------------------------------------------------------------
 
 template <class M>
 Run forward_of() {
-    return [](Module* m, In x, Masks) { return both(as<M>(m).forward(x[0])); };
+    return [](Module* m, In x, Masks) { return output_and_weights(as<M>(m).forward(x[0])); };
 }
 
 const RegisterEntry squeeze_excitation_entry(61, "squeeze_excitation", {
@@ -325,8 +290,6 @@ const RegisterEntry pyramid_entry(66, "pyramid_aggregation_attention", {
 });
 
 // ---- the hand-computed tests -------------------------------------------------------------------
-
-Tensor normal(const Shape& s, Generator& gen) { return Tensor::normal(s, 0, 1, gen); }
 
 }  // namespace
 

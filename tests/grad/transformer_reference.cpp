@@ -19,6 +19,14 @@ Vec Visible::keep(int64_t b, int64_t i, int64_t m, int64_t n) const {
     return k;
 }
 
+Visible visible_keys(const Ref& r, bool causal) {
+    Visible v;
+    if (!r.masks.empty()) v.padding = r.masks[0];
+    if (r.masks.size() > 1) v.holes = r.masks[1];
+    v.causal = causal;
+    return v;
+}
+
 // ---- attention of one query --------------------------------------------------------------
 
 Attended one_query_attention(const Vec& q, const std::vector<Vec>& keys, const std::vector<Vec>& values,
@@ -175,6 +183,17 @@ Property causal_rows(std::vector<int> inputs, std::vector<QueryRows> outputs) {
                 }
                 return "";
             }};
+}
+
+// ---- what the self-attention cases check ----------------------------------------------------
+
+void self_attention_checks(Case& c, bool causal, bool positions_known) {
+    const bool padded = !c.masks.empty();
+    if (padded) c.masking = {{0, {0}, {"weights"}, {}, true}};
+    c.properties.push_back(rows_sum_to_one("weights"));
+    if (!causal && !positions_known)
+        c.properties.push_back(self_permutation_equivariant(0, padded ? 0 : -1, {"output"}, {"weights"}));
+    if (causal) c.properties.push_back(causal_rows({0}, {{"output", 1}, {"weights", -2}}));
 }
 
 }  // namespace attn::testing

@@ -1,8 +1,9 @@
 // What the independent references of the Transformer family share (entries
-// 37, 38, 40, 41, 44–50; tests/grad/test_transformer_*.cpp): which keys a
-// query may see, one query's scaled dot-product attention and a LayerNorm,
-// written in plain loops over tests/grad/reference.hpp; and the properties of
-// self-attention that the catalog's "Test:" lines ask for.
+// 37, 38, 40, 41, 44, 45, 48–50; tests/grad/test_transformer.cpp,
+// test_self_attention.cpp, test_multi_head.cpp): which keys a query may see,
+// one query's scaled dot-product attention and a LayerNorm, written in plain
+// loops over tests/grad/reference.hpp; and the properties of self-attention
+// that the catalog's "Test:" lines ask for.
 //
 // Nothing here calls attention/, autograd/, nn/ or the tensor ops, so a
 // mistake in the library cannot make a reference agree with it.
@@ -30,6 +31,9 @@ struct Visible {
     int64_t band = -1;
     Vec keep(int64_t b, int64_t i, int64_t m, int64_t n) const;
 };
+// The keys a case's queries see: its masks[0] as the padding (if any), its
+// masks[1] as the holes (if any), and the causal rule if asked.
+Visible visible_keys(const Ref& r, bool causal);
 
 // ---- attention of one query, in plain loops -----------------------------------------
 // e_l = q·k_l / τ,  a = softmax_l(e) over the visible keys (all 0 if none),
@@ -73,5 +77,11 @@ struct QueryRows {
 // Causal attention: for every p, changing rows p, p+1, … (axis −2) of the
 // `inputs` leaves the query rows before p of every output unchanged.
 Property causal_rows(std::vector<int> inputs, std::vector<QueryRows> outputs);
+
+// The generic checks of a self-attention case on X = input 0 (its keys are its
+// queries: KeySet::self), and the properties its options allow: rows of the
+// weights summing to 1, permutation equivariance without a causal rule (where
+// nothing tells the positions apart), the causal rule with one.
+void self_attention_checks(Case& c, bool causal, bool positions_known);
 
 }  // namespace attn::testing

@@ -1,7 +1,7 @@
 // Catalog entry 1, `general_attention` (attention/general.hpp), and the
 // survey's baseline nodes that are taxonomy tags: entries 2, 10, 13, 29, 39.
 // Their registry entries, references and properties (permutation, the convex
-// hull, equal keys, masks) are in test_general_attention_reference.cpp; here
+// hull, equal keys, masks) are in test_general_reference.cpp; here
 // are the shape errors and the tags by hand.
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // (multi_head_attention, composite and fused heads), 41
 // (narrow_wide_multi_head_attention) and 49 (head_gated_multi_head_attention):
 // their independent references and registry entries (tests/grad/catalog.hpp),
-// the catalog's reference values and properties, and the
-// TransformerEncoderLayer built from them against PyTorch.
+// then the catalog's reference values and properties. The
+// TransformerEncoderLayer built from them is tested in test_transformer.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,9 +13,9 @@
 
 #include "attention/multi_head.hpp"
 #include "attention/transformer.hpp"
-#include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
@@ -24,8 +24,6 @@ using namespace attn::testing;
 static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build");
 
 namespace {
-
-Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
 
 MultiHeadAttention::Options mha_options(bool bias, bool fused, int64_t d_k = 0, int64_t d_v = 0) {
     MultiHeadAttention::Options o;
@@ -156,10 +154,6 @@ Array l0_penalty_reference(const Ref& r) {
 
 // ---- what the cases check --------------------------------------------------------------------
 
-Outputs output_and_weights(const AttentionOutput& a, bool weights_in_graph = true) {
-    return {{"output", a.output}, {"weights", a.weights, weights_in_graph}};
-}
-
 // The shapes and options of a case of entries 40 and 49: one input X (self-attention:
 // queries = keys = values = X) or three (queries, keys, values); masks[0] a B×n
 // padding mask, masks[1] an m×n mask of holes (each optional).
@@ -178,14 +172,6 @@ bool is_self(const HeadsCase& s) { return s.inputs.size() == 1; }
 Tensor heads_mask(Masks masks) {
     const Tensor pad = !masks.empty() && masks[0].defined() ? key_mask(masks[0]) : Tensor();
     return combine_masks(pad, masks.size() > 1 ? masks[1] : Tensor());
-}
-
-Visible heads_visible(const Ref& r, bool causal) {
-    Visible v;
-    if (!r.masks.empty()) v.padding = r.masks[0];
-    if (r.masks.size() > 1) v.holes = r.masks[1];
-    v.causal = causal;
-    return v;
 }
 
 // Generic tests 3 and 4 as the options allow: a KeySet for the padding (self
@@ -232,7 +218,7 @@ Case multi_head_case(const HeadsCase& s) {
         return output_and_weights(a, !fused);  // the fused weights are materialised outside the graph
     };
     c.reference = [self = is_self(s), h = s.h, bias = s.bias, causal = s.causal, need = s.need_weights](const Ref& r) {
-        std::vector<Expected> e = multi_head_reference(r, {"", self, h, bias, heads_visible(r, causal)});
+        std::vector<Expected> e = multi_head_reference(r, {"", self, h, bias, visible_keys(r, causal)});
         if (!need) e.pop_back();
         return e;
     };
@@ -285,7 +271,7 @@ Case narrow_wide_case(std::string variant, Shape x, int64_t h, bool narrow, bool
     c.run = [causal](Module* m, In in, Masks keep) {
         return output_and_weights(as<NarrowWideMultiHeadAttention>(m).forward(in[0], heads_mask(keep), causal));
     };
-    c.reference = [=](const Ref& r) { return narrow_wide_reference(r, h, narrow, heads_visible(r, causal)); };
+    c.reference = [=](const Ref& r) { return narrow_wide_reference(r, h, narrow, visible_keys(r, causal)); };
     HeadsCase s;
     s.inputs = c.inputs, s.masks = c.masks, s.causal = causal;
     heads_checks(c, s, false);
@@ -331,7 +317,7 @@ Case gated_case(HeadsCase s, bool training, bool gates_input = false) {
         return out;
     };
     c.reference = [self, h = s.h, bias = s.bias, causal, gates_input, whole](const Ref& r) {
-        Heads heads{"mha.", self, h, bias, heads_visible(r, causal)};
+        Heads heads{"mha.", self, h, bias, visible_keys(r, causal)};
         heads.gates = gates_input ? vec(r.x.back()) : hard_concrete_gates(r);
         std::vector<Expected> e = multi_head_reference(r, heads);
         if (!whole) return e;
@@ -365,13 +351,6 @@ const RegisterEntry gated_entry(49, "head_gated_multi_head_attention", {
                false, true),
 });
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
-
 Tensor columns(const Var& W, int64_t j, int64_t width) { return slice(W.value(), -1, j * width, (j + 1) * width); }
 
 // The reference for entry 40: one head at a time, head_j = Attn(Q W^Q_j + b, K W^K_j + b, V W^V_j + b),
@@ -394,8 +373,6 @@ Tensor per_head_loop(const MultiHeadAttention& mha, const Tensor& q, const Tenso
     }
     return mha.b_O.defined() ? add(out, mha.b_O.value()) : out;
 }
-
-void set(Var& parameter, const Tensor& value) { parameter.value().copy_(value); }
 
 }  // namespace
 
@@ -533,65 +510,4 @@ TEST_CASE("head_gated_multi_head_attention: all gates equal to 1 give multi_head
     CHECK(max_abs_diff(gated.forward(x, x, x, mask).output.value(), gated.mha.forward(x, x, x, mask).output.value()) ==
           0);
     CHECK(gated.taxonomy().query_multiplicity == "multi-head");
-}
-
-// ---- TransformerEncoderLayer -------------------------------------------------------------------
-
-TEST_CASE("TransformerEncoderLayer equals torch.nn.TransformerEncoderLayer (post-LN, ReLU, batch_first)") {
-    // Reference: torch 1.13, float64, TransformerEncoderLayer(4, 2, 8, dropout=0, batch_first=True) in train
-    // mode, parameter k of named_parameters() (torch layout) flat[i] = 0.3 sin(1.7 i + k),
-    // x flat[i] = sin(0.5 i) + 0.1 i / 24; src_key_padding_mask hides key 2 of example 1.
-    Generator gen(5);
-    TransformerEncoderLayer layer(4, 2, 8, gen);
-    auto torch_param = [](int k, const Shape& shape) {
-        Tensor t = Tensor::empty(shape);
-        for (int64_t i = 0; i < t.numel(); ++i) t[i] = 0.3 * std::sin(1.7 * static_cast<double>(i) + k);
-        return t;
-    };
-    MultiHeadAttention& mha = layer.self_attn();
-    const Tensor in_proj = torch_param(0, {12, 4}), in_bias = torch_param(1, {12});  // [W_Qᵀ; W_Kᵀ; W_Vᵀ]
-    set(mha.W_Q, transpose(slice(in_proj, 0, 0, 4), 0, 1)), set(mha.b_Q, slice(in_bias, 0, 0, 4));
-    set(mha.W_K, transpose(slice(in_proj, 0, 4, 8), 0, 1)), set(mha.b_K, slice(in_bias, 0, 4, 8));
-    set(mha.W_V, transpose(slice(in_proj, 0, 8, 12), 0, 1)), set(mha.b_V, slice(in_bias, 0, 8, 12));
-    set(mha.W_O, transpose(torch_param(2, {4, 4}), 0, 1)), set(mha.b_O, torch_param(3, {4}));
-    set(layer.linear1.weight, torch_param(4, {8, 4})), set(layer.linear1.bias, torch_param(5, {8}));
-    set(layer.linear2.weight, torch_param(6, {4, 8})), set(layer.linear2.bias, torch_param(7, {4}));
-    set(layer.norm1.weight, torch_param(8, {4})), set(layer.norm1.bias, torch_param(9, {4}));
-    set(layer.norm2.weight, torch_param(10, {4})), set(layer.norm2.bias, torch_param(11, {4}));
-    Tensor x = Tensor::empty(Shape{2, 3, 4});
-    for (int64_t i = 0; i < 24; ++i) x[i] = std::sin(0.5 * static_cast<double>(i)) + 0.1 * static_cast<double>(i) / 24;
-
-    const std::vector<double> padded = {
-        -0.349504, 0.035775, -0.054417, 0.095737, -0.577473, 0.167888, 0.103087, -0.166100,
-        -0.509339, 0.160245, -0.004525, -0.017270, -0.349376, 0.041637, -0.051837, 0.098276,
-        -0.576718, 0.161276, 0.096553, -0.165222, -0.559261, 0.183574, 0.059339, -0.101467};
-    const std::vector<double> causal = {
-        -0.352719, 0.037205, -0.055247, 0.094073, -0.577458, 0.167760, 0.102950, -0.166073,
-        -0.509339, 0.160245, -0.004525, -0.017270, -0.352516, 0.043506, -0.052446, 0.096848,
-        -0.576718, 0.161276, 0.096553, -0.165222, -0.558489, 0.183190, 0.057697, -0.099678};
-    const Tensor y1 = layer.forward(Var(x), padding({3, 2}, 3)).output.value();
-    const Tensor y2 = layer.forward(Var(x), {}, true).output.value();
-    for (int64_t i = 0; i < 24; ++i) {
-        CAPTURE(i);
-        CHECK(std::abs(y1[i] - padded[static_cast<size_t>(i)]) < 1e-6);
-        CHECK(std::abs(y2[i] - causal[static_cast<size_t>(i)]) < 1e-6);
-    }
-    // W5's layer (d_model 128, 4 heads, feed-forward 512) has PyTorch's parameter count.
-    CHECK(TransformerEncoderLayer(128, 4, 512, gen).num_parameters() == 198272);
-}
-
-TEST_CASE("TransformerEncoderLayer: gradients to inputs and parameters match finite differences, fused or not") {
-    for (bool fused : {false, true}) {
-        CAPTURE(fused);
-        Generator gen(55);
-        TransformerEncoderLayer::Options options;
-        options.fused = fused;
-        TransformerEncoderLayer layer(4, 2, 6, gen, options);
-        Var x(Tensor::normal({2, 3, 4}, 0, 1, gen), true);
-        std::vector<Var> vars{x};
-        for (const Var& p : layer.parameters()) vars.push_back(p);
-        const Tensor mask = padding({3, 2}, 3);
-        const GradcheckResult r = gradcheck("TransformerEncoderLayer", [&] { return layer.forward(x, mask).output; }, vars);
-        CHECK_MESSAGE(r.ok, r.message);
-    }
 }

@@ -1,18 +1,26 @@
-// Catalog entries 44 (scaled_dot_product_attention, composite and fused) and
-// 45 (restricted_self_attention), double build: their independent references
-// and registry entries (tests/grad/catalog.hpp), then the catalog's reference
-// values and properties, and the fused kernel against its composite twin in
-// value and gradient on shapes that cross its tiles.
+// The Transformer's own mechanisms, double build: catalog entries 44
+// (scaled_dot_product_attention, composite and fused), 45
+// (restricted_self_attention), 48 (relative_position_self_attention) and 50
+// (random_synthesizer_attention), all in attention/transformer.hpp: their
+// independent references and registry entries (tests/grad/catalog.hpp), then
+// the catalog's reference values and properties, and the
+// TransformerEncoderLayer against PyTorch. The fused kernel's own tests
+// against its composite twin are in test_fused_attention_grad.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "attention/fused_attention.hpp"
+#include "attention/multi_head.hpp"
+#include "attention/self_attention.hpp"
 #include "attention/transformer.hpp"
+#include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 #include "tests/grad/transformer_reference.hpp"
 
 using namespace attn;
@@ -22,30 +30,11 @@ static_assert(std::is_same_v<real, double>, "tests/grad runs in the double build
 
 namespace {
 
-// A keep mask B×1×n from lengths; a length of 0 masks every key of that example.
-Tensor padding(const std::vector<int64_t>& lengths, int64_t n) { return key_mask(length_mask(lengths, n)); }
-
-// A keep mask m×n with random holes and row `empty_row` fully masked.
-Tensor holes(int64_t m, int64_t n, int64_t empty_row, uint64_t seed) {
-    Generator gen(seed);
-    Tensor mask = Tensor::empty(Shape{m, n});
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) mask[i * n + j] = i == empty_row ? 0 : (gen.uniform() < 0.7 ? 1 : 0);
-    return mask;
-}
-
 // Like holes, but row `late_row` keeps only keys from the second tile (j ≥ 128) on.
 Tensor late_keys_only(int64_t m, int64_t n, int64_t late_row, uint64_t seed) {
     Tensor mask = holes(m, n, -1, seed);
     for (int64_t j = 0; j < n; ++j) mask[late_row * n + j] = j >= kFusedBlockKeys ? 1 : 0;
     return mask;
-}
-
-FusedAttentionOptions fused_options(bool causal, bool need_weights = false) {
-    FusedAttentionOptions o;
-    o.causal = causal;
-    o.need_weights = need_weights;
-    return o;
 }
 
 // ---- the independent references: the catalog's formulas in plain loops ------------------
@@ -78,8 +67,7 @@ std::vector<Expected> sdpa_reference(const Array& Q, const Array& K, const Array
 std::vector<Expected> restricted_reference(const Ref& r, int64_t radius) {
     const Array &Q = r.x[0], &K = r.x[1], &V = r.x[2];
     const int64_t B = Q.size(0), n = Q.size(1), d_k = Q.size(2), w = 2 * radius + 1;
-    Visible visible;
-    if (!r.masks.empty()) visible.padding = r.masks[0];
+    Visible visible = visible_keys(r, false);
     visible.band = radius;
     Array O({B, n, V.size(2)}), band({B, n, w}), dense({B, n, n});
     for (int64_t b = 0; b < B; ++b) {
@@ -96,6 +84,63 @@ std::vector<Expected> restricted_reference(const Ref& r, int64_t radius) {
         }
     }
     return {{"output", O}, {"weights", band}, {"dense_weights", dense}};
+}
+
+// 48: q_i = x_iᵀ W^Q, k_j = x_jᵀ W^K, v_j = x_jᵀ W^V      (W^Q, W^K, W^V d×d_z: the paper's XW form)
+//     a^K_ij = w^K[clip(j − i, k) + k],  a^V_ij = w^V[clip(j − i, k) + k],  clip(x, k) = max(−k, min(k, x))
+//     e_ij = q_i·(k_j + a^K_ij) / √d_z,  α_ij = softmax_j(e_ij + M_ij),  z_i = Σ_j α_ij (v_j + a^V_ij)
+//   X B×n×d → Z B×n×d_z, weights B×n×n.
+std::vector<Expected> relative_position_reference(const Ref& r, int64_t k, bool causal) {
+    const Array& X = r.x[0];
+    const Array W_Q = r.p["W_Q"], W_K = r.p["W_K"], W_V = r.p["W_V"], w_K = r.p["w_K"], w_V = r.p["w_V"];
+    const int64_t B = X.size(0), n = X.size(1), d_z = W_Q.size(1);
+    const Visible visible = visible_keys(r, causal);
+    auto table_row = [k](int64_t i, int64_t j) { return std::max(-k, std::min(k, j - i)) + k; };
+    Array Z({B, n, d_z}), A({B, n, n});
+    for (int64_t b = 0; b < B; ++b) {
+        const std::vector<Vec> x = rows_of(X, b);
+        for (int64_t i = 0; i < n; ++i) {
+            const Vec q = times(x[static_cast<size_t>(i)], W_Q);
+            Vec e(static_cast<size_t>(n));
+            for (int64_t j = 0; j < n; ++j) {
+                const Vec key = add(times(x[static_cast<size_t>(j)], W_K), row(w_K, table_row(i, j)));
+                e[static_cast<size_t>(j)] = dot(q, key) / std::sqrt(double(d_z));
+            }
+            const Vec alpha = softmax(e, visible.keep(b, i, n, n));
+            Vec z(static_cast<size_t>(d_z), 0.0);
+            for (int64_t j = 0; j < n; ++j) {
+                const Vec value = add(times(x[static_cast<size_t>(j)], W_V), row(w_V, table_row(i, j)));
+                z = add(z, scale(value, alpha[static_cast<size_t>(j)]));
+            }
+            set_row(Z, b, i, z);
+            set_row(A, b, i, alpha);
+        }
+    }
+    return {{"output", Z}, {"weights", A}};
+}
+
+// 50: y_i = Σ_j softmax_j(R_ij + M_ij) W_V x_j   (R n_max×n_max, its top-left n×n block; W_V d_v×d)
+//   X B×n×d → Y B×n×d_v, weights B×n×n (the same for every input).
+std::vector<Expected> random_synthesizer_reference(const Ref& r, bool causal) {
+    const Array& X = r.x[0];
+    const Array R = r.p["R"], W_V = r.p["W_V"];
+    const int64_t B = X.size(0), n = X.size(1);
+    const Visible visible = visible_keys(r, causal);
+    Array Y({B, n, W_V.size(0)}), A({B, n, n});
+    for (int64_t b = 0; b < B; ++b) {
+        std::vector<Vec> v;
+        for (const Vec& x : rows_of(X, b)) v.push_back(matvec(W_V, x));
+        for (int64_t i = 0; i < n; ++i) {
+            Vec e(static_cast<size_t>(n));
+            for (int64_t j = 0; j < n; ++j) e[static_cast<size_t>(j)] = R(i, j);
+            const Vec a = softmax(e, visible.keep(b, i, n, n));
+            Vec y(static_cast<size_t>(W_V.size(0)), 0.0);
+            for (int64_t j = 0; j < n; ++j) y = add(y, scale(v[static_cast<size_t>(j)], a[static_cast<size_t>(j)]));
+            set_row(Y, b, i, y);
+            set_row(A, b, i, a);
+        }
+    }
+    return {{"output", Y}, {"weights", A}};
 }
 
 // ---- entry 44: the cases, each run composite and fused --------------------------------------
@@ -157,16 +202,12 @@ Case sdpa_case(const SdpaCase& s, bool fused, bool need_weights = true) {
             return {{"output", a.output}, {"weights", a.weights}};
         }
         const AttentionOutput a =
-            scaled_dot_product_attention_fused(x[0], x[1], x[2], M, fused_options(causal, need_weights));
+            scaled_dot_product_attention_fused(x[0], x[1], x[2], M, {.causal = causal, .need_weights = need_weights});
         if (!need_weights) return {{"output", a.output}};
         return {{"output", a.output}, {"weights", a.weights, false}};  // materialised, outside the graph
     };
     c.reference = [causal, need_weights](const Ref& r) {
-        Visible visible;
-        visible.causal = causal;
-        if (!r.masks.empty()) visible.padding = r.masks[0];
-        if (r.masks.size() > 1) visible.holes = r.masks[1];
-        std::vector<Expected> e = sdpa_reference(r.x[0], r.x[1], r.x[2], visible);
+        std::vector<Expected> e = sdpa_reference(r.x[0], r.x[1], r.x[2], visible_keys(r, causal));
         if (!need_weights) e.pop_back();
         return e;
     };
@@ -279,33 +320,74 @@ const RegisterEntry restricted_entry(45, "restricted_self_attention", {
     restricted_case("r = 5 ≥ n − 1 = 3 (full attention), padding {2, 4}", 2, 4, 5, {keep_first({2, 4}, 4)}),
 });
 
-void check_close(const Tensor& a, const Tensor& b, double atol, const std::string& what) {
-    INFO(what << ": " << a.shape() << " vs " << b.shape());
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    int64_t not_finite = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-        not_finite += !std::isfinite(a[i]);
-        worst = std::max(worst, std::abs(a[i] - b[i]));
-    }
-    CHECK_MESSAGE(not_finite == 0, what << ": " << not_finite << " values are not finite");
-    CHECK_MESSAGE(worst <= atol, what << ": largest difference " << worst);
+// ---- entry 48 -----------------------------------------------------------------------------------
+
+Case relative_case(std::string variant, Shape x, int64_t d_z, int64_t k, bool causal, std::vector<Tensor> masks = {}) {
+    Case c;
+    c.variant = std::move(variant);
+    const int64_t d = x[2], n = x[1];
+    c.inputs = {x};
+    c.masks = std::move(masks);
+    c.make = [=](Generator& g) { return std::make_unique<RelativePositionSelfAttention>(d, d_z, k, g); };
+    c.run = [causal, n](Module* m, In in, Masks keep) {
+        const Tensor M = combine_masks(key_padding(keep), causal ? causal_mask(n, n) : Tensor());
+        return output_and_weights(as<RelativePositionSelfAttention>(m).forward(in[0], M));
+    };
+    c.reference = [k, causal](const Ref& r) { return relative_position_reference(r, k, causal); };
+    self_attention_checks(c, causal, true);
+    return c;
 }
 
-struct Grads {
-    Tensor out, dq, dk, dv;
-};
+const RegisterEntry relative_entry(48, "relative_position_self_attention", {
+    relative_case("k = 2, n = 5, d 4, d_z 3, padding {5, 3}", {2, 5, 4}, 3, 2, false, {keep_first({5, 3}, 5)}),
+    relative_case("k = 1 (clipped from distance 2 on), causal", {2, 4, 3}, 2, 1, true),
+    relative_case("k = 0: one shared relative term", {2, 3, 3}, 2, 0, false),
+    relative_case("k = 6 ≥ n: nothing clipped, square weights d = d_z = 4", {2, 4, 4}, 4, 6, false),
+    relative_case("k = 2, n = 6, causal and padding {6, 4}", {2, 6, 3}, 3, 2, true, {keep_first({6, 4}, 6)}),
+});
 
-// Output and the gradients of Σ G ⊙ output for one implementation.
-template <class F>
-Grads run_with_grads(F attention, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G) {
-    Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
-    Var out = attention(Q, K, V);
-    Grads g{out.value().clone(), {}, {}, {}};
-    out.backward(G);
-    g.dq = Q.grad(), g.dk = K.grad(), g.dv = V.grad();
-    return g;
+// ---- entry 50 -----------------------------------------------------------------------------------
+
+// Without masks every example gets the same weights: R does not see the input.
+Property same_weights_for_every_example() {
+    return {"every example has the same weights", [](const PropertyContext& c) -> std::string {
+                const Tensor& A = c.run(c.inputs, c.masks)["weights"];
+                const int64_t per_example = A.numel() / A.size(0);
+                for (int64_t i = per_example; i < A.numel(); ++i)
+                    if (A[i] != A[i % per_example])
+                        return "weights at flat index " + std::to_string(i) + " differ from example 0's";
+                return "";
+            }};
 }
+
+Case synthesizer_case(std::string variant, Shape x, int64_t n_max, int64_t d_v, bool causal,
+                      std::vector<Tensor> masks = {}) {
+    Case c;
+    c.variant = std::move(variant);
+    const int64_t d = x[2], n = x[1];
+    c.inputs = {x};
+    c.masks = std::move(masks);
+    c.make = [=](Generator& g) { return std::make_unique<RandomSynthesizerAttention>(n_max, d, d_v, g); };
+    c.run = [causal, n](Module* m, In in, Masks keep) {
+        const Tensor M = combine_masks(key_padding(keep), causal ? causal_mask(n, n) : Tensor());
+        return output_and_weights(as<RandomSynthesizerAttention>(m).forward(in[0], M));
+    };
+    c.reference = [causal](const Ref& r) { return random_synthesizer_reference(r, causal); };
+    // The queries are not the input: a masked row of X changes nothing at all,
+    // and an example with every key masked gets a zero output and gradient.
+    if (!c.masks.empty()) c.masking = {{0, {0}, {"weights"}, {"output"}}};
+    c.properties = {rows_sum_to_one("weights"), independent_of(0, {"weights"})};
+    if (c.masks.empty()) c.properties.push_back(same_weights_for_every_example());
+    if (causal) c.properties.push_back(causal_rows({0}, {{"output", 1}, {"weights", -2}}));
+    return c;
+}
+
+const RegisterEntry synthesizer_entry(50, "random_synthesizer_attention", {
+    synthesizer_case("n = 4 < n_max = 6, d 3, d_v 2", {2, 4, 3}, 6, 2, false),
+    synthesizer_case("n = 4 < n_max = 6, padding {3, 4}", {2, 4, 3}, 6, 2, false, {keep_first({3, 4}, 4)}),
+    synthesizer_case("n = n_max = 5, square W_V (d = d_v = 3), causal", {2, 5, 3}, 5, 3, true),
+    synthesizer_case("n = 3 < n_max = 7, causal and padding {2, 3}", {2, 3, 4}, 7, 2, true, {keep_first({2, 3}, 3)}),
+});
 
 }  // namespace
 
@@ -316,90 +398,13 @@ TEST_CASE("scaled_dot_product_attention: the catalog's reference values, composi
     const Var Q(Tensor::from({1, 1}, {1, 1, 2})), K(Tensor::from({1, 1, 0, 0}, {1, 2, 2}));
     const Var V(Tensor::from({1, 0, 0, 1}, {1, 2, 2}));
     const AttentionOutput composite = scaled_dot_product_attention(Q, K, V);
-    const AttentionOutput fused = scaled_dot_product_attention_fused(Q, K, V, {}, fused_options(false, true));
+    const AttentionOutput fused = scaled_dot_product_attention_fused(Q, K, V, {}, {.need_weights = true});
     for (const AttentionOutput* a : {&composite, &fused}) {
         CHECK(std::abs(a->weights.value()[0] - 0.804430) < 1e-6);
         CHECK(std::abs(a->weights.value()[1] - 0.195570) < 1e-6);
         CHECK(std::abs(a->output.value()[0] - 0.804430) < 1e-6);
         CHECK(std::abs(a->output.value()[1] - 0.195570) < 1e-6);
     }
-}
-
-TEST_CASE("scaled_dot_product_attention: fused equals composite in value and gradient, masks included") {
-    struct Config {
-        const char* name;
-        Shape q, k, v;
-        Tensor mask;
-        bool causal;
-    };
-    const std::vector<Config> configs = {
-        {"no mask, several tiles", {2, 150, 16}, {2, 300, 16}, {2, 300, 8}, {}, false},
-        {"causal, m = n", {2, 200, 8}, {2, 200, 8}, {2, 200, 8}, {}, true},
-        {"causal, m < n", {1, 70, 8}, {1, 260, 8}, {1, 260, 4}, {}, true},
-        {"causal, m > n (first rows see nothing)", {1, 140, 8}, {1, 9, 8}, {1, 9, 4}, {}, true},
-        {"padding, an empty example", {3, 65, 8}, {3, 130, 8}, {3, 130, 8}, padding({130, 77, 0}, 130), false},
-        {"causal + padding", {2, 129, 8}, {2, 129, 8}, {2, 129, 8}, padding({129, 64}, 129), true},
-        {"holes with an empty row", {2, 66, 4}, {2, 140, 4}, {2, 140, 3}, holes(66, 140, 65, 4), false},
-        {"heads, B×1×1×n padding", {2, 3, 40, 8}, {2, 3, 50, 8}, {2, 3, 50, 8}, mask_for_heads(padding({50, 20}, 50)),
-         false},
-        {"heads, per-head B×h×m×n mask", {1, 2, 20, 4}, {1, 2, 30, 4}, {1, 2, 30, 4},
-         reshape(concat({holes(20, 30, 3, 5).reshape(Shape{1, 20, 30}), holes(20, 30, 7, 6).reshape(Shape{1, 20, 30})}, 0),
-                 {1, 2, 20, 30}),
-         true},
-    };
-    Generator gen(4444);
-    for (const Config& c : configs) {
-        CAPTURE(c.name);
-        const Tensor q = Tensor::normal(c.q, 0, 1, gen), k = Tensor::normal(c.k, 0, 1, gen);
-        const Tensor v = Tensor::normal(c.v, 0, 1, gen);
-        const Tensor G = Tensor::normal(c.q.with(c.q.rank() - 1, c.v[c.v.rank() - 1]), 0, 1, gen);
-        const Grads composite = run_with_grads(
-            [&](const Var& Q, const Var& K, const Var& V) {
-                return scaled_dot_product_attention(Q, K, V, c.mask, c.causal).output;
-            },
-            q, k, v, G);
-        const Grads fused = run_with_grads(
-            [&](const Var& Q, const Var& K, const Var& V) {
-                return scaled_dot_product_attention_fused(Q, K, V, c.mask, fused_options(c.causal)).output;
-            },
-            q, k, v, G);
-        check_close(fused.out, composite.out, 1e-12, "output");
-        check_close(fused.dq, composite.dq, 1e-11, "dQ");
-        check_close(fused.dk, composite.dk, 1e-11, "dK");
-        check_close(fused.dv, composite.dv, 1e-11, "dV");
-        // The weights, when requested, are the composite's.
-        const AttentionOutput with_weights =
-            scaled_dot_product_attention_fused(Var(q), Var(k), Var(v), c.mask, fused_options(c.causal, true));
-        check_close(with_weights.weights.value(),
-                    scaled_dot_product_attention(Var(q), Var(k), Var(v), c.mask, c.causal).weights.value(), 1e-12,
-                    "weights");
-    }
-}
-
-TEST_CASE("scaled_dot_product_attention: fused gradients add to earlier ones, also when Q, K, V are one variable") {
-    Generator gen(4400);
-    const Tensor x = Tensor::normal({2, 140, 6}, 0, 1, gen), G = Tensor::normal({2, 140, 6}, 0, 1, gen);
-    const Tensor mask = padding({140, 90}, 140);
-    Tensor grads[2];
-    for (bool fused : {false, true}) {
-        Var X(x.clone(), true);
-        for (int pass = 0; pass < 2; ++pass) {  // two backward passes: the gradients accumulate
-            Var out = fused ? scaled_dot_product_attention_fused(X, X, X, mask, fused_options(true)).output
-                            : scaled_dot_product_attention(X, X, X, mask, true).output;
-            out.backward(G);
-        }
-        grads[fused] = X.grad();
-    }
-    check_close(grads[1], grads[0], 1e-11, "∂L/∂X accumulated over two passes");
-}
-
-TEST_CASE("scaled_dot_product_attention: the fused version returns no weights unless asked") {
-    Generator gen(1);
-    const Var Q(Tensor::normal({2, 8, 4}, 0, 1, gen), true), K(Tensor::normal({2, 8, 4}, 0, 1, gen));
-    const AttentionOutput a = scaled_dot_product_attention_fused(Q, K, K, {}, fused_options(true));
-    CHECK(a.output.shape() == Shape{2, 8, 4});
-    CHECK_FALSE(a.weights.defined());
-    CHECK(std::string(a.output.op()) == "scaled_dot_product_attention_fused");
 }
 
 TEST_CASE("scaled_dot_product_attention: shape errors name the mechanism and the shapes") {
@@ -426,23 +431,23 @@ TEST_CASE("restricted_self_attention: the banded implementation equals the maske
             CAPTURE(padded);
             const Tensor pad = padded ? length_mask({9, 4}, n) : Tensor();
             const Tensor full_mask = combine_masks(band_mask(n, r), padded ? key_mask(pad) : Tensor());
-            const Grads banded = run_with_grads(
+            const OutputAndGradients banded = run_with_gradients(
                 [&](const Var& Q, const Var& K, const Var& V) { return restricted_self_attention(Q, K, V, r, pad).output; },
                 q, k, v, G);
-            const Grads full = run_with_grads(
+            const OutputAndGradients full = run_with_gradients(
                 [&](const Var& Q, const Var& K, const Var& V) {
                     return scaled_dot_product_attention(Q, K, V, full_mask).output;
                 },
                 q, k, v, G);
-            check_close(banded.out, full.out, 1e-12, "output");
-            check_close(banded.dq, full.dq, 1e-12, "dQ");
-            check_close(banded.dk, full.dk, 1e-12, "dK");
-            check_close(banded.dv, full.dv, 1e-12, "dV");
+            check_max_difference(banded.out, full.out, 1e-12, "output");
+            check_max_difference(banded.dq, full.dq, 1e-12, "dQ");
+            check_max_difference(banded.dk, full.dk, 1e-12, "dK");
+            check_max_difference(banded.dv, full.dv, 1e-12, "dV");
             const AttentionOutput a = restricted_self_attention(Var(q), Var(k), Var(v), r, pad);
             CHECK(a.weights.shape() == Shape{B, n, 2 * r + 1});  // the band only, never n×n
-            check_close(band_to_dense(a.weights.value(), r),
-                        scaled_dot_product_attention(Var(q), Var(k), Var(v), full_mask).weights.value(), 1e-12,
-                        "weights");
+            check_max_difference(band_to_dense(a.weights.value(), r),
+                                 scaled_dot_product_attention(Var(q), Var(k), Var(v), full_mask).weights.value(), 1e-12,
+                                 "weights");
         }
     }
 }
@@ -452,8 +457,119 @@ TEST_CASE("restricted_self_attention: r >= n − 1 is full attention") {
     const int64_t n = 7;
     const Tensor x = Tensor::normal({1, n, 3}, 0, 1, gen);
     const AttentionOutput wide = restricted_self_attention(Var(x), Var(x), Var(x), n - 1);
-    check_close(wide.output.value(), scaled_dot_product_attention(Var(x), Var(x), Var(x)).output.value(), 1e-12,
-                "r = n − 1");
-    check_close(restricted_self_attention(Var(x), Var(x), Var(x), n + 5).output.value(), wide.output.value(), 1e-12,
-                "r > n − 1");
+    check_max_difference(wide.output.value(), scaled_dot_product_attention(Var(x), Var(x), Var(x)).output.value(),
+                         1e-12, "r = n − 1");
+    check_max_difference(restricted_self_attention(Var(x), Var(x), Var(x), n + 5).output.value(), wide.output.value(),
+                         1e-12, "r > n − 1");
+}
+
+// ---- entry 48: relative_position_self_attention --------------------------------------------------
+
+TEST_CASE("relative_position_self_attention: w^K = w^V = 0 gives qkv_self_attention") {
+    Generator gen(48);
+    const int64_t d = 4, d_z = 3;
+    RelativePositionSelfAttention shaw(d, d_z, 2, gen);
+    QKVSelfAttention qkv(d, d_z, d_z, gen);
+    set(shaw.w_K, Tensor::zeros(shaw.w_K.shape())), set(shaw.w_V, Tensor::zeros(shaw.w_V.shape()));
+    // Shaw's XW form against entry 37's X Wᵀ: W_Q(37) = W^Qᵀ, and so on.
+    set(qkv.W_Q, transpose(shaw.W_Q.value(), 0, 1)), set(qkv.W_K, transpose(shaw.W_K.value(), 0, 1));
+    set(qkv.W_V, transpose(shaw.W_V.value(), 0, 1));
+    const Var x(Tensor::normal({2, 5, d}, 0, 1, gen));
+    const Tensor mask = padding({5, 2}, 5);
+    const AttentionOutput a = shaw.forward(x, mask), b = qkv.forward(x, mask);
+    CHECK(max_abs_diff(a.output.value(), b.output.value()) < 1e-12);
+    CHECK(max_abs_diff(a.weights.value(), b.weights.value()) < 1e-12);
+}
+
+TEST_CASE("relative_position_self_attention: a^K is Toeplitz and constant once |j − i| >= k") {
+    Generator gen(480);
+    const int64_t n = 7, k = 2, d_z = 3;
+    RelativePositionSelfAttention shaw(4, d_z, k, gen);
+    const Tensor aK = shaw.relative_keys(n).value();  // n×n×d_z
+    REQUIRE(aK.shape() == Shape{n, n, d_z});
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t c = 0; c < d_z; ++c) {
+                const real v = aK[(i * n + j) * d_z + c];
+                if (i + 1 < n && j + 1 < n) CHECK(aK[((i + 1) * n + j + 1) * d_z + c] == v);  // depends on j − i only
+                const int64_t clipped = std::max(-k, std::min(k, j - i));
+                CHECK(v == shaw.w_K.value()[(clipped + k) * d_z + c]);  // w^K[clip(j − i, k) + k]
+            }
+    // Different rows of the table where |j − i| < k: the positions are told apart.
+    CHECK(aK[(0 * n + 1) * d_z] != aK[(1 * n + 0) * d_z]);
+}
+
+// ---- entry 50: random_synthesizer_attention ---------------------------------------------------------
+
+TEST_CASE("random_synthesizer_attention: the gradient to R is nonzero; n > n_max throws") {
+    Generator gen(50);
+    RandomSynthesizerAttention synth(6, 3, 2, gen);
+    const AttentionOutput a = synth.forward(Var(Tensor::normal({2, 5, 3}, 0, 1, gen)));
+    sum(a.output).backward();
+    double grad_norm = 0;
+    for (int64_t i = 0; i < synth.R.numel(); ++i) grad_norm += std::abs(synth.R.grad()[i]);
+    CHECK(grad_norm > 1e-3);
+    CHECK_THROWS_WITH_AS(synth.forward(Var(Tensor::zeros({1, 7, 3}))), doctest::Contains("at most n_max = 6"),
+                         std::invalid_argument);
+}
+
+// ---- TransformerEncoderLayer -------------------------------------------------------------------
+
+TEST_CASE("TransformerEncoderLayer equals torch.nn.TransformerEncoderLayer (post-LN, ReLU, batch_first)") {
+    // Reference: torch 1.13, float64, TransformerEncoderLayer(4, 2, 8, dropout=0, batch_first=True) in train
+    // mode, parameter k of named_parameters() (torch layout) flat[i] = 0.3 sin(1.7 i + k),
+    // x flat[i] = sin(0.5 i) + 0.1 i / 24; src_key_padding_mask hides key 2 of example 1.
+    Generator gen(5);
+    TransformerEncoderLayer layer(4, 2, 8, gen);
+    auto torch_param = [](int k, const Shape& shape) {
+        Tensor t = Tensor::empty(shape);
+        for (int64_t i = 0; i < t.numel(); ++i) t[i] = 0.3 * std::sin(1.7 * static_cast<double>(i) + k);
+        return t;
+    };
+    MultiHeadAttention& mha = layer.self_attn();
+    const Tensor in_proj = torch_param(0, {12, 4}), in_bias = torch_param(1, {12});  // [W_Qᵀ; W_Kᵀ; W_Vᵀ]
+    set(mha.W_Q, transpose(slice(in_proj, 0, 0, 4), 0, 1)), set(mha.b_Q, slice(in_bias, 0, 0, 4));
+    set(mha.W_K, transpose(slice(in_proj, 0, 4, 8), 0, 1)), set(mha.b_K, slice(in_bias, 0, 4, 8));
+    set(mha.W_V, transpose(slice(in_proj, 0, 8, 12), 0, 1)), set(mha.b_V, slice(in_bias, 0, 8, 12));
+    set(mha.W_O, transpose(torch_param(2, {4, 4}), 0, 1)), set(mha.b_O, torch_param(3, {4}));
+    set(layer.linear1.weight, torch_param(4, {8, 4})), set(layer.linear1.bias, torch_param(5, {8}));
+    set(layer.linear2.weight, torch_param(6, {4, 8})), set(layer.linear2.bias, torch_param(7, {4}));
+    set(layer.norm1.weight, torch_param(8, {4})), set(layer.norm1.bias, torch_param(9, {4}));
+    set(layer.norm2.weight, torch_param(10, {4})), set(layer.norm2.bias, torch_param(11, {4}));
+    Tensor x = Tensor::empty(Shape{2, 3, 4});
+    for (int64_t i = 0; i < 24; ++i) x[i] = std::sin(0.5 * static_cast<double>(i)) + 0.1 * static_cast<double>(i) / 24;
+
+    const std::vector<double> padded = {
+        -0.349504, 0.035775, -0.054417, 0.095737, -0.577473, 0.167888, 0.103087, -0.166100,
+        -0.509339, 0.160245, -0.004525, -0.017270, -0.349376, 0.041637, -0.051837, 0.098276,
+        -0.576718, 0.161276, 0.096553, -0.165222, -0.559261, 0.183574, 0.059339, -0.101467};
+    const std::vector<double> causal = {
+        -0.352719, 0.037205, -0.055247, 0.094073, -0.577458, 0.167760, 0.102950, -0.166073,
+        -0.509339, 0.160245, -0.004525, -0.017270, -0.352516, 0.043506, -0.052446, 0.096848,
+        -0.576718, 0.161276, 0.096553, -0.165222, -0.558489, 0.183190, 0.057697, -0.099678};
+    const Tensor y1 = layer.forward(Var(x), padding({3, 2}, 3)).output.value();
+    const Tensor y2 = layer.forward(Var(x), {}, true).output.value();
+    for (int64_t i = 0; i < 24; ++i) {
+        CAPTURE(i);
+        CHECK(std::abs(y1[i] - padded[static_cast<size_t>(i)]) < 1e-6);
+        CHECK(std::abs(y2[i] - causal[static_cast<size_t>(i)]) < 1e-6);
+    }
+    // W5's layer (d_model 128, 4 heads, feed-forward 512) has PyTorch's parameter count.
+    CHECK(TransformerEncoderLayer(128, 4, 512, gen).num_parameters() == 198272);
+}
+
+TEST_CASE("TransformerEncoderLayer: gradients to inputs and parameters match finite differences, fused or not") {
+    for (bool fused : {false, true}) {
+        CAPTURE(fused);
+        Generator gen(55);
+        TransformerEncoderLayer::Options options;
+        options.fused = fused;
+        TransformerEncoderLayer layer(4, 2, 6, gen, options);
+        Var x(Tensor::normal({2, 3, 4}, 0, 1, gen), true);
+        std::vector<Var> vars{x};
+        for (const Var& p : layer.parameters()) vars.push_back(p);
+        const Tensor mask = padding({3, 2}, 3);
+        const GradcheckResult r = gradcheck("TransformerEncoderLayer", [&] { return layer.forward(x, mask).output; }, vars);
+        CHECK_MESSAGE(r.ok, r.message);
+    }
 }

@@ -11,6 +11,7 @@
 #include "attention/position.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"
+#include "tests/grad/helpers.hpp"
 
 using namespace attn;
 using namespace attn::testing;
@@ -113,19 +114,6 @@ const RegisterEntry learned_entry(47, "learned_position_embedding", {
     learned_case("one sequence n×d (rank 2), n 3 < n_max 6", {3, 4}, 6),
 });
 
-Tensor identity(int64_t d) {
-    Tensor t = Tensor::zeros(Shape{d, d});
-    for (int64_t i = 0; i < d; ++i) t[i * d + i] = 1;
-    return t;
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
-
 }  // namespace
 
 // ---- entry 46: sinusoidal_position_encoding ---------------------------------------------------
@@ -164,7 +152,7 @@ TEST_CASE("learned_position_embedding: equals the concat-one-hot form [x_t; oneh
     // [x_t; onehot(t)] is B×n×(d + n_max); W = [W_x W_p] with W_x = I and W_p = Pᵀ, applied as rows: · [I; P].
     const Tensor onehot = expand(one_hot(Tensor::arange(n), n_max).reshape(Shape{1, n, n_max}), Shape{B, n, n_max});
     const Tensor inputs = concat({x, onehot}, 2);
-    const Tensor W = concat({identity(d), pos.P.value()}, 0);  // (d + n_max)×d
+    const Tensor W = concat({identity_matrix(d), pos.P.value()}, 0);  // (d + n_max)×d
     CHECK(max_abs_diff(pos(Var(x)).value(), matmul(inputs, W)) < 1e-12);
     CHECK(pos.id() == "learned_position_embedding");
     CHECK_THROWS_WITH_AS(pos(Var(Tensor::zeros({1, 7, d}))),
