@@ -1,3 +1,5 @@
+// The alignment functions (entries 22–28): scores in, weights out.
+// The formulas, the papers and the shape legend are in attention/alignments.hpp.
 #include "attention/alignments.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Area attention (entry 59): areas of adjacent items as keys and values.
+// The formulas, the papers and the shape legend are in attention/area.hpp.
 #include "attention/area.hpp"
 
 #include <cmath>

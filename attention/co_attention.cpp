@@ -1,3 +1,5 @@
+// Co-attention and rotatory attention (entries 3–9): two or three inputs, each attended by the others.
+// The formulas, the papers and the shape legend are in attention/co_attention.hpp.
 #include "attention/co_attention.hpp"
 
 #include <limits>
@@ -14,9 +16,6 @@ namespace attn {
 
 namespace {
 
-
-// A vector parameter as a 1×d matrix, shared by the batch in matmul.
-Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
 // F B×n×d with the given width (0: any width).
 void check_features(const std::string& who, const char* what, const Var& f, int64_t width) {

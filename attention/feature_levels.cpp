@@ -1,3 +1,5 @@
+// Feature levels and representations (entries 11, 14): two granularities, several embeddings.
+// The formulas, the papers and the shape legend are in attention/feature_levels.hpp.
 #include "attention/feature_levels.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// The general attention module (entry 1), the taxonomy tags and the shape checks every mechanism shares.
+// The formulas, the papers and the shape legend are in attention/general.hpp.
 #include "attention/general.hpp"
 
 #include <stdexcept>
@@ -135,5 +137,7 @@ Taxonomy GeneralAttention::taxonomy() const {
     if (query_is_self_) t.query = "self";
     return t;
 }
+
+Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
 }  // namespace attn

@@ -167,4 +167,8 @@ void check_rank(const std::string& who, const char* what, const Var& v, int rank
 void check_width(const std::string& who, const char* what, const Var& x, int64_t width, int rank = 0);
 void check_qkv(const std::string& who, const Var& queries, const Var& keys, const Var& values);
 
+// A vector parameter w (size d) as a 1×d matrix, so that matmul(as_row(w), X, false, true)
+// scores every row of a batch of X against the one shared w.
+Var as_row(const Var& v);
+
 }  // namespace attn

@@ -1,3 +1,5 @@
+// Hierarchical attention (entry 12): words into sentences, sentences into a document.
+// The formulas, the papers and the shape legend are in attention/hierarchical.hpp.
 #include "attention/hierarchical.hpp"
 
 #include <stdexcept>

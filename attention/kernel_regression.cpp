@@ -1,3 +1,5 @@
+// Nadaraya–Watson kernel regression (entries 51, 52): attention's oldest form.
+// The formulas, the papers and the shape legend are in attention/kernel_regression.hpp.
 #include "attention/kernel_regression.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// Multi-dimensional attention (entry 30): a weight per key and per feature.
+// The formulas, the papers and the shape legend are in attention/multi_dimensional.hpp.
 #include "attention/multi_dimensional.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// The multiplicity of queries (entries 39, 42, 43): one query, many hops, capsules.
+// The formulas, the papers and the shape legend are in attention/multi_query.hpp.
 #include "attention/multi_query.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// Pointer attention (entry 54): the weights are the output.
+// The formulas, the papers and the shape legend are in attention/pointer.hpp.
 #include "attention/pointer.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// Pooling, set functions and GRU gates (entries 74–80): what attention is compared with.
+// The formulas, the papers and the shape legend are in attention/pooling.hpp.
 #include "attention/pooling.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Query types (entries 31–36): where the query comes from.
+// The formulas, the papers and the shape legend are in attention/query_types.hpp.
 #include "attention/query_types.hpp"
 
 #include <cmath>
@@ -20,9 +22,6 @@ void check_keys_values(const std::string& who, const Var& keys, const Var& value
                                     " need the same batch size and number of positions");
     check_width(who, "keys", keys, key_dim);
 }
-
-// A vector parameter as a 1×d matrix, shared by the batch in matmul.
-Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
 }  // namespace
 

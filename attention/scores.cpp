@@ -1,3 +1,5 @@
+// The score functions (entries 15–21 and Luong's location score): queries against keys.
+// The formulas, the papers and the shape legend are in attention/scores.hpp.
 #include "attention/scores.hpp"
 
 #include <cmath>

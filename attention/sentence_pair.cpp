@@ -1,3 +1,5 @@
+// Sentence-pair attention (entries 67–73): two inputs that attend to each other.
+// The formulas, the papers and the shape legend are in attention/sentence_pair.hpp.
 #include "attention/sentence_pair.hpp"
 
 #include <algorithm>

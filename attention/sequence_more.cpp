@@ -1,3 +1,5 @@
+// More sequence variants (entries 57, 58, 60): latent, neural-transducer and local-global attention.
+// The formulas, the papers and the shape legend are in attention/sequence_more.hpp.
 #include "attention/sequence_more.hpp"
 
 #include <stdexcept>

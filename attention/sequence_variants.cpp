@@ -1,3 +1,5 @@
+// Sequence variants (entries 53, 55, 56): Show-Attend-Tell's step, HAN's pooling, structured attention.
+// The formulas, the papers and the shape legend are in attention/sequence_variants.hpp.
 #include "attention/sequence_variants.hpp"
 
 #include <stdexcept>
@@ -19,9 +21,6 @@ void check_input(const std::string& who, const char* what, const Var& x, int ran
         throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
                                     std::to_string(width));
 }
-
-// A vector parameter as a 1×d matrix, shared by the batch in matmul.
-Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
 }  // namespace
 

@@ -1,3 +1,5 @@
+// Attention inside convolutional networks (entries 61–66): channel gates, spatial maps, self-attention over maps.
+// The formulas, the papers and the shape legend are in attention/vision.hpp.
 #include "attention/vision.hpp"
 
 #include <algorithm>
