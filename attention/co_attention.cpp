@@ -19,10 +19,10 @@ namespace {
 
 // F B×n×d with the given width (0: any width).
 void check_features(const std::string& who, const char* what, const Var& f, int64_t width) {
-    check_rank(who, what, f, 3);
-    if (width > 0 && f.size(2) != width)
-        throw std::invalid_argument(who + ": " + what + " " + f.shape().str() + " need width " +
-                                    std::to_string(width));
+    if (width > 0)
+        check_width(who, what, f, width, 3);
+    else
+        check_rank(who, what, f, 3);
 }
 
 void check_same_batch(const std::string& who, const char* what1, const Var& a, const char* what2, const Var& b) {

@@ -140,4 +140,6 @@ Taxonomy GeneralAttention::taxonomy() const {
 
 Var as_row(const Var& v) { return reshape(v, {1, v.size(0)}); }
 
+Var l2_norm(const Var& x, int axis) { return sqrt(sum(square(x), axis, /*keepdim=*/true) + real(1e-30)); }
+
 }  // namespace attn

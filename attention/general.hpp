@@ -171,4 +171,9 @@ void check_qkv(const std::string& who, const Var& queries, const Var& keys, cons
 // scores every row of a batch of X against the one shared w.
 Var as_row(const Var& v);
 
+// ‖x‖ along `axis`, kept as a size-1 axis. The tiny constant under the root
+// keeps the gradient x/‖x‖ finite (zero) at x = 0 instead of 0/0, and is far
+// below any norm that matters (it is 10⁻¹⁵ once rooted).
+Var l2_norm(const Var& x, int axis);
+
 }  // namespace attn

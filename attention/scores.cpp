@@ -21,9 +21,6 @@ void check_pair(const std::string& who, const Var& queries, const Var& keys) {
 }
 
 // The last axis of x must be `width` (the parameter's input size).
-// ‖x‖ along the last axis, kept as a size-1 axis. The tiny constant under the
-// root keeps the gradient x/‖x‖ finite (zero) at x = 0 instead of 0/0.
-Var l2_norm(const Var& x) { return sqrt(sum(square(x), -1, /*keepdim=*/true) + real(1e-30)); }
 
 }  // namespace
 
@@ -189,8 +186,8 @@ Var SimilarityScore::cosine(const Var& queries, const Var& keys, const Var& key_
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
                                     " need the same width for the cosine");
     const Var dot = matmul(queries, keys, false, true);                 // qᵀ k_l        B×m×n
-    const Var q_norm = l2_norm(queries);                                // ‖q‖          B×m×1
-    const Var k_norm = transpose(l2_norm(keys), 1, 2);                  // ‖k_l‖        B×1×n
+    const Var q_norm = l2_norm(queries, -1);                            // ‖q‖          B×m×1
+    const Var k_norm = transpose(l2_norm(keys, -1), 1, 2);              // ‖k_l‖        B×1×n
     return key_strength * dot / (q_norm * k_norm + options_.eps);      // β qᵀk_l / (‖q‖‖k_l‖ + ε)  B×m×n
 }
 

@@ -12,18 +12,6 @@
 
 namespace attn {
 
-namespace {
-
-// x B×…×width: rank and width, or throw naming the mechanism.
-void check_input(const std::string& who, const char* what, const Var& x, int rank, int64_t width) {
-    check_rank(who, what, x, rank);
-    if (x.size(-1) != width)
-        throw std::invalid_argument(who + ": " + what + " " + x.shape().str() + " need width " +
-                                    std::to_string(width));
-}
-
-}  // namespace
-
 // ---- 53. doubly_stochastic_soft_attention ------------------------------------------------------
 
 DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_dim, int64_t hidden_dim,
@@ -38,14 +26,14 @@ DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_
 
 DoublyStochasticSoftAttention::Memory DoublyStochasticSoftAttention::precompute(const Var& annotations,
                                                                                 const Tensor& mask) {
-    check_input(id(), "annotations", annotations, 3, score.W_2.size(1));
+    check_width(id(), "annotations", annotations, score.W_2.size(1), 3);
     // W_2 a_i for every location, once per image      B×L×d_w
     const Var projected = score.project_keys(annotations);
     return {annotations, projected, scores_keep_mask(id(), mask, annotations.size(0), annotations.size(1))};
 }
 
 Var DoublyStochasticSoftAttention::scores(const Var& previous_hidden, const Memory& memory) {
-    check_input(id(), "previous hidden state", previous_hidden, 2, score.W_1.size(1));
+    check_width(id(), "previous hidden state", previous_hidden, score.W_1.size(1), 2);
     if (previous_hidden.size(0) != memory.annotations.size(0))
         throw std::invalid_argument(id() + ": hidden state " + previous_hidden.shape().str() + " and annotations " +
                                     memory.annotations.shape().str() + " need the same batch size");
@@ -99,7 +87,7 @@ FeedForwardAttention::FeedForwardAttention(int64_t dim, Generator& gen) {
 }
 
 AttentionOutput FeedForwardAttention::forward(const Var& states, const Tensor& mask) {
-    check_input(id(), "states", states, 3, w.size(0));
+    check_width(id(), "states", states, w.size(0), 3);
     // e_t = tanh(wᵀ h_t + b)                        B×1×T
     const Var e = tanh(add(matmul(as_row(w), states, false, true), b));
     // α = softmax(e)                                B×1×T
@@ -122,7 +110,7 @@ StructuredSelfAttention::StructuredSelfAttention(int64_t dim, int64_t attention_
 }
 
 StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& states, const Tensor& mask) {
-    check_input(id(), "states", states, 3, W_s1.size(1));
+    check_width(id(), "states", states, W_s1.size(1), 3);
     // tanh(W_s1 Hᵀ), in rows: tanh(H W_s1ᵀ)          B×n×d_a
     const Var hidden = tanh(matmul(states, W_s1, false, true));
     // W_s2 tanh(W_s1 Hᵀ)                              r×d_a · (B×n×d_a)ᵀ → B×r×n

@@ -26,7 +26,7 @@ Var per_channel(const Var& gates) { return reshape(gates, {gates.size(0), gates.
 
 }  // namespace
 
-Var l2_normalize(const Var& x, int axis) { return div(x, sqrt(add(sum(square(x), axis, true), real(1e-12)))); }
+Var l2_normalize(const Var& x, int axis) { return div(x, l2_norm(x, axis)); }
 
 // ---- 61 -----------------------------------------------------------------------------------
 

@@ -188,7 +188,7 @@ private:
     PyramidAggregate aggregate_;
 };
 
-// L2 normalisation along one axis: x / √(Σ x² + ε), ε = 1e-12 keeps a zero vector at 0.
+// L2 normalisation along one axis: x / ‖x‖, with l2_norm of general.hpp (a zero vector stays 0).
 Var l2_normalize(const Var& x, int axis);
 
 }  // namespace attn

@@ -1,14 +1,20 @@
 // Helpers the float unit tests share: a temporary directory, whole-file
-// reads, and the path of a fixture in tests/fixtures/.
+// reads, the path of a fixture in tests/fixtures/, and a tolerant comparison
+// of two tensors.
 #pragma once
 
 #include <doctest/doctest.h>
 #include <stdlib.h>  // mkdtemp
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "tensor/tensor.hpp"
 
 namespace attn::testing {
 
@@ -40,6 +46,27 @@ inline std::string fixture_path(const std::string& name) {
     const std::string from_root = "tests/fixtures/" + name;
     if (std::filesystem::exists(from_root)) return from_root;
     return (std::filesystem::path(__FILE__).parent_path() / "fixtures" / name).string();
+}
+
+// got ≈ want element by element: |got − want| ≤ tol·(1 + |want|) everywhere,
+// and every value of got finite. A failure names `what`, the worst element
+// and how far off it is.
+inline void check_close(const Tensor& got, const Tensor& want, const std::string& what, double tol = 1e-5) {
+    INFO(what);
+    REQUIRE(got.defined());
+    REQUIRE(want.defined());
+    REQUIRE_MESSAGE(got.shape() == want.shape(),
+                    what << ": shapes " << got.shape().str() << " and " << want.shape().str());
+    double worst = 0;
+    int64_t worst_at = 0, not_finite = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+        not_finite += !std::isfinite(got[i]);
+        const double scaled = std::abs(double(got[i]) - double(want[i])) / (1 + std::abs(double(want[i])));
+        if (scaled > worst) worst = scaled, worst_at = i;
+    }
+    CHECK_MESSAGE(not_finite == 0, what << ": " << not_finite << " values are not finite");
+    CHECK_MESSAGE(worst <= tol, what << ": largest scaled difference " << worst << " at flat index " << worst_at
+                                     << ": " << got[worst_at] << " vs " << want[worst_at]);
 }
 
 }  // namespace attn::testing

@@ -19,23 +19,12 @@
 #include "attention/transformer.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using attn::testing::check_close;
 
 namespace {
-
-void check_close(const Tensor& a, const Tensor& b, const std::string& what) {
-    INFO(what);
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    int64_t not_finite = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-        not_finite += !std::isfinite(a[i]);
-        worst = std::max(worst, std::abs(double(a[i]) - double(b[i])) / (1 + std::abs(double(b[i]))));
-    }
-    CHECK_MESSAGE(not_finite == 0, what << ": " << not_finite << " values are not finite");
-    CHECK_MESSAGE(worst <= 2e-5, what << ": largest scaled difference " << worst);
-}
 
 struct Run {
     Tensor out, dq, dk, dv;
@@ -80,10 +69,10 @@ TEST_CASE("scaled_dot_product_attention fused vs composite (float): value and gr
         const Tensor G = Tensor::normal(c.q.with(c.q.rank() - 1, c.v[c.v.rank() - 1]), 0, 1, gen);
         const Run composite = run(false, q, k, v, G, c.mask, c.causal);
         const Run fused = run(true, q, k, v, G, c.mask, c.causal);
-        check_close(fused.out, composite.out, "output");
-        check_close(fused.dq, composite.dq, "dQ");
-        check_close(fused.dk, composite.dk, "dK");
-        check_close(fused.dv, composite.dv, "dV");
+        check_close(fused.out, composite.out, "output", 2e-5);
+        check_close(fused.dq, composite.dq, "dQ", 2e-5);
+        check_close(fused.dk, composite.dk, "dK", 2e-5);
+        check_close(fused.dv, composite.dv, "dV", 2e-5);
     }
 }
 
@@ -109,5 +98,5 @@ TEST_CASE("scaled_dot_product_attention fused (float): weights only on request, 
     CHECK_FALSE(scaled_dot_product_attention_fused(q, k, k, {}, options).weights.defined());
     options.need_weights = true;
     const Var w = scaled_dot_product_attention_fused(q, k, k, {}, options).weights;
-    check_close(w.value(), scaled_dot_product_attention(q, k, k, {}, true).weights.value(), "weights");
+    check_close(w.value(), scaled_dot_product_attention(q, k, k, {}, true).weights.value(), "weights", 2e-5);
 }

@@ -13,22 +13,12 @@
 #include "autograd/ops.hpp"
 #include "nn/rnn.hpp"
 #include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using attn::testing::check_close;
 
 namespace {
-
-void check_close(const Tensor& a, const Tensor& b, const std::string& what, double tol = 1e-5) {
-    INFO(what);
-    REQUIRE(a.defined());
-    REQUIRE(b.defined());
-    REQUIRE_MESSAGE(a.shape() == b.shape(), what << ": shapes " << a.shape().str() << " and " << b.shape().str());
-    for (int64_t i = 0; i < a.numel(); ++i)
-        if (!(std::fabs(a[i] - b[i]) <= tol * (1 + std::fabs(b[i])))) {
-            FAIL_CHECK(what << ": flat index " << i << ": " << a[i] << " vs " << b[i]);
-            return;
-        }
-}
 
 bool all_zero(const Tensor& t) {
     for (int64_t i = 0; i < t.numel(); ++i)

@@ -281,8 +281,8 @@ Array pyramid_attention_map(const Ref& r, int cascade, int64_t hidden) {
     return map;
 }
 
-// f / √(‖f‖² + 1e-12)
-Vec unit(const Vec& f) { return scale(f, 1 / std::sqrt(dot(f, f) + 1e-12)); }
+// f / √(‖f‖² + 1e-30), as the library keeps a zero vector at zero
+Vec unit(const Vec& f) { return scale(f, 1 / std::sqrt(dot(f, f) + 1e-30)); }
 
 }  // namespace
 
