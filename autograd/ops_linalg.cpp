@@ -10,7 +10,14 @@ namespace attn {
 
 namespace {
 
-int64_t batch_count(const Tensor& t) { return t.numel() / (t.shape()[t.rank() - 2] * t.shape()[t.rank() - 1]); }
+// The number of matrices in a batch: the product of the axes before the last
+// two (not numel / rows·cols, which divides by zero when a matrix is empty).
+int64_t batch_count(const Shape& s) {
+    int64_t count = 1;
+    for (int i = 0; i + 2 < s.rank(); ++i) count *= s[i];
+    return count;
+}
+int64_t batch_count(const Tensor& t) { return batch_count(t.shape()); }
 
 Shape batch_shape(const Tensor& t) {
     Shape s;
@@ -53,7 +60,7 @@ void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, b
             bw.accumulate(i, matmul(x, y, tx, ty));
         return;
     }
-    const int64_t batch = full.numel() / (full[full.rank() - 2] * full[full.rank() - 1]);
+    const int64_t batch = batch_count(full);
     auto per_batch = [batch](const Tensor& t) { return t.rank() == 2 || batch_count(t) == batch; };
     if (target.rank() == 2 && tx && !ty && x.rank() > 2 && y.rank() > 2 && batch_count(x) == batch &&
         batch_count(y) == batch) {

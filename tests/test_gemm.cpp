@@ -343,4 +343,25 @@ TEST_CASE("gemm: bad sizes and leading dimensions name the problem") {
                          "gemm: leading dimensions lda=3 ldb=3 ldc=3 are shorter than the rows they stride over "
                          "(4, 3, 3)",
                          std::invalid_argument);
+    CHECK_THROWS_AS(gemm(false, false, 1, 1, 1, 1.0f, &x, -1, &x, 1, 0.0f, &x, 1), std::invalid_argument);
+}
+
+TEST_CASE("gemm: empty products — no rows, no columns, or an empty sum (K = 0) giving beta·C") {
+    // An empty sequence (n = 0 keys) makes products with a zero size and a
+    // leading dimension of 0; they must neither throw nor touch memory they
+    // do not own, and K = 0 leaves beta·C (beta = 0 overwrites, NaN included).
+    float dummy = 1;
+    for (GemmPath p : {GemmPath::reference, GemmPath::avx2, GemmPath::avx512}) {
+        if (!gemm_path_supported(p)) continue;
+        CAPTURE(static_cast<int>(p));
+        CHECK_NOTHROW(gemm_with(p, false, false, 0, 4, 3, 1, &dummy, 3, &dummy, 4, 0, &dummy, 4));
+        CHECK_NOTHROW(gemm_with(p, false, false, 3, 0, 4, 1, &dummy, 4, &dummy, 0, 0, &dummy, 0));
+        CHECK(dummy == 1);
+        std::vector<float> C = {std::nanf(""), 2, 3, 4, 5, 6};
+        gemm_with(p, false, false, 2, 3, 0, 1, &dummy, 0, &dummy, 3, 0, C.data(), 3);
+        CHECK(C == std::vector<float>(6, 0));
+        C = {1, 2, 3, 4, 5, 6};
+        gemm_with(p, true, false, 2, 3, 0, 1, &dummy, 2, &dummy, 3, 0.5f, C.data(), 3);
+        CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3});
+    }
 }

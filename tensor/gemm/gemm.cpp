@@ -230,7 +230,10 @@ void check_args(const char* who, bool trans_a, bool trans_b, int64_t M, int64_t 
     if (M < 0 || N < 0 || K < 0)
         throw std::invalid_argument(std::string(who) + ": negative size M=" + std::to_string(M) +
                                     " N=" + std::to_string(N) + " K=" + std::to_string(K));
-    if (lda < std::max<int64_t>(1, a_cols) || ldb < std::max<int64_t>(1, b_cols) || ldc < std::max<int64_t>(1, N))
+    // A row of ld elements must hold the columns read from it. (BLAS also asks
+    // ld ≥ 1; a matrix with no columns is never read, so ld = 0 is harmless and
+    // is what an empty sequence, n = 0, naturally passes.)
+    if (lda < a_cols || ldb < b_cols || ldc < N)
         throw std::invalid_argument(std::string(who) + ": leading dimensions lda=" + std::to_string(lda) +
                                     " ldb=" + std::to_string(ldb) + " ldc=" + std::to_string(ldc) +
                                     " are shorter than the rows they stride over (" + std::to_string(a_cols) +

@@ -1,0 +1,77 @@
+// Inputs at the edge of what the library accepts: empty sequences, empty
+// products, non-finite values where a mask says they cannot matter. Each
+// case here once crashed or returned NaN silently; the comment says how.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attention/multi_head.hpp"
+#include "attention/query_types.hpp"
+#include "attention/transformer.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/ops.hpp"
+
+using namespace attn;
+
+namespace {
+
+bool all_zero(const Tensor& t) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (t[i] != 0) return false;
+    return true;
+}
+
+bool all_finite(const Tensor& t) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(t[i])) return false;
+    return true;
+}
+
+}  // namespace
+
+// The backward of matmul counted the matrices of a batch as numel / (rows·cols),
+// a division by zero when a matrix has no rows: SIGFPE.
+TEST_CASE("robustness: matmul with a zero-length axis, forward and backward") {
+    Var x(Tensor::zeros({2, 0, 8}), true), y(Tensor::ones({8, 4}), true);
+    Var z = matmul(x, y);
+    CHECK(z.shape() == Shape{2, 0, 4});
+    sum(z).backward();
+    CHECK(y.grad().shape() == Shape{8, 4});
+    CHECK(all_zero(y.grad()));
+
+    Var a(Tensor::ones({2, 3, 0}), true), b(Tensor::ones({0, 4}), true);
+    Var c = matmul(a, b);  // an empty sum: zeros
+    CHECK(c.shape() == Shape{2, 3, 4});
+    CHECK(all_zero(c.value()));
+    sum(c).backward();
+    CHECK(a.grad().shape() == Shape{2, 3, 0});
+}
+
+// With n = 0 keys every query's keys are "all masked": zero output, zero
+// gradient, as the library promises for a fully masked row. The fused heads
+// threw a GEMM leading-dimension error (ldc = n = 0) where the composite
+// returned zeros.
+TEST_CASE("robustness: attention over an empty sequence gives zeros, composite and fused alike") {
+    Generator gen(3);
+    for (bool fused : {false, true}) {
+        CAPTURE(fused);
+        Generator g(7);
+        MultiHeadAttention mha(8, 2, g, {.fused = fused});
+        Var q(Tensor::normal({2, 3, 8}, 0, 1, gen), true), kv(Tensor::zeros({2, 0, 8}), true);
+        AttentionOutput o = mha.forward(q, kv, kv);
+        CHECK(o.output.shape() == Shape{2, 3, 8});
+        CHECK(o.weights.shape() == Shape{2, 2, 3, 0});
+        // The output is the bias-free projection of a zero context: zero.
+        CHECK(all_zero(o.output.value()));
+        sum(o.output).backward();
+        CHECK(all_zero(q.grad()));
+    }
+    BahdanauAttention bahdanau(6, 8, 5, gen);
+    Var s(Tensor::normal({2, 1, 6}, 0, 1, gen), true), h(Tensor::zeros({2, 0, 8}), true);
+    AttentionOutput o = bahdanau.forward(s, h);
+    CHECK(o.output.shape() == Shape{2, 1, 8});
+    CHECK(all_zero(o.output.value()));
+    sum(o.output).backward();
+    CHECK(all_finite(s.grad()));
+}
