@@ -63,7 +63,7 @@ std::vector<Expected> learned_position_embedding_reference(const Ref& r) {
 // Each (sin, cos) pair of PE has unit norm.
 Property pairs_have_unit_norm() {
     return {"each (sin, cos) pair of PE has unit norm", [](const PropertyContext& c) -> std::string {
-                const Tensor& PE = c.run(c.inputs, c.masks)["pe"];
+                const Tensor PE = c.run(c.inputs, c.masks)["pe"];  // a copy: the map is a temporary
                 for (int64_t k = 0; k + 1 < PE.numel(); k += 2) {
                     const double norm2 = PE[k] * PE[k] + PE[k + 1] * PE[k + 1];
                     if (std::abs(norm2 - 1) > 1e-12)

@@ -351,7 +351,7 @@ const RegisterEntry relative_entry(48, "relative_position_self_attention", {
 // Without masks every example gets the same weights: R does not see the input.
 Property same_weights_for_every_example() {
     return {"every example has the same weights", [](const PropertyContext& c) -> std::string {
-                const Tensor& A = c.run(c.inputs, c.masks)["weights"];
+                const Tensor A = c.run(c.inputs, c.masks)["weights"];  // a copy: the map is a temporary
                 const int64_t per_example = A.numel() / A.size(0);
                 for (int64_t i = per_example; i < A.numel(); ++i)
                     if (A[i] != A[i % per_example])
