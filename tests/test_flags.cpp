@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "examples/common/flags.hpp"
 #include "examples/common/report.hpp"
@@ -27,14 +29,58 @@ TEST_CASE("flags: common and own flags, both spellings, switches, errors") {
     REQUIRE(flags.positional().size() == 1);
     CHECK(flags.positional()[0] == "word");
 
+    // The trainer prefixes its name ("seq2seq: ..."); the parser's message names the flag.
     const char* bad[] = {"seq2seq", "--epochs", "ten"};
-    CHECK_THROWS_WITH_AS(FlagParser(flags).parse(3, bad), "seq2seq: --epochs expects a whole number, got 'ten'",
+    CHECK_THROWS_WITH_AS(FlagParser(flags).parse(3, bad), "--epochs expects a whole number, got 'ten'",
                          std::invalid_argument);
     const char* unknown[] = {"seq2seq", "--epoch", "3"};
-    CHECK_THROWS_WITH_AS(flags.parse(3, unknown), "seq2seq: unknown flag --epoch (see --help)", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(flags.parse(3, unknown), "unknown flag --epoch; did you mean --epochs?",
+                         std::invalid_argument);
+    const char* far[] = {"seq2seq", "--colour", "red"};
+    CHECK_THROWS_WITH_AS(flags.parse(3, far), "unknown flag --colour (see --help)", std::invalid_argument);
     const char* missing[] = {"seq2seq", "--seed"};
-    CHECK_THROWS_WITH_AS(flags.parse(2, missing), "seq2seq: --seed needs a value", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(flags.parse(2, missing), "--seed needs a value", std::invalid_argument);
     CHECK(flags.usage().find("--attention TEXT") != std::string::npos);
+}
+
+// Each of these once started a run that crashed (--batch 0: a division by
+// zero), trained nothing and exited 0 (--epochs -1), wrote to /seq2seq
+// (--out ""), or quietly became 1 (--threads 4294967297). A flag is checked
+// as it is parsed, before any work.
+TEST_CASE("flags: ranges are checked as the flags are parsed") {
+    CommonFlags common;
+    int64_t batch = 32;
+    double lr = 1e-3, dropout = 0;
+    FlagParser flags("trainer", "test");
+    flags.add_common(common);
+    flags.add("--batch", &batch, "examples per step", 1);
+    flags.add("--lr", &lr, "learning rate", 0);
+    flags.add("--dropout", &dropout, "dropout", 0, 0.99);
+    auto error = [&](std::vector<const char*> args) -> std::string {
+        args.insert(args.begin(), "trainer");
+        try {
+            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(error({"--batch", "0"}) == "--batch must be at least 1, got 0");
+    CHECK(error({"--batch=-1"}) == "--batch must be at least 1, got -1");
+    CHECK(error({"--epochs", "-1"}) == "--epochs must be at least 1, got -1");
+    CHECK(error({"--steps", "-5"}) == "--steps must be at least 0, got -5");
+    CHECK(error({"--threads", "4294967297"}) == "--threads must be at most 1024, got 4294967297");
+    CHECK(error({"--out", ""}) == "--out must not be empty");
+    CHECK(error({"--out="}) == "--out must not be empty");
+    CHECK(error({"--dropout", "1.5"}) == "--dropout must be at most 0.99, got 1.5");
+    CHECK(error({"--lr", "nan"}) == "--lr expects a finite number, got 'nan'");
+    CHECK(error({"--lr", "1e999"}) == "--lr expects a finite number, got '1e999'");
+    CHECK(error({"--lr", "-0.1"}) == "--lr must be at least 0, got -0.1");
+    // A refused value leaves its variable as it was; the ends of a range are allowed.
+    CHECK(batch == 32);
+    CHECK(error({"--batch", "1", "--dropout", "0.99", "--threads", "1024", "--steps", "0"}).empty());
+    CHECK(batch == 1);
+    CHECK(dropout == 0.99);
 }
 
 TEST_CASE("report parts: each trainer adds its part; the page holds all, in a fixed order") {

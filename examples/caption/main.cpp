@@ -71,38 +71,38 @@ int main(int argc, char** argv) try {
               "soft (soft_alignment) | hard (hard_alignment, REINFORCE) | gumbel-st (gumbel_softmax_alignment, "
               "straight-through)");
     flags.add("--attention", &attention_kind, "the older name of --align");
-    flags.add("--tau", &temperature, "gumbel-st: the temperature τ of the relaxed softmax");
+    flags.add("--tau", &temperature, "gumbel-st: the temperature τ of the relaxed softmax", 1e-3);
     flags.add("--data-dir", &data_dir, "where --data fashion finds the IDX files");
-    flags.add("--batch", &batch_size, "images per batch");
-    flags.add("--lr", &lr, "Adam's learning rate");
+    flags.add("--batch", &batch_size, "images per batch", 1);
+    flags.add("--lr", &lr, "Adam's learning rate", 0);
     std::string schedule_kind = "constant";
     flags.add("--schedule", &schedule_kind, "constant | cosine (--lr annealed to 5% over the run, by step)");
-    flags.add("--hidden", &hidden, "LSTM hidden size d_h");
-    flags.add("--embedding", &embedding, "word embedding width E");
-    flags.add("--attention-dim", &attention_dim, "additive attention width");
-    flags.add("--channels1", &channels1, "first conv layer's channels");
-    flags.add("--channels2", &channels2, "second conv layer's channels (the annotation width D)");
+    flags.add("--hidden", &hidden, "LSTM hidden size d_h", 1);
+    flags.add("--embedding", &embedding, "word embedding width E", 1);
+    flags.add("--attention-dim", &attention_dim, "additive attention width", 1);
+    flags.add("--channels1", &channels1, "first conv layer's channels", 1);
+    flags.add("--channels2", &channels2, "second conv layer's channels (the annotation width D)", 1);
     flags.add("--context-layers", &context_layers,
-              "extra 3×3 conv layers on the grid; each widens an annotation's view by 8 pixels");
+              "extra 3×3 conv layers on the grid; each widens an annotation's view by 8 pixels", 0, 16);
     flags.add("--augment", &augment,
               "a fresh training split every epoch (shapes: new scenes; fashion: new combinations of the training "
               "items, mirrored left-right half the time)");
-    flags.add("--cell-size", &cell_size, "shapes: pixels per cell (2×2 cells; a multiple of 2)");
-    flags.add("--shapes", &num_shapes, "shapes: how many kinds of shape (2..8)");
-    flags.add("--train-size", &n_train, "training scenes (0: 3000 for shapes, 15000 for fashion)");
-    flags.add("--valid-size", &n_valid, "validation scenes (picks best.safetensors)");
-    flags.add("--test-size", &n_test, "test scenes");
-    flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²");
+    flags.add("--cell-size", &cell_size, "shapes: pixels per cell (2×2 cells; a multiple of 2)", 2, 1024);
+    flags.add("--shapes", &num_shapes, "shapes: how many kinds of shape (2..8)", 2, 8);
+    flags.add("--train-size", &n_train, "training scenes (0: 3000 for shapes, 15000 for fashion)", 0);
+    flags.add("--valid-size", &n_valid, "validation scenes (picks best.safetensors)", 1);
+    flags.add("--test-size", &n_test, "test scenes", 1);
+    flags.add("--penalty", &penalty, "λ of the doubly stochastic penalty Σ_i (1 − Σ_t α_ti)²", 0);
     double sampling_penalty = -1;
     flags.add("--sampling-penalty", &sampling_penalty,
               "hard: λ of the penalty once the expected-context epochs are over (negative: --penalty). The "
               "penalty spreads α evenly over an item's cell, and a sample then reads any location in it");
-    flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus");
-    flags.add("--reinforce-weight", &reinforce_weight, "hard: λ_r, the weight of the REINFORCE (score-function) term");
-    flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context");
+    flags.add("--entropy", &entropy_bonus, "hard: λ_e of the entropy bonus", 0);
+    flags.add("--reinforce-weight", &reinforce_weight, "hard: λ_r, the weight of the REINFORCE (score-function) term", 0);
+    flags.add("--soft-probability", &soft_probability, "hard: chance a word uses the expected context", 0, 1);
     int64_t expected_epochs = 0;
     flags.add("--expected-epochs", &expected_epochs,
-              "hard: the first N epochs use the expected context for every word (soft attention), then sample");
+              "hard: the first N epochs use the expected context for every word (soft attention), then sample", 0);
     std::string reward_kind = "caption";
     flags.add("--reward", &reward_kind,
               "hard: what credits the location of word t: caption (log p of all words, as Xu et al.'s paper), to-go "
@@ -110,10 +110,10 @@ int main(int argc, char** argv) try {
     flags.add("--hard-eval", &hard_eval,
               "hard, in evaluation: expected (the expected context, as Xu et al.'s released generator) or argmax (the "
               "one most likely location); the test reports both");
-    flags.add("--beam", &beam, "beam width for the beam-search test metrics");
+    flags.add("--beam", &beam, "beam width for the beam-search test metrics", 1, 1000);
     flags.add("--length-penalty", &length_penalty,
-              "beam search ranks captions by log p / length^this (0: the total log p, 1: the mean per word)");
-    flags.add("--clip", &clip, "gradient norm clipping (0: off)");
+              "beam search ranks captions by log p / length^this (0: the total log p, 1: the mean per word)", 0);
+    flags.add("--clip", &clip, "gradient norm clipping (0: off)", 0);
     if (!flags.parse(argc, argv)) return 0;
     std::cerr << "seed " << common.seed << "\n";
     for (const auto& [name, id] : {std::pair<std::string, std::string>{"soft_alignment", "soft"},

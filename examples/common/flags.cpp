@@ -1,50 +1,87 @@
 #include "examples/common/flags.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace attn {
 
 FlagParser::FlagParser(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 
-void FlagParser::add(const std::string& name, std::string* target, const std::string& help) {
-    flags_.push_back({name, help, "TEXT", [target](const std::string& v) { *target = v; },
+void FlagParser::add(const std::string& name, std::string* target, const std::string& help, bool may_be_empty) {
+    flags_.push_back({name, help, "TEXT",
+                      [name, target, may_be_empty](const std::string& v) {
+                          if (v.empty() && !may_be_empty) throw std::invalid_argument(name + " must not be empty");
+                          *target = v;
+                      },
                       [target] { return *target; }});
 }
 
-void FlagParser::add(const std::string& name, int64_t* target, const std::string& help) {
+void FlagParser::add(const std::string& name, int64_t* target, const std::string& help, int64_t min, int64_t max) {
     flags_.push_back({name, help, "N",
-                      [this, name, target](const std::string& v) {
+                      [name, target, min, max](const std::string& v) {
                           char* end = nullptr;
                           errno = 0;
                           const long long x = std::strtoll(v.c_str(), &end, 10);
                           if (v.empty() || *end != '\0' || errno == ERANGE)
-                              throw std::invalid_argument(program_ + ": " + name + " expects a whole number, got '" +
-                                                          v + "'");
+                              throw std::invalid_argument(name + " expects a whole number, got '" + v + "'");
+                          if (x < min)
+                              throw std::invalid_argument(name + " must be at least " + std::to_string(min) +
+                                                          ", got " + v);
+                          if (x > max)
+                              throw std::invalid_argument(name + " must be at most " + std::to_string(max) +
+                                                          ", got " + v);
                           *target = x;
                       },
                       [target] { return std::to_string(*target); }});
 }
 
-void FlagParser::add(const std::string& name, double* target, const std::string& help) {
+namespace {
+
+std::string number_text(double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+}
+
+// Levenshtein distance of two short strings, for "did you mean".
+size_t distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+void FlagParser::add(const std::string& name, double* target, const std::string& help, double min, double max) {
     flags_.push_back({name, help, "X",
-                      [this, name, target](const std::string& v) {
+                      [name, target, min, max](const std::string& v) {
                           char* end = nullptr;
                           const double x = std::strtod(v.c_str(), &end);
-                          if (v.empty() || *end != '\0')
-                              throw std::invalid_argument(program_ + ": " + name + " expects a number, got '" + v +
-                                                          "'");
+                          if (v.empty() || *end != '\0' || !std::isfinite(x))
+                              throw std::invalid_argument(name + " expects a finite number, got '" + v + "'");
+                          if (x < min)
+                              throw std::invalid_argument(name + " must be at least " + number_text(min) + ", got " + v);
+                          if (x > max)
+                              throw std::invalid_argument(name + " must be at most " + number_text(max) + ", got " + v);
                           *target = x;
                       },
-                      [target] {
-                          std::ostringstream os;
-                          os << *target;
-                          return os.str();
-                      }});
+                      [target] { return number_text(*target); }});
 }
 
 void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
@@ -53,12 +90,12 @@ void FlagParser::add(const std::string& name, bool* target, const std::string& h
 }
 
 void FlagParser::add_common(CommonFlags& f) {
-    add("--data", &f.data, "the data set: a built-in name or a file");
-    add("--epochs", &f.epochs, "passes over the training data");
-    add("--steps", &f.steps, "stop after this many optimiser steps (0: no limit)");
+    add("--data", &f.data, "the data set: a built-in name or a file", /*may_be_empty=*/false);
+    add("--epochs", &f.epochs, "passes over the training data", 1);
+    add("--steps", &f.steps, "stop after this many optimiser steps (0: no limit)", 0);
     add("--seed", &f.seed, "the seed every random choice derives from");
-    add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)");
-    add("--out", &f.out, "directory for checkpoints, metrics and the report");
+    add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
+    add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
@@ -96,13 +133,21 @@ bool FlagParser::parse(int argc, const char* const* argv) {
                 continue;
             }
         }
-        if (!flag) throw std::invalid_argument(program_ + ": unknown flag " + arg + " (see --help)");
+        if (!flag) {
+            // The closest known flag, if it is close: a typo or a missing letter.
+            const Flag* nearest = nullptr;
+            size_t best = 3;
+            for (const Flag& f : flags_)
+                if (const size_t d = distance(arg, f.name); d < best) best = d, nearest = &f;
+            throw std::invalid_argument("unknown flag " + arg +
+                                        (nearest ? "; did you mean " + nearest->name + "?" : " (see --help)"));
+        }
         if (flag->kind.empty()) {  // a switch
             flag->set(has_value ? value : "true");
             continue;
         }
         if (!has_value) {
-            if (i + 1 >= argc) throw std::invalid_argument(program_ + ": " + arg + " needs a value");
+            if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
             value = argv[++i];
         }
         flag->set(value);

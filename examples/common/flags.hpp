@@ -9,12 +9,16 @@
 //     if (!flags.parse(argc, argv)) return 0;  // --help was printed
 //
 // Values are written `--name value` or `--name=value`; a bool flag takes no
-// value. A bad flag or value throws std::invalid_argument naming it, e.g.
-// "seq2seq: --epochs expects a whole number, got 'ten'".
+// value. A number flag may declare its range, checked as it is parsed, before
+// any work: flags.add("--batch", &batch, "examples per step", 1). A bad flag or
+// value throws std::invalid_argument naming it ("--epochs expects a whole
+// number, got 'ten'", "--batch must be at least 1, got 0", "unknown flag
+// --epoch; did you mean --epochs?"); the trainer prefixes its own name.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,9 +41,14 @@ class FlagParser {
 public:
     FlagParser(std::string program, std::string summary);
 
-    void add(const std::string& name, std::string* target, const std::string& help);
-    void add(const std::string& name, int64_t* target, const std::string& help);
-    void add(const std::string& name, double* target, const std::string& help);
+    // A text flag; with may_be_empty = false an empty value is refused.
+    void add(const std::string& name, std::string* target, const std::string& help, bool may_be_empty = true);
+    // A whole number in [min, max].
+    void add(const std::string& name, int64_t* target, const std::string& help,
+             int64_t min = std::numeric_limits<int64_t>::min(), int64_t max = std::numeric_limits<int64_t>::max());
+    // A finite number in [min, max] (nan and inf are always refused).
+    void add(const std::string& name, double* target, const std::string& help,
+             double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
     void add(const std::string& name, bool* target, const std::string& help);  // a switch; --no-NAME clears it
     // --data --epochs --steps --seed --threads --out --save/--no-save --resume --eval-only
     void add_common(CommonFlags& flags);
