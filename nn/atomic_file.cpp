@@ -1,11 +1,13 @@
 #include "nn/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace attn {
@@ -34,12 +36,37 @@ struct TempFile {
     }
 };
 
+// A save killed before its rename (kill -9, a power cut) leaves its
+// temporary file, as large as the checkpoint, behind. The next save of the
+// same path removes every `path.tmp.<pid>` whose process is gone; a live
+// process's file (a concurrent save) is left alone. Best effort: a file that
+// cannot be listed or removed is skipped, never an error.
+void remove_stale_temporaries(const std::string& path) {
+    namespace fs = std::filesystem;
+    const std::string prefix = fs::path(path).filename().string() + ".tmp.";
+    std::error_code ec;
+    fs::directory_iterator it(directory_of(path), ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+        const pid_t pid = static_cast<pid_t>(std::stol(digits));
+        if (pid == ::getpid()) continue;                           // ours is made fresh below
+        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {  // no such process
+            std::error_code ignored;
+            fs::remove(it->path(), ignored);
+        }
+    }
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view bytes, const char* what) {
     const std::string prefix = std::string(what) + ": cannot write '" + path + "': ";
     if (path.empty() || path.back() == '/') throw std::runtime_error(prefix + "not a file name");
 
+    remove_stale_temporaries(path);
     TempFile tmp;
     tmp.path = path + ".tmp." + std::to_string(::getpid());
     tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

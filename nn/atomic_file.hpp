@@ -5,6 +5,8 @@
 // rename() within one file system is atomic: a reader (or the next run after
 // a crash or power cut) sees either the old file or the new one, never a mix.
 // Finally the directory is fsync'ed so that the rename itself is durable.
+// A save killed before its rename leaves `path.tmp.<pid>` behind; the next
+// save of `path` removes those whose process no longer exists.
 //
 // Checkpoints (nn/safetensors.hpp) and the HTML report use it.
 #pragma once

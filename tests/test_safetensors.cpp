@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -325,4 +326,27 @@ TEST_CASE("safetensors: a failed save leaves the old file intact and no temporar
     // And a successful save replaces it.
     save_safetensors(path, new_tensors);
     CHECK(load_safetensors(path).at("w").numel() == 2);
+}
+
+// `kill -9` during a save leaves `path.tmp.<pid>` behind, as large as the
+// checkpoint (12 of them after 20 kills). The next save of the same path
+// removes those whose process is gone, and nothing else.
+TEST_CASE("safetensors: a save removes the temporary files of saves that were killed") {
+    TempDir dir("safetensors");
+    const std::string path = dir / "last.safetensors";
+    // A pid that certainly belongs to no process: a child that has exited and been reaped.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
+    for (const std::string& name : {path + ".tmp." + dead, path + ".tmp." + alive, path + ".tmp.x1",
+                                    dir / "best.safetensors.tmp." + dead})
+        std::ofstream(name) << "partial";
+
+    save_safetensors(path, {{"w", Tensor::from({1, 2})}});
+    CHECK(files_in(dir.path) == std::vector<std::string>{"best.safetensors.tmp." + dead, "last.safetensors",
+                                                         "last.safetensors.tmp." + alive,
+                                                         "last.safetensors.tmp.x1"});
 }
