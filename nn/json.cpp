@@ -151,7 +151,47 @@ bool Json::operator==(const Json& other) const {
 
 // ---- writing ---------------------------------------------------------------
 
+size_t utf8_char_length(std::string_view s, size_t at, const char** why) {
+    const auto invalid = [why](const char* reason) {
+        if (why) *why = reason;
+        return size_t{0};
+    };
+    if (at >= s.size()) return invalid("truncated UTF-8 character");
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[at + i]); };
+    const unsigned char b0 = byte(0);
+    if (b0 < 0x80) return 1;
+    size_t length;
+    unsigned code, min_code;
+    // The lead byte gives the length and the first bits of the code point;
+    // min_code rejects overlong encodings (the same point in more bytes).
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+        length = 2, code = b0 & 0x1f, min_code = 0x80;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+        length = 3, code = b0 & 0x0f, min_code = 0x800;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+        length = 4, code = b0 & 0x07, min_code = 0x10000;
+    } else {
+        return invalid("invalid UTF-8 byte");
+    }
+    if (at + length > s.size()) return invalid("truncated UTF-8 character");
+    for (size_t i = 1; i < length; ++i) {
+        if ((byte(i) & 0xc0) != 0x80) return invalid("invalid UTF-8 continuation byte");
+        code = (code << 6) | (byte(i) & 0x3f);
+    }
+    if (code < min_code || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+        return invalid("invalid UTF-8 character");
+    return length;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
+    for (size_t i = 0; i < s.size(); ++i)
+        if (static_cast<unsigned char>(s[i]) >= 0x80) {
+            const size_t n = utf8_char_length(s, i);
+            if (n == 0)
+                throw std::invalid_argument("append_json_string: the string is not valid UTF-8 (byte " +
+                                            std::to_string(i) + " of \"" + std::string(s.substr(0, 40)) + "\")");
+            i += n - 1;
+        }
     out += '"';
     for (char c : s) {
         switch (c) {
@@ -437,28 +477,9 @@ private:
     // Copies one UTF-8 encoded character (starting at a byte >= 0x80),
     // rejecting invalid, overlong and surrogate encodings.
     void copy_utf8_char(std::string& out) {
-        const auto byte = [&](size_t i) { return static_cast<unsigned char>(text_[pos_ + i]); };
-        const unsigned char b0 = byte(0);
-        int length;
-        unsigned code, min_code;
-        // The lead byte gives the length and the first bits of the code point;
-        // min_code rejects overlong encodings (the same point in more bytes).
-        if (b0 >= 0xc2 && b0 <= 0xdf) {
-            length = 2; code = b0 & 0x1f; min_code = 0x80;
-        } else if (b0 >= 0xe0 && b0 <= 0xef) {
-            length = 3; code = b0 & 0x0f; min_code = 0x800;
-        } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-            length = 4; code = b0 & 0x07; min_code = 0x10000;
-        } else {
-            fail("invalid UTF-8 byte in a string");
-        }
-        if (pos_ + length > text_.size()) fail("truncated UTF-8 character in a string");
-        for (int i = 1; i < length; ++i) {
-            if ((byte(i) & 0xc0) != 0x80) fail("invalid UTF-8 continuation byte in a string");
-            code = (code << 6) | (byte(i) & 0x3f);
-        }
-        if (code < min_code || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
-            fail("invalid UTF-8 character in a string");
+        const char* why = "";
+        const size_t length = utf8_char_length(text_, pos_, &why);
+        if (length == 0) fail(std::string(why) + " in a string");
         out.append(text_.data() + pos_, length);
         pos_ += length;
     }

@@ -148,7 +148,15 @@ private:
 Json parse_json(std::string_view text);
 
 // Appends `s` as a quoted JSON string literal with the necessary escapes
-// (\" \\ \b \f \n \r \t and \u00XX for other control characters).
+// (\" \\ \b \f \n \r \t and \u00XX for other control characters). JSON text
+// is UTF-8: a string that is not valid UTF-8 would make a file no reader
+// accepts, so it throws std::invalid_argument naming the byte instead.
 void append_json_string(std::string& out, std::string_view s);
+
+// The length in bytes (1–4) of the UTF-8 character starting at s[at], or 0 if
+// the bytes there are not a valid one (a stray continuation byte, a truncated,
+// overlong or surrogate encoding, a code point above U+10FFFF); then `why`,
+// if given, gets the reason ("invalid UTF-8 continuation byte").
+size_t utf8_char_length(std::string_view s, size_t at, const char** why = nullptr);
 
 }  // namespace attn

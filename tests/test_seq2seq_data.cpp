@@ -7,6 +7,7 @@
 
 #include "examples/common/edit_distance.hpp"
 #include "examples/common/seq2seq_data.hpp"
+#include "nn/json.hpp"
 
 using namespace attn;
 using namespace attn::seq2seq;
@@ -79,6 +80,9 @@ TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reas
     CHECK(message("\tW ER D\n") == "lex.dict:1: the word is empty");
     CHECK(message("a\x01 B\n").find("lex.dict:1: control character") == 0);
     CHECK(message("a b\tB\n").find("lex.dict:1:") == 0);
+    CHECK(message("ok OW K\ncaf\xc3 K AE F\n") ==
+          "lex.dict:2: invalid UTF-8 continuation byte at byte 4 (expected UTF-8 text)");
+    CHECK(message("\xff K\n") == "lex.dict:1: invalid UTF-8 byte at byte 1 (expected UTF-8 text)");
     CHECK_THROWS_WITH_AS(load_lexicon("/nonexistent/lex.dict"), "/nonexistent/lex.dict: cannot open the lexicon file",
                          std::runtime_error);
 }
@@ -131,4 +135,30 @@ TEST_CASE("seq2seq scoring: edit distance, closest reference, WER and PER by han
     CHECK(e.word_errors == 2);
     CHECK(e.wer() == doctest::Approx(2.0 / 3));
     CHECK(e.per() == doctest::Approx(2.0 / 9));  // (0 + 1 + 1) / (3 + 3 + 3)
+}
+
+// A lexicon with "café" trained, then every checkpoint it wrote was rejected by
+// the project's own reader: the vocabulary held the two bytes of "é" as two
+// symbols, and half a character is not valid UTF-8 in the JSON header.
+TEST_CASE("seq2seq lexicon: a word in UTF-8 gives whole characters, and its vocabulary survives a JSON header") {
+    const Lexicon lex = parse_lexicon("CAFÉ K AE F EY\nNAÏVE N AY IY V\n", "lex.dict");
+    REQUIRE(lex.size() == 2);
+    CHECK(characters(lex[0].word) == std::vector<std::string>{"c", "a", "f", "É"});  // ASCII is case-folded
+    CHECK(characters("naïve€😀") == std::vector<std::string>{"n", "a", "ï", "v", "e", "€", "😀"});
+    CHECK_THROWS_WITH_AS(characters("caf\xc3"), "'caf\xc3' is not valid UTF-8: truncated UTF-8 character at byte 3",
+                         std::invalid_argument);
+
+    Vocab vocab;
+    for (const auto& entry : lex)
+        for (const auto& c : characters(entry.word)) vocab.add(c);
+    Json::Array symbols;
+    for (int64_t i = 0; i < vocab.size(); ++i) symbols.push_back(Json(vocab.symbol(i)));
+    const Json back = parse_json(Json::array(symbols).dump());
+    REQUIRE(back.as_array().size() == symbols.size());
+    for (size_t i = 0; i < symbols.size(); ++i) CHECK(back.as_array()[i].as_string() == symbols[i].as_string());
+
+    // Half a character can no longer reach a file: the writer refuses it.
+    std::string out;
+    CHECK_THROWS_WITH_AS(append_json_string(out, "caf\xc3"), doctest::Contains("not valid UTF-8 (byte 3"),
+                         std::invalid_argument);
 }

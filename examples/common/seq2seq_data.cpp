@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "nn/json.hpp"
+
 namespace attn::seq2seq {
 
 // ---- vocabularies ------------------------------------------------------------------
@@ -54,7 +56,14 @@ std::vector<std::string> Vocab::decode(const std::vector<int64_t>& ids) const {
 
 std::vector<std::string> characters(const std::string& text) {
     std::vector<std::string> out;
-    for (char c : text) out.emplace_back(1, c);
+    for (size_t i = 0; i < text.size();) {
+        const char* why = "";
+        const size_t n = utf8_char_length(text, i, &why);
+        if (n == 0)
+            throw std::invalid_argument("'" + text + "' is not valid UTF-8: " + why + " at byte " + std::to_string(i));
+        out.push_back(text.substr(i, n));
+        i += n;
+    }
     return out;
 }
 
@@ -226,6 +235,13 @@ Lexicon parse_lexicon(const std::string& text, const std::string& name) {
         for (char c : line)
             if (static_cast<unsigned char>(c) < 32 && c != '\t')
                 bad_line(name, line_no, "control character " + std::to_string(static_cast<int>(c)) + " in the line");
+        for (size_t i = 0; i < line.size();) {  // UTF-8, so that every word can be saved in a checkpoint
+            const char* why = "";
+            const size_t n = utf8_char_length(line, i, &why);
+            if (n == 0)
+                bad_line(name, line_no, std::string(why) + " at byte " + std::to_string(i + 1) + " (expected UTF-8 text)");
+            i += n;
+        }
         std::string word;
         std::vector<std::vector<std::string>> prons;
         const size_t tab = line.find('\t');

@@ -38,7 +38,9 @@ private:
     std::vector<std::string> symbols_;
 };
 
-// "abc" → {"a", "b", "c"} (bytes; the data sets here are ASCII).
+// "café" → {"c", "a", "f", "é"}: one symbol per UTF-8 character, so that a
+// vocabulary never holds half a character (which no JSON header can store).
+// Text that is not valid UTF-8 throws std::invalid_argument naming the byte.
 std::vector<std::string> characters(const std::string& text);
 std::string join(const std::vector<std::string>& symbols, const std::string& separator = "");
 

@@ -9,9 +9,11 @@ namespace attn::seq2seq {
 std::vector<std::string> source_symbols(const std::string& text, bool g2p) {
     if (!g2p) return characters(text);
     std::vector<std::string> out;
-    for (char c : text)
-        if (!std::isspace(static_cast<unsigned char>(c)))
-            out.emplace_back(1, static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    for (std::string c : characters(text)) {
+        if (c.size() == 1 && std::isspace(static_cast<unsigned char>(c[0]))) continue;
+        if (c.size() == 1) c[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(c[0])));
+        out.push_back(std::move(c));
+    }
     return out;
 }
 
