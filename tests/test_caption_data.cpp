@@ -141,6 +141,25 @@ TEST_CASE("caption data: the IDX reader reads a file and rejects bad ones with t
     bad_label.back() = 12;
     write_bytes(labels, bad_label);
     CHECK(error_of([&] { read_idx_labels(labels); }).find("label 1 is 12") != std::string::npos);
+
+    // A directory where a file should be names the path (it named no file).
+    CHECK(error_of([&] { read_idx_images(dir.path); }) == dir.path + ": is a directory, expected an IDX file");
+    // Images and labels read together must pair up (the zoo read past the labels).
+    write_bytes(images, idx_images(3, 2, 4, 7));
+    write_bytes(labels, idx_labels(2));
+    CHECK(error_of([&] { read_idx_dataset(images, labels); }) ==
+          images + " has 3 images but " + labels + " has 2 labels");
+    write_bytes(labels, idx_labels(3));
+    CHECK(read_idx_dataset(images, labels).labels.size() == 3);
+}
+
+// 28×28 training images with 20×20 test images failed only after training.
+TEST_CASE("caption data: Fashion training and test images of different sizes are refused before any training") {
+    TempDir dir("caption");
+    write_tiny_fashion(dir.path);
+    write_bytes(dir.path + "/t10k-images-idx3-ubyte", idx_images(4, 20, 20, 200));
+    CHECK(error_of([&] { make_fashion_dataset(dir.path, 10, 4, 6); }) ==
+          dir.path + ": the training images are 28×28 but the test images 20×20");
 }
 
 TEST_CASE("caption data: Fashion scenes use training items for train and valid, test items for test") {

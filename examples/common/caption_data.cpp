@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -119,6 +120,7 @@ CaptionDataset make_shape_dataset(const ShapeSceneOptions& options, int64_t n_tr
 namespace {
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
+    if (std::filesystem::is_directory(path)) throw std::runtime_error(path + ": is a directory, expected an IDX file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(path + ": cannot open (run `make data` to fetch Fashion-MNIST into data/)");
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -188,6 +190,14 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
     return labels;
 }
 
+IdxDataset read_idx_dataset(const std::string& images_path, const std::string& labels_path) {
+    IdxDataset d{read_idx_images(images_path), read_idx_labels(labels_path)};
+    if (d.images.count != static_cast<int64_t>(d.labels.size()))
+        throw std::runtime_error(images_path + " has " + std::to_string(d.images.count) + " images but " +
+                                 labels_path + " has " + std::to_string(d.labels.size()) + " labels");
+    return d;
+}
+
 const std::vector<std::string>& fashion_class_names() {
     static const std::vector<std::string> names = {"tshirt", "trouser", "pullover", "dress", "coat",
                                                    "sandal", "shirt",   "sneaker",  "bag",   "boot"};
@@ -229,16 +239,17 @@ std::vector<CaptionExample> compose_fashion_scenes(const IdxImages& images, cons
 }
 
 CaptionDataset make_fashion_dataset(const std::string& dir, int64_t n_train, int64_t n_valid, int64_t n_test) {
-    IdxImages train_images = read_idx_images(dir + "/train-images-idx3-ubyte");  // moved into fresh_train below
-    std::vector<uint8_t> train_labels = read_idx_labels(dir + "/train-labels-idx1-ubyte");
-    const IdxImages test_images = read_idx_images(dir + "/t10k-images-idx3-ubyte");
-    const std::vector<uint8_t> test_labels = read_idx_labels(dir + "/t10k-labels-idx1-ubyte");
-    if (train_images.count != static_cast<int64_t>(train_labels.size()))
-        throw std::runtime_error(dir + ": " + std::to_string(train_images.count) + " training images but " +
-                                 std::to_string(train_labels.size()) + " training labels");
-    if (test_images.count != static_cast<int64_t>(test_labels.size()))
-        throw std::runtime_error(dir + ": " + std::to_string(test_images.count) + " test images but " +
-                                 std::to_string(test_labels.size()) + " test labels");
+    IdxDataset train = read_idx_dataset(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte");
+    const IdxDataset test = read_idx_dataset(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte");
+    // Checked before any training: a model of 28×28 items cannot read 20×20 ones.
+    if (test.images.rows != train.images.rows || test.images.cols != train.images.cols)
+        throw std::runtime_error(dir + ": the training images are " + std::to_string(train.images.rows) + "×" +
+                                 std::to_string(train.images.cols) + " but the test images " +
+                                 std::to_string(test.images.rows) + "×" + std::to_string(test.images.cols));
+    IdxImages& train_images = train.images;  // moved into fresh_train below
+    std::vector<uint8_t>& train_labels = train.labels;
+    const IdxImages& test_images = test.images;
+    const std::vector<uint8_t>& test_labels = test.labels;
     CaptionDataset d;
     d.vocab.words = {"<start>", "<end>"};
     for (const std::string& name : fashion_class_names()) d.vocab.words.push_back(name);

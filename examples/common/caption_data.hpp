@@ -94,6 +94,14 @@ struct IdxImages {
 IdxImages read_idx_images(const std::string& path);
 std::vector<uint8_t> read_idx_labels(const std::string& path);
 
+// Images and their labels, read together: one label per image, or throw
+// naming both files and both counts.
+struct IdxDataset {
+    IdxImages images;
+    std::vector<uint8_t> labels;
+};
+IdxDataset read_idx_dataset(const std::string& images_path, const std::string& labels_path);
+
 // The ten Fashion-MNIST classes as caption words ("tshirt", "trouser", ...).
 const std::vector<std::string>& fashion_class_names();
 

@@ -47,13 +47,16 @@ void put_downsampled(Tensor& dst, int64_t index, const uint8_t* pixels) {
 std::optional<Images> load_fashion() {
     const std::string dir = "data/fashion-mnist";
     if (!std::filesystem::exists(dir + "/t10k-images-idx3-ubyte")) return std::nullopt;
-    const IdxImages test_images = read_idx_images(dir + "/t10k-images-idx3-ubyte");
-    const std::vector<uint8_t> test_labels = read_idx_labels(dir + "/t10k-labels-idx1-ubyte");
+    // One label per image, or an error naming both files (a short label
+    // file was read past its end).
+    const IdxDataset test = read_idx_dataset(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte");
     const bool has_train = std::filesystem::exists(dir + "/train-images-idx3-ubyte");
-    const IdxImages train_images = has_train ? read_idx_images(dir + "/train-images-idx3-ubyte") : test_images;
-    const std::vector<uint8_t> train_labels = has_train ? read_idx_labels(dir + "/train-labels-idx1-ubyte") : test_labels;
-    if (test_images.rows != 28 || test_images.cols != 28 || test_images.count < kTrain + kTest ||
-        train_images.count < kTrain)
+    const IdxDataset train =
+        has_train ? read_idx_dataset(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte") : test;
+    const IdxImages &test_images = test.images, &train_images = train.images;
+    const std::vector<uint8_t> &test_labels = test.labels, &train_labels = train.labels;
+    if (test_images.rows != 28 || test_images.cols != 28 || train_images.rows != 28 || train_images.cols != 28 ||
+        test_images.count < kTrain + kTest || train_images.count < kTrain)
         return std::nullopt;
     Images d;
     d.train_x = Tensor::zeros({kTrain, 1, 14, 14});
