@@ -1,11 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/report.hpp"
 
@@ -110,4 +112,24 @@ TEST_CASE("report parts: each trainer adds its part; the page holds all, in a fi
     CHECK(page2.find("seq2seq rerun") != std::string::npos);
     CHECK(page2.find("docclass results") != std::string::npos);
     fs::remove_all(dir);
+}
+
+// --lr 1e30 made the loss NaN; the trainers went on, exited 0 and saved
+// all-NaN checkpoints. The guard stops at the first non-finite loss or
+// gradient norm, before the update, naming the step and the last good loss.
+TEST_CASE("finite guard: a non-finite loss or gradient stops training, naming the step and the last finite loss") {
+    FiniteGuard guard;
+    guard.check(0, 2.5, 1.0);
+    guard.check(1, 2.25, 3.0);
+    CHECK(guard.last_good_step() == 1);
+    CHECK_THROWS_WITH_AS(guard.check(2, std::nan(""), 1.0),
+                         doctest::Contains("step 2: the loss is nan (the last finite loss was 2.25 at step 1)"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(guard.check(2, 2.0, HUGE_VAL),
+                         doctest::Contains("step 2: the gradient norm is inf (the loss 2)"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(guard.check(2, -HUGE_VAL, 1.0), doctest::Contains("the loss is -inf"), std::runtime_error);
+    FiniteGuard fresh;
+    CHECK_THROWS_WITH_AS(fresh.check(0, std::nan(""), std::nan("")),
+                         doctest::Contains("step 0: the loss is nan at the first step of this run"),
+                         std::runtime_error);
 }

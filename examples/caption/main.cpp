@@ -21,6 +21,7 @@
 #include "examples/caption/report.hpp"
 #include "examples/common/caption_data.hpp"
 #include "examples/common/caption_model.hpp"
+#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/progress.hpp"
@@ -192,6 +193,7 @@ int main(int argc, char** argv) try {
     const CosineAnnealing cosine(lr, total_steps, lr * 0.05);
     double train_seconds = 0;
     bool stop = common.eval_only;
+    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
     for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
         const auto t0 = std::chrono::steady_clock::now();
         model.train();
@@ -222,7 +224,8 @@ int main(int argc, char** argv) try {
             const Captioner::Forward f = model.forward(batch.images, batch.captions);
             CaptionLoss loss = caption_loss(f, batch.captions, options, hard, baseline);
             loss.total.backward();
-            if (clip > 0) clip_grad_norm_(model.parameters(), clip);
+            const double norm = clip_grad_norm_(model.parameters(), clip > 0 ? clip : HUGE_VAL);  // HUGE_VAL: only measure
+            guard.check(state.step, loss.total.item(), norm);
             optimizer.step();
             ++state.step;
 

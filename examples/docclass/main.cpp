@@ -11,6 +11,7 @@
 // params and the settings. docs/examples/docclass.md.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "autograd/ops.hpp"
 #include "examples/common/docclass_data.hpp"
 #include "examples/common/docclass_models.hpp"
+#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/progress.hpp"
@@ -125,6 +127,7 @@ int main(int argc, char** argv) try {
     const auto start = std::chrono::steady_clock::now() - std::chrono::duration<double>(train_seconds);
     const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;
     bool out_of_steps = common.steps > 0 && state.step >= common.steps;
+    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
     for (int64_t epoch = state.epoch; !common.eval_only && !out_of_steps && epoch < common.epochs; ++epoch) {
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
@@ -141,7 +144,8 @@ int main(int argc, char** argv) try {
             Var loss = cross_entropy(out.logits, batch.labels);
             optimizer.zero_grad();
             loss.backward();
-            if (clip > 0) clip_grad_norm_(model->parameters(), clip);
+            const double norm = clip_grad_norm_(model->parameters(), clip > 0 ? clip : HUGE_VAL);  // HUGE_VAL: only measure
+            guard.check(state.step, loss.item(), norm);
             optimizer.step();
 
             loss_sum += loss.item() * static_cast<double>(idx.size());

@@ -14,6 +14,7 @@
 
 #include "autograd/ops.hpp"
 #include "examples/common/edit_distance.hpp"
+#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/progress.hpp"
@@ -205,6 +206,7 @@ int main(int argc, char** argv) try {
     const CosineAnnealing schedule(s.lr, std::max<int64_t>(1, total_steps), s.lr * 0.05);
     const auto t0 = std::chrono::steady_clock::now();
     bool stop = s.common.eval_only || state.step >= total_steps || bad_epochs >= s.patience;
+    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
     for (int64_t epoch = state.epoch; !stop && epoch < s.common.epochs; ++epoch) {
         // the data order of epoch e depends only on (seed, e): a resumed run continues exactly
         Generator order(static_cast<uint64_t>(s.common.seed) * 1000003 + static_cast<uint64_t>(epoch));
@@ -220,7 +222,7 @@ int main(int argc, char** argv) try {
             opt.zero_grad();
             Var loss = model.loss(batch);  // teacher forcing, mean cross-entropy per target token
             loss.backward();
-            clip_grad_norm_(model.parameters(), s.clip);
+            guard.check(state.step, loss.item(), clip_grad_norm_(model.parameters(), s.clip));
             opt.step();
             ++state.step;
             loss_sum += loss.item();
