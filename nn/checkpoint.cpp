@@ -1,5 +1,6 @@
 #include "nn/checkpoint.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -54,6 +55,18 @@ int64_t parse_int(const SafetensorsFile& f, const std::string& key, const std::s
     return parse_number<int64_t>(f, key, text, op, [](const std::string& s, size_t* n) { return std::stoll(s, n); });
 }
 
+// Weights that are not numbers make every output NaN: a run that diverged
+// before the trainers stopped at a non-finite loss could save them. Refused
+// on loading, naming the tensor, rather than resumed from.
+void check_finite(const std::string& op, const std::string& path, const StateDict& state) {
+    for (const auto& [name, t] : state)
+        for (int64_t i = 0; i < t.numel(); ++i)
+            if (!std::isfinite(t[i]))
+                fail(op, path,
+                     "tensor \"" + name + "\" holds " + (std::isnan(t[i]) ? "nan" : t[i] > 0 ? "inf" : "-inf") +
+                         " at flat index " + std::to_string(i) + "; the checkpoint is not usable");
+}
+
 }  // namespace
 
 void save_model(const std::string& path, const Module& model, const std::map<std::string, std::string>& metadata) {
@@ -68,6 +81,7 @@ void load_model(const std::string& path, Module& model) {
     StateDict state;
     for (auto& [name, t] : file.tensors)
         if (!(training && starts_with(name, kOptimizerState))) state.emplace_back(name, t);
+    check_finite("load_model", path, state);
     model.load_state_dict(state);
 }
 
@@ -134,6 +148,9 @@ TrainingState load_checkpoint(const std::string& path, Module& model, Optimizer&
         else
             model_state.emplace_back(name, t);
     }
+    check_finite(op, path, model_state);
+    if (!std::isfinite(opt.lr) || opt.lr < 0)
+        fail(op, path, "metadata \"optimizer.lr\" = \"" + lr + "\" is not a learning rate (finite, ≥ 0)");
     // Both are checked before either changes: the optimiser first on a copy
     // of its state, then the model, then the optimiser for real.
     const OptimizerState before = optimizer.state_dict();

@@ -125,6 +125,15 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
             if (t.shape() != params_[i].second.shape())
                 throw std::invalid_argument(op + "\"" + key + "\" has shape " + t.shape().str() +
                                             " but the parameter has shape " + params_[i].second.shape().str());
+            // A state no run can reach: it would turn the next step's update
+            // into NaN (a negative second moment under the square root).
+            const bool second_moment = slots[k].find("sq") != std::string::npos;
+            for (int64_t j = 0; j < t.numel(); ++j)
+                if (!std::isfinite(t[j]) || (second_moment && t[j] < 0))
+                    throw std::invalid_argument(op + "\"" + key + "\" holds " + num(t[j]) + " at flat index " +
+                                                std::to_string(j) +
+                                                (second_moment ? " (a second moment must be finite and ≥ 0)"
+                                                               : " (must be finite)"));
             found[{i, k}] = &t;
             matched = true;
         }

@@ -222,3 +222,57 @@ TEST_CASE("load_checkpoint: wrong files are named and change nothing") {
     CHECK_THROWS_AS(load_checkpoint(dir / "sgd.safetensors", small, small_sgd), std::invalid_argument);
     CHECK(small_sgd.steps(0) == 0);
 }
+
+// A checkpoint with NaN weights, or an Adam state no run can reach (a negative
+// second moment, whose square root is NaN), was accepted, and training
+// resumed into NaN. Both are refused on loading, naming the tensor, and
+// neither the model nor the optimiser changes.
+TEST_CASE("load_checkpoint / load_model: non-finite weights and impossible optimiser state are refused") {
+    TempDir dir("checkpoint");
+    Generator init(1), gen(2);
+    Classifier model(init, gen);
+    Adam adam(model.named_parameters());
+    ConstantSchedule schedule(1e-2);
+    train_step(model, adam, gen, schedule, 5, 0);
+    save_checkpoint(dir / "good.safetensors", model, adam, {});
+    SafetensorsFile file = load_safetensors(dir / "good.safetensors");
+    Generator init2(1), gen2(2);
+    Classifier snapshot(init2, gen2);
+    snapshot.load_state_dict(model.state_dict());
+
+    auto write_with = [&](const std::string& name, const std::string& tensor, int64_t index, real value) {
+        NamedTensors tensors;
+        for (const auto& [n, t] : file.tensors) {
+            Tensor copy = t.clone();
+            if (n == tensor) copy[index] = value;
+            tensors.emplace_back(n, copy);
+        }
+        save_safetensors(dir / name, tensors, file.metadata);
+        return dir / name;
+    };
+    const std::string weight = file.tensors.front().first;  // "0.bias", the first name in the file
+    const std::string nan_path = write_with("nan.safetensors", weight, 3, std::numeric_limits<real>::quiet_NaN());
+    CHECK_THROWS_WITH_AS(load_checkpoint(nan_path, model, adam),
+                         ("load_checkpoint: '" + nan_path + "': tensor \"" + weight +
+                          "\" holds nan at flat index 3; the checkpoint is not usable")
+                             .c_str(),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(load_model(nan_path, model), doctest::Contains("holds nan at flat index 3"),
+                         std::runtime_error);
+    const std::string inf_path = write_with("inf.safetensors", weight, 0, -std::numeric_limits<real>::infinity());
+    CHECK_THROWS_WITH_AS(load_model(inf_path, model), doctest::Contains("holds -inf at flat index 0"),
+                         std::runtime_error);
+
+    const std::string sq_path = write_with("sq.safetensors", "optimizer.state." + weight + ".exp_avg_sq", 1, -0.5f);
+    CHECK_THROWS_WITH_AS(load_checkpoint(sq_path, model, adam),
+                         doctest::Contains(("\"" + weight + ".exp_avg_sq\" holds -0.5 at flat index 1 (a second "
+                                            "moment must be finite and ≥ 0)")
+                                               .c_str()),
+                         std::invalid_argument);
+    const std::string avg_path = write_with("avg.safetensors", "optimizer.state." + weight + ".exp_avg", 2, NAN);
+    CHECK_THROWS_WITH_AS(load_checkpoint(avg_path, model, adam),
+                         doctest::Contains(("\"" + weight + ".exp_avg\" holds nan at flat index 2 (must be finite)").c_str()),
+                         std::invalid_argument);
+    CHECK(same_state(model, snapshot));
+    CHECK_NOTHROW(load_checkpoint(dir / "good.safetensors", model, adam));
+}
