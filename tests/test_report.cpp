@@ -159,6 +159,36 @@ TEST_CASE("metrics: JSON lines, flushed, read back") {
     CHECK_THROWS_WITH(MetricsLog(dir / "no/such/dir/m.jsonl"), doctest::Contains("MetricsLog: cannot open"));
 }
 
+// After `kill -9` and --resume the history held the killed run's records after
+// its last checkpoint twice, and one torn line made every later run in the
+// directory fail at the end (read_metrics ... line 7). Continuing a history
+// now drops both.
+TEST_CASE("metrics: a resumed history drops a torn line and the records after the checkpoint's step") {
+    TempDir dir("report");
+    const std::string path = dir / "metrics.jsonl";
+    {
+        MetricsLog log(path, MetricsLog::Mode::truncate);
+        for (int step = 25; step <= 100; step += 25) log.write({{"step", step}, {"train_loss", 1.0 / step}});
+        log.write({{"epoch", 1}, {"step", 100}, {"dev_wer", 0.5}});
+        log.write({{"step", 125}, {"train_loss", 0.008}});  // after the checkpoint at step 100
+    }
+    std::ofstream(path, std::ios::app) << "{\"step\":150,\"train_lo";  // killed mid-write
+    CHECK_THROWS(read_metrics(path));
+
+    MetricsLog resumed(path, MetricsLog::Mode::append, /*through_step=*/100);
+    std::vector<Json> records = read_metrics(path);
+    REQUIRE(records.size() == 5);
+    CHECK(records.back()["dev_wer"].as_double() == 0.5);
+    resumed.write({{"step", 125}, {"train_loss", 0.007}});
+    records = read_metrics(path);
+    REQUIRE(records.size() == 6);
+    CHECK(metric_series(records, "train_loss", "step").back() == std::pair<double, double>{125, 0.007});
+
+    // Appending without a step limit (evaluation only) keeps every good record.
+    MetricsLog(path, MetricsLog::Mode::append).write({{"test_wer", 0.4}});
+    CHECK(read_metrics(path).size() == 7);
+}
+
 // ---- svg ---------------------------------------------------------------------
 
 TEST_CASE("svg: helpers") {

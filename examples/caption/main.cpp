@@ -177,7 +177,10 @@ int main(int argc, char** argv) try {
         std::cerr << "loaded " << (common.eval_only ? best_path : last_path) << ": epoch " << state.epoch << ", step "
                   << state.step << "\n";
     }
-    MetricsLog log(dir + "/metrics.jsonl", common.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
+    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
+    MetricsLog log(dir + "/metrics.jsonl",
+                   common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
+                   common.resume ? state.step : std::numeric_limits<int64_t>::max());
     auto save = [&](const std::string& path) {
         char text[64];
         state.extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly

@@ -4,9 +4,41 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "nn/atomic_file.hpp"
+
 namespace attn {
 
-MetricsLog::MetricsLog(std::string path, Mode mode) : path_(std::move(path)) {
+namespace {
+
+// Keeps the well-formed records of `path` with "step" ≤ through_step and
+// rewrites the file if any line was dropped. A missing file is an empty history.
+void make_consistent(const std::string& path, int64_t through_step) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return;
+    std::string kept, line;
+    int64_t dropped = 0;
+    while (std::getline(in, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        bool keep = false;
+        try {
+            const Json record = parse_json(line);
+            const Json* step = record.is_object() ? record.find("step") : nullptr;
+            keep = record.is_object() && !(step && step->is_number() && step->as_double() > double(through_step));
+        } catch (const JsonParseError&) {
+            keep = false;  // a line a killed run left half-written
+        }
+        if (keep)
+            kept += line + "\n";
+        else
+            ++dropped;
+    }
+    if (dropped > 0) write_file_atomic(path, kept, "MetricsLog");
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(std::string path, Mode mode, int64_t through_step) : path_(std::move(path)) {
+    if (mode == Mode::append) make_consistent(path_, through_step);
     const auto flags = std::ios::out | std::ios::binary | (mode == Mode::append ? std::ios::app : std::ios::trunc);
     file_.open(path_, flags);
     if (!file_)

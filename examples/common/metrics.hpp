@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +23,15 @@ public:
     enum class Mode { append, truncate };
     // Opens (creating it if needed) `path`; truncate starts a fresh history.
     // Throws std::runtime_error naming the path if it cannot be opened.
-    explicit MetricsLog(std::string path, Mode mode = Mode::append);
+    //
+    // append continues an existing history, first made consistent: a line a
+    // killed run left half-written is dropped, and so is every record whose
+    // "step" is beyond `through_step` — a resumed run continues from its
+    // checkpoint's step, and the records a killed run wrote after that
+    // checkpoint would otherwise appear twice. (The file is rewritten
+    // atomically, and only when something is dropped.)
+    explicit MetricsLog(std::string path, Mode mode = Mode::append,
+                        int64_t through_step = std::numeric_limits<int64_t>::max());
 
     // Writes `record` (a JSON object) as one line and flushes it. Non-finite
     // numbers become null, as JSON has no NaN. Throws if the write fails.

@@ -120,8 +120,10 @@ int main(int argc, char** argv) try {
             std::cerr << "resumed at epoch " << state.epoch << ", step " << state.step << "\n";
         }
     }
+    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
     MetricsLog log(dir + "/metrics.jsonl",
-                  common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
+                   common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
+                   common.resume ? state.step : std::numeric_limits<int64_t>::max());
 
     // ---- training -----------------------------------------------------------------
     const auto start = std::chrono::steady_clock::now() - std::chrono::duration<double>(train_seconds);

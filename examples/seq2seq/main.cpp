@@ -198,7 +198,10 @@ int main(int argc, char** argv) try {
         bad_epochs = std::stoll(state.extra.at("seq2seq.bad_epochs"));
         std::cerr << (s.common.eval_only ? "evaluating " : "resumed from ") << from << " at epoch " << state.epoch << ", step " << state.step << "\n";
     }
-    MetricsLog metrics(dir + "/metrics.jsonl", s.common.resume || s.common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate);
+    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
+    MetricsLog metrics(dir + "/metrics.jsonl",
+                       s.common.resume || s.common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
+                       s.common.resume ? state.step : std::numeric_limits<int64_t>::max());
 
     // ---- training ----
     const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;
