@@ -170,6 +170,14 @@ TEST_CASE("docclass fortunes: '%'-separated entries, the largest categories") {
     };
     CHECK(total(0) == 3);
     CHECK(total(1) == 2);
+    CHECK_THROWS_WITH_AS(load_fortunes_corpus(dir.string(), 1), doctest::Contains("max_classes must be at least 2"),
+                         std::invalid_argument);
+    // One category trained a one-class model that is always right.
+    std::filesystem::remove(dir / "dogs");
+    std::filesystem::remove(dir / "fish");
+    CHECK_THROWS_WITH_AS(load_fortunes_corpus(dir.string()),
+                         (dir.string() + ": only one category ('cats'); a classifier needs two or more").c_str(),
+                         std::runtime_error);
     std::filesystem::remove_all(dir);
     CHECK_THROWS_WITH_AS(load_fortunes_corpus(dir.string()), doctest::Contains("not a directory"), std::runtime_error);
 }

@@ -2,14 +2,17 @@
 // split, batching, and Sequitur-style WER/PER.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "examples/common/edit_distance.hpp"
 #include "examples/common/seq2seq_data.hpp"
 #include "nn/json.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
+using attn::testing::TempDir;
 using namespace attn::seq2seq;
 
 TEST_CASE("seq2seq dates: generation is deterministic and the splits are disjoint") {
@@ -83,6 +86,13 @@ TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reas
     CHECK(message("ok OW K\ncaf\xc3 K AE F\n") ==
           "lex.dict:2: invalid UTF-8 continuation byte at byte 4 (expected UTF-8 text)");
     CHECK(message("\xff K\n") == "lex.dict:1: invalid UTF-8 byte at byte 1 (expected UTF-8 text)");
+    // An empty file or a directory scored "exact 1.0000" on 0 items and exited 0.
+    TempDir dir("lexicon");
+    std::ofstream(dir / "empty.dict") << ";;; only a comment\n\n";
+    CHECK_THROWS_WITH_AS(load_lexicon(dir / "empty.dict"),
+                         (dir / "empty.dict" + ": no entries (expected lines WORD PH PH ...)").c_str(), std::runtime_error);
+    CHECK_THROWS_WITH_AS(load_lexicon(dir.path), (dir.path + ": is a directory, expected a lexicon file").c_str(),
+                         std::runtime_error);
     CHECK_THROWS_WITH_AS(load_lexicon("/nonexistent/lex.dict"), "/nonexistent/lex.dict: cannot open the lexicon file",
                          std::runtime_error);
 }

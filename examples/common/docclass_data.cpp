@@ -361,6 +361,12 @@ Corpus load_fortunes_corpus(const std::string& dir, int64_t max_classes) {
     }
     if (categories.empty())
         throw std::runtime_error(dir + ": no fortune files (files named by category, entries separated by '%' lines)");
+    if (categories.size() == 1)  // it trained a one-class "classifier" that is always right
+        throw std::runtime_error(dir + ": only one category ('" + categories[0].first +
+                                 "'); a classifier needs two or more");
+    if (max_classes < 2)
+        throw std::invalid_argument("load_fortunes_corpus: max_classes must be at least 2, got " +
+                                    std::to_string(max_classes));
     std::stable_sort(categories.begin(), categories.end(),
                      [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
     if (static_cast<int64_t>(categories.size()) > max_classes) categories.resize(static_cast<size_t>(max_classes));

@@ -74,6 +74,15 @@ TaskData load_lexicons(const TaskOptions& o) {
         }
         split = split_lexicon(load_lexicon(path));
         t.name = o.data;
+        // The hash split of a tiny lexicon can leave a part empty: no words to train or score on.
+        for (const auto& [part, words] : {std::pair<const char*, const Lexicon*>{"training", &split.train},
+                                          {"dev", &split.dev}, {"test", &split.test}})
+            if (words->empty())
+                throw std::runtime_error(path + ": " + std::to_string(split.train.size() + split.dev.size() +
+                                                                      split.test.size()) +
+                                         " words leave the " + part +
+                                         " split empty (90/5/5 by a hash of the word); give --train, --dev and "
+                                         "--test files instead");
     }
     for (const auto& e : split.train)
         for (const auto& p : e.pronunciations) {
