@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "nn/safetensors.hpp"
@@ -161,7 +162,20 @@ TrainingState load_checkpoint(const std::string& path, Module& model, Optimizer&
         optimizer.load_state_dict(before);
         throw;
     }
+    state.source = path;
     return state;
+}
+
+double TrainingState::number(const std::string& key) const {
+    const std::string where = "checkpoint '" + (source.empty() ? std::string("(not loaded)") : source) + "': ";
+    const auto it = extra.find(key);
+    if (it == extra.end()) throw std::runtime_error(where + "metadata \"" + key + "\" is missing");
+    const std::string& text = it->second;
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(x))
+        throw std::runtime_error(where + "metadata \"" + key + "\" = \"" + text + "\" is not a finite number");
+    return x;
 }
 
 }  // namespace attn

@@ -45,6 +45,11 @@ struct TrainingState {
     int64_t epoch = 0;  // epochs completed
     uint64_t seed = 0;  // the run's seed
     std::map<std::string, std::string> extra{};  // anything else the trainer wants back (best loss, …)
+    std::string source{};  // the file load_checkpoint read it from, for messages
+
+    // extra[key] as a finite number, or throw std::runtime_error naming the
+    // file, the key and what is wrong ("metadata \"best_valid\" is missing").
+    double number(const std::string& key) const;
 };
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer& optimizer,

@@ -276,3 +276,22 @@ TEST_CASE("load_checkpoint / load_model: non-finite weights and impossible optim
     CHECK(same_state(model, snapshot));
     CHECK_NOTHROW(load_checkpoint(dir / "good.safetensors", model, adam));
 }
+
+// A trainer reading its own numbers back from a checkpoint said "stod" or
+// "map::at" when one was missing or mangled.
+TEST_CASE("TrainingState::number: a missing or mangled number names the file and the key") {
+    TempDir dir("checkpoint");
+    Generator init(1), gen(2);
+    Classifier model(init, gen);
+    Adam adam(model.named_parameters());
+    const std::string path = dir / "c.safetensors";
+    save_checkpoint(path, model, adam, {.extra = {{"best", "0.25"}, {"bad", "0.2.5"}, {"inf", "inf"}}});
+    const TrainingState state = load_checkpoint(path, model, adam);
+    CHECK(state.number("best") == 0.25);
+    CHECK_THROWS_WITH_AS(state.number("missing"), ("checkpoint '" + path + "': metadata \"missing\" is missing").c_str(),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(state.number("bad"),
+                         ("checkpoint '" + path + "': metadata \"bad\" = \"0.2.5\" is not a finite number").c_str(),
+                         std::runtime_error);
+    CHECK_THROWS_AS(state.number("inf"), std::runtime_error);
+}

@@ -115,6 +115,17 @@ TEST_CASE("seq2seq model: the configuration string round-trips, and the older na
     CHECK(old.score == "concat");
     CHECK(old.align == "soft_alignment");
     CHECK(ModelConfig::parse("attention=additive").attention == "bahdanau");
+
+    // A corrupted checkpoint header said only "stoll", "stod" or "vector::reserve".
+    CHECK_THROWS_WITH_AS(ModelConfig::parse("embedding=x1"),
+                         "seq2seq config: embedding=x1 is not a size (a whole number in [0, 1048576])",
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(ModelConfig::parse("source_vocab=999999999999999999"), doctest::Contains("is not a size"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(ModelConfig::parse("window=-3"), doctest::Contains("window=-3 is not a size"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(ModelConfig::parse("dropout=abc"),
+                         "seq2seq config: dropout=abc is not a probability in [0, 1)", std::runtime_error);
 }
 
 TEST_CASE("seq2seq decoding: beam search of width 1 equals greedy decoding") {

@@ -173,7 +173,7 @@ int main(int argc, char** argv) try {
     if (common.resume || common.eval_only) {
         state = load_checkpoint(common.eval_only ? best_path : last_path, model, optimizer);
         if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra["baseline"]);
-        if (state.extra.count("best_valid")) best_valid = std::stod(state.extra["best_valid"]);
+        if (state.extra.count("best_valid")) best_valid = state.number("best_valid");
         std::cerr << "loaded " << (common.eval_only ? best_path : last_path) << ": epoch " << state.epoch << ", step "
                   << state.step << "\n";
     }

@@ -115,8 +115,8 @@ int main(int argc, char** argv) try {
             load_model(dir + "/best.safetensors", *model);
         } else {
             state = load_checkpoint(dir + "/last.safetensors", *model, optimizer);
-            best_valid = std::stod(state.extra.at("best_valid_acc"));
-            train_seconds = std::stod(state.extra.at("train_seconds"));
+            best_valid = state.number("best_valid_acc");
+            train_seconds = state.number("train_seconds");
             std::cerr << "resumed at epoch " << state.epoch << ", step " << state.step << "\n";
         }
     }

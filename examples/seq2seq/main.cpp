@@ -194,8 +194,8 @@ int main(int argc, char** argv) try {
     if (s.common.resume || s.common.eval_only) {
         const std::string from = s.common.eval_only ? best_path : last_path;
         state = load_checkpoint(from, model, opt);
-        best_dev = std::stod(state.extra.at("seq2seq.best_dev_error"));
-        bad_epochs = std::stoll(state.extra.at("seq2seq.bad_epochs"));
+        best_dev = state.number("seq2seq.best_dev_error");
+        bad_epochs = static_cast<int64_t>(state.number("seq2seq.bad_epochs"));
         std::cerr << (s.common.eval_only ? "evaluating " : "resumed from ") << from << " at epoch " << state.epoch << ", step " << state.step << "\n";
     }
     // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
