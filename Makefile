@@ -10,6 +10,8 @@
 #                     (BENCH=W0,W1 runs some of them)
 #   make mutation-check   apply each deliberate mistake of tests/mutations/ to
 #                     the library and check that the tests catch it
+#   make fuzz         run each parser's libFuzzer target (fuzz/README.md) with
+#                     clang for FUZZ_SECONDS (60) each
 #   make clean
 #
 # CXX, CXXFLAGS and LDFLAGS are yours: the project's own flags live in
@@ -25,12 +27,17 @@ endif
 
 # One build directory per configuration, so switching never mixes objects.
 IS_CLANG := $(findstring clang,$(CXX))
-B := build$(if $(or $(IS_CLANG),$(SAN)),/$(if $(IS_CLANG),clang)$(if $(and $(IS_CLANG),$(SAN)),-)$(if $(SAN),san))
+# SAN=fuzz is the libFuzzer build of `make fuzz` (clang only): build/clang-fuzz.
+SAN_DIR := $(if $(filter fuzz,$(SAN)),fuzz,san)
+B := build$(if $(or $(IS_CLANG),$(SAN)),/$(if $(IS_CLANG),clang)$(if $(and $(IS_CLANG),$(SAN)),-)$(if $(SAN),$(SAN_DIR)))
 
 ATTN_CXXFLAGS := -std=c++20 -I. -Wall -Wextra -Wshadow -pthread -MMD -MP
 ifeq ($(SAN),1)
 ATTN_CXXFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ATTN_LDFLAGS := -fsanitize=address,undefined
+else ifeq ($(SAN),fuzz)
+ATTN_CXXFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+ATTN_LDFLAGS := -fsanitize=fuzzer,address,undefined
 else
 ATTN_CXXFLAGS += -O2 -g
 endif
@@ -62,6 +69,7 @@ COMMON_SRC := $(sort $(wildcard examples/common/*.cpp))
 UNIT_SRC := $(sort $(wildcard tests/*.cpp))
 GRAD_SRC := tests/doctest_main.cpp $(sort $(wildcard tests/grad/*.cpp))
 BENCH_SRC := $(sort $(wildcard bench/*.cpp))
+FUZZ_SRC := $(sort $(wildcard fuzz/*.cpp))
 EXAMPLES := $(notdir $(patsubst %/main.cpp,%,$(wildcard examples/*/main.cpp)))
 
 LIB_F := $(B)/lib/libattn.a
@@ -74,8 +82,9 @@ UNIT_BIN := $(B)/tests/unit
 GRAD_BIN := $(B)/tests/grad
 BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
+FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run data zoo mutation-check
+.PHONY: all test bench clean doctest run data zoo mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -143,6 +152,17 @@ data:
 # Builds in build/mutation/ and restores every file it mutates.
 mutation-check:
 	@python3 scripts/mutation-check.py
+
+# ---- fuzzing (fuzz/README.md) ----------------------------------------------------
+# make fuzz: every target of fuzz/ for FUZZ_SECONDS each (FUZZ=json,idx: some).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@$(MAKE) --no-print-directory CXX=clang++ SAN=fuzz fuzz-run
+$(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(LIB_COMMON) $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+fuzz-run: $(FUZZ_BINS)
+	@sh scripts/fuzz.sh "$(B)" "$(FUZZ_SECONDS)" "$(FUZZ)"
 
 clean:
 	rm -rf build

@@ -419,7 +419,8 @@ private:
         if (ec == std::errc::result_out_of_range && integral) ec = {};  // huge integer: a double is fine
         if (ec != std::errc() || end != last || !std::isfinite(j.number_))
             fail_at(start, "number " + std::string(first, last) + " is out of the range of a double");
-        if (integral) {
+        // "-0" stays the double −0: as the integer 0 it would be written back as "0".
+        if (integral && !(j.number_ == 0 && std::signbit(j.number_))) {
             auto [iend, iec] = std::from_chars(first, last, j.int_);
             j.is_int_ = iec == std::errc() && iend == last;
         }

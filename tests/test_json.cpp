@@ -36,8 +36,12 @@ TEST_CASE("json: scalars parse to the right type and value") {
     CHECK(parse_json("3.0").as_int() == 3);
     CHECK(parse_json("1e3").as_int() == 1000);
     CHECK_THROWS_WITH(parse_json("2.5").as_int(), "json: expected an integer, got the number 2.5");
-    // -0 keeps its sign as a double.
+    // -0 keeps its sign as a double, and is written back as it was read (as the
+    // integer 0 it became "0": the fuzzer's round trip found it).
     CHECK(std::signbit(parse_json("-0").as_double()));
+    CHECK(!parse_json("-0").is_integer());
+    CHECK(parse_json("-0").dump() == "-0");
+    CHECK(parse_json(parse_json("[-0,0,-0.0]").dump()).dump() == parse_json("[-0,0,-0.0]").dump());
 }
 
 TEST_CASE("json: strings and escapes") {

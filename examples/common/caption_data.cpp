@@ -142,8 +142,11 @@ std::string hex(uint32_t v) {
 
 }  // namespace
 
-IdxImages read_idx_images(const std::string& path) {
-    const std::vector<uint8_t> b = read_file_bytes(path);
+IdxImages read_idx_images(const std::string& path) { return parse_idx_images(read_file_bytes(path), path); }
+
+std::vector<uint8_t> read_idx_labels(const std::string& path) { return parse_idx_labels(read_file_bytes(path), path); }
+
+IdxImages parse_idx_images(const std::vector<uint8_t>& b, const std::string& path) {
     if (b.size() < 16)
         throw std::runtime_error(path + ": truncated: an IDX image file needs a 16-byte header, found " +
                                  std::to_string(b.size()) + " bytes");
@@ -168,8 +171,7 @@ IdxImages read_idx_images(const std::string& path) {
     return img;
 }
 
-std::vector<uint8_t> read_idx_labels(const std::string& path) {
-    const std::vector<uint8_t> b = read_file_bytes(path);
+std::vector<uint8_t> parse_idx_labels(const std::vector<uint8_t>& b, const std::string& path) {
     if (b.size() < 8)
         throw std::runtime_error(path + ": truncated: an IDX label file needs an 8-byte header, found " +
                                  std::to_string(b.size()) + " bytes");

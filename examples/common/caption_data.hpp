@@ -93,6 +93,9 @@ struct IdxImages {
 // 28×28 after a 16-byte header), found 1000").
 IdxImages read_idx_images(const std::string& path);
 std::vector<uint8_t> read_idx_labels(const std::string& path);
+// The same from the file's bytes; `path` names them in errors.
+IdxImages parse_idx_images(const std::vector<uint8_t>& bytes, const std::string& path);
+std::vector<uint8_t> parse_idx_labels(const std::vector<uint8_t>& bytes, const std::string& path);
 
 // Images and their labels, read together: one label per image, or throw
 // naming both files and both counts.

@@ -325,6 +325,8 @@ std::string read_file_text(const std::string& path) {
     return ss.str();
 }
 
+}  // namespace
+
 std::vector<std::string> fortune_entries(const std::string& text) {
     std::vector<std::string> entries;
     std::string current, line;
@@ -341,8 +343,6 @@ std::vector<std::string> fortune_entries(const std::string& text) {
     if (current.find_first_not_of(" \t\n") != std::string::npos) entries.push_back(current);
     return entries;
 }
-
-}  // namespace
 
 Corpus load_fortunes_corpus(const std::string& dir, int64_t max_classes) {
     namespace fs = std::filesystem;

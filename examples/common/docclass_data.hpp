@@ -114,6 +114,8 @@ void stratified_split(std::vector<Document> docs, double valid_fraction, double 
 // the classes. Throws std::runtime_error naming the directory when it holds no
 // category files.
 Corpus load_fortunes_corpus(const std::string& dir, int64_t max_classes = 10);
+// The entries of one fortune file's text: the blocks between lines holding only "%".
+std::vector<std::string> fortune_entries(const std::string& text);
 
 // "label<TAB>text" lines; blank lines and lines starting with '#' are skipped.
 // Throws std::runtime_error "FILE:LINE: ..." on a line without a tab, an empty
