@@ -14,7 +14,9 @@ namespace attn {
 
 namespace {
 
-void check_pair(const std::string& who, const Var& a, const Var& b) {
+// Two sentences B×s_0×d and B×s_1×d: rank 3, the same batch size and the same
+// width (unlike a score's queries and keys, whose widths may differ).
+void check_sentence_pair(const std::string& who, const Var& a, const Var& b) {
     check_rank(who, "first input", a, 3);
     check_rank(who, "second input", b, 3);
     if (a.size(0) != b.size(0) || a.size(2) != b.size(2))
@@ -44,7 +46,7 @@ Var keep_rows(const Var& x, const Tensor& mask) {
 // ---- ABCNN ------------------------------------------------------------------------------------------
 
 Var abcnn_match_scores(const Var& F0, const Var& F1, const Tensor& mask0, const Tensor& mask1) {
-    check_pair("abcnn_match_scores", F0, F1);
+    check_sentence_pair("abcnn_match_scores", F0, F1);
     // F_0[i] − F_1[j] for every pair                       B×s_0×s_1×d
     const Var diff = sub(unsqueeze(F0, 2), unsqueeze(F1, 1));
     // ‖F_0[i] − F_1[j]‖₂                                    B×s_0×s_1
@@ -61,7 +63,7 @@ AbcnnOneAttention::AbcnnOneAttention(int64_t max_length, int64_t dim, Generator&
 
 AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0, const Var& F1, const Tensor& mask0,
                                                      const Tensor& mask1) {
-    check_pair(id(), F0, F1);
+    check_sentence_pair(id(), F0, F1);
     if (F0.size(1) != W_0.size(0) || F1.size(1) != W_0.size(0) || F0.size(2) != W_0.size(1))
         throw std::invalid_argument(id() + ": sentences " + F0.shape().str() + " and " + F1.shape().str() +
                                     " need the fixed shape B×" + W_0.shape().str() + " (pad to the maximum length)");
@@ -239,7 +241,7 @@ Var DecomposableAttention::intra_attend(const Var& a, const Tensor& mask) {
 
 DecomposableAttention::Output DecomposableAttention::forward(const Var& a, const Var& b, const Tensor& mask_a,
                                                              const Tensor& mask_b) {
-    check_pair(id(), a, b);
+    check_sentence_pair(id(), a, b);
     const int64_t B = a.size(0), la = a.size(1), lb = b.size(1);
     const Tensor keep_a = scores_keep_mask(id(), mask_a, B, la);  // B×1×ℓ_a
     const Tensor keep_b = scores_keep_mask(id(), mask_b, B, lb);  // B×1×ℓ_b
@@ -297,7 +299,7 @@ CodaOutput coda(const std::string& who, const Var& EA, const Var& EB, const Var&
 
 CodaOutput compositional_de_attention(const Var& A, const Var& B, real alpha, real beta, const Tensor& mask_a,
                                       const Tensor& mask_b) {
-    check_pair("compositional_de_attention", A, B);
+    check_sentence_pair("compositional_de_attention", A, B);
     return coda("compositional_de_attention", A, B, A, B, A, B, alpha, beta, mask_a, mask_b);
 }
 
@@ -309,7 +311,7 @@ CompositionalDeAttention::CompositionalDeAttention(int64_t dim, int64_t projecti
 }
 
 CodaOutput CompositionalDeAttention::forward(const Var& A, const Var& B, const Tensor& mask_a, const Tensor& mask_b) {
-    check_pair(id(), A, B);
+    check_sentence_pair(id(), A, B);
     return coda(id(), F_E.forward(A), F_E.forward(B), F_N.forward(A), F_N.forward(B), A, B, alpha_, beta_, mask_a,
                 mask_b);
 }
