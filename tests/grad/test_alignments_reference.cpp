@@ -191,7 +191,7 @@ const KeySet kWeightsMasked{.mask = 0, .inputs = {}, .weights = {"weights"}};
 
 Case soft_case(std::string variant, double T, Shape scores, Tensor mask, bool causal = false) {
     const bool masked = mask.defined();
-    Run run = [T, causal](Module* m, In x, Masks masks) {
+    Run run = [causal](Module* m, In x, Masks masks) {
         Tensor keep = key_mask_of(masks);
         if (causal) keep = combine_masks(keep, causal_mask(x[0].size(1), x[0].size(2)));
         return weights_only(as<SoftAlignment>(m).align({x[0], keep, Var(), Tensor()}));
@@ -295,7 +295,7 @@ const RegisterEntry hard_entry(23, "hard_alignment", {
 Case local_m_case(std::string variant, int64_t D, Shape scores, std::vector<real> positions, Tensor mask) {
     const int64_t B = scores[0], m = scores[1], n = scores[2];
     const Tensor p = positions.empty() ? Tensor() : Tensor::from(positions, Shape{B, m});
-    Run run = [D, p](Module* mod, In x, Masks masks) {
+    Run run = [p](Module* mod, In x, Masks masks) {
         return weights_only(as<LocalMonotonicAlignment>(mod).align({x[0], key_mask_of(masks), Var(), p}));
     };
     Case c{.variant = std::move(variant),
