@@ -185,7 +185,7 @@ TEST_CASE("metrics: a resumed history drops a torn line and the records after th
     CHECK(metric_series(records, "train_loss", "step").back() == std::pair<double, double>{125, 0.007});
 
     // Appending without a step limit (evaluation only) keeps every good record.
-    MetricsLog(path, MetricsLog::Mode::append).write({{"test_wer", 0.4}});
+    MetricsLog(path, MetricsLog::Mode::append).write(Json::object({{"test_wer", 0.4}}));
     CHECK(read_metrics(path).size() == 7);
 }
 

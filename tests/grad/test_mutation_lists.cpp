@@ -83,9 +83,11 @@ TEST_CASE("mutation lists: every mutation applies to the code as it reads now") 
             ++total;
             INFO(m.where << " '" << m.title << "'");
             for (const char* key : {"file", "find", "replace", "ids"}) CHECK_MESSAGE(m.fields.count(key), "no " << key);
-            for (const auto& [key, value] : m.fields)
+            for (const auto& field : m.fields) {
+                const std::string& key = field.first;  // (clang 14 cannot capture a structured binding)
                 CHECK_MESSAGE((key == "file" || key == "find" || key == "replace" || key == "ids" || key == "unit"),
                               "unknown field '" << key << "'");
+            }
             if (!m.fields.count("file") || !m.fields.count("find") || !m.fields.count("replace")) continue;
             const std::string source = attn::testing::read_file(root / m.fields.at("file"));
             REQUIRE_MESSAGE(!source.empty(), "cannot read " << m.fields.at("file"));
