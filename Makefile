@@ -66,6 +66,10 @@ ifneq ($(ARCH),x86_64)
 LIB_SRC := $(filter-out %_avx2.cpp %_avx512.cpp,$(LIB_SRC))
 endif
 COMMON_SRC := $(sort $(wildcard examples/common/*.cpp))
+# Each trainer's model and data (everything in its folder but main.cpp), as
+# its own archive: the tests, benchmarks and fuzz targets link them too.
+TASKS := seq2seq caption docclass
+task_src = $(sort $(filter-out examples/$1/main.cpp,$(wildcard examples/$1/*.cpp)))
 UNIT_SRC := $(sort $(wildcard tests/*.cpp))
 GRAD_SRC := tests/doctest_main.cpp $(sort $(wildcard tests/grad/*.cpp))
 BENCH_SRC := $(sort $(wildcard bench/*.cpp))
@@ -75,6 +79,7 @@ EXAMPLES := $(notdir $(patsubst %/main.cpp,%,$(wildcard examples/*/main.cpp)))
 LIB_F := $(B)/lib/libattn.a
 LIB_D := $(B)/lib/libattn_double.a
 LIB_COMMON := $(B)/lib/libattn_common.a
+TASK_LIBS := $(foreach t,$(TASKS),$(B)/lib/libtask_$t.a)
 obj_f = $(patsubst %.cpp,$(B)/obj/float/%.o,$1)
 obj_d = $(patsubst %.cpp,$(B)/obj/double/%.o,$1)
 
@@ -112,7 +117,7 @@ $(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC)): | doctest
 doctest:
 	@DOCTEST_INCLUDE="$(DOCTEST_INCLUDE)" sh scripts/ensure-doctest.sh
 
-$(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(LIB_COMMON) $(LIB_F)
+$(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(call obj_d,$(GRAD_SRC)) $(LIB_D)
@@ -123,7 +128,7 @@ test: $(UNIT_BIN) $(GRAD_BIN)
 	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- benchmarks and examples -------------------------------------------------
-$(B)/bench/%: $(B)/obj/float/bench/%.o $(LIB_COMMON) $(LIB_F)
+$(B)/bench/%: $(B)/obj/float/bench/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS) -ldl
 
@@ -133,7 +138,10 @@ bench: $(BENCH_BINS)
 .SECONDEXPANSION:
 # Keep the example objects make would treat as intermediate (and delete).
 .SECONDARY:
-$(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(LIB_COMMON) $(LIB_F)
+$(B)/lib/libtask_%.a: $$(call obj_f,$$(call task_src,$$*))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
@@ -158,7 +166,7 @@ mutation-check:
 FUZZ_SECONDS ?= 60
 fuzz:
 	@$(MAKE) --no-print-directory CXX=clang++ SAN=fuzz fuzz-run
-$(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(LIB_COMMON) $(LIB_F)
+$(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)

@@ -1,7 +1,7 @@
 // A fortune file: entries between "%" lines, split into sentences and words.
 #include <string>
 
-#include "examples/common/docclass_data.hpp"
+#include "examples/docclass/docclass_data.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

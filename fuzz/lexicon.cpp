@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "examples/common/seq2seq_data.hpp"
+#include "examples/seq2seq/seq2seq_data.hpp"
 #include "nn/json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {

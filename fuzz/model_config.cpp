@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     try {

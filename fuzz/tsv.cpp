@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "examples/common/docclass_data.hpp"
+#include "examples/docclass/docclass_data.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     try {

@@ -1,11 +1,11 @@
-// examples/common/bleu: BLEU-1..4 on cases computed by hand.
+// examples/caption/bleu: BLEU-1..4 on cases computed by hand.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "examples/common/bleu.hpp"
+#include "examples/caption/bleu.hpp"
 
 using namespace attn;
 

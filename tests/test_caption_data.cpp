@@ -1,4 +1,4 @@
-// examples/common/caption_data: the built-in shape scenes, the IDX reader and
+// examples/caption/caption_data: the built-in shape scenes, the IDX reader and
 // the Fashion-MNIST scene composer.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/caption_data.hpp"
+#include "examples/caption/caption_data.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;

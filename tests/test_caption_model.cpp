@@ -1,4 +1,4 @@
-// examples/common/caption_model: the Show-Attend-Tell captioner, its REINFORCE
+// examples/caption/caption_model: the Show-Attend-Tell captioner, its REINFORCE
 // estimator, decoding and metrics.
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
-#include "examples/common/caption_model.hpp"
+#include "examples/caption/caption_model.hpp"
 #include "nn/optim.hpp"
 #include "tensor/ops.hpp"
 

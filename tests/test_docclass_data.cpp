@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "examples/common/classification_metrics.hpp"
-#include "examples/common/docclass_data.hpp"
+#include "examples/docclass/classification_metrics.hpp"
+#include "examples/docclass/docclass_data.hpp"
 
 using namespace attn;
 using Tokens = std::vector<std::string>;

@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "autograd/ops.hpp"
-#include "examples/common/docclass_models.hpp"
+#include "examples/docclass/docclass_models.hpp"
 #include "nn/optim.hpp"
 #include "tensor/ops.hpp"
 

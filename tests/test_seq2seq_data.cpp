@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "examples/common/edit_distance.hpp"
-#include "examples/common/seq2seq_data.hpp"
+#include "examples/seq2seq/edit_distance.hpp"
+#include "examples/seq2seq/seq2seq_data.hpp"
 #include "nn/json.hpp"
 #include "tests/helpers.hpp"
 

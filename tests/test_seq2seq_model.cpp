@@ -9,7 +9,7 @@
 
 #include "attention/by_id.hpp"
 #include "autograd/ops.hpp"
-#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
 

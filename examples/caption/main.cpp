@@ -6,8 +6,8 @@
 //   build/examples/caption --data fashion           2×2 Fashion-MNIST scenes (make data first)
 //
 // The model, the loss (with REINFORCE's variance-reduction terms), decoding and
-// metrics are in examples/common/caption_model.hpp; the data in
-// examples/common/caption_data.hpp. docs/examples/caption.md shows what it prints.
+// metrics are in examples/caption/caption_model.hpp; the data in
+// examples/caption/caption_data.hpp. docs/examples/caption.md shows what it prints.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,8 +19,8 @@
 
 #include "autograd/ops.hpp"
 #include "examples/caption/report.hpp"
-#include "examples/common/caption_data.hpp"
-#include "examples/common/caption_model.hpp"
+#include "examples/caption/caption_data.hpp"
+#include "examples/caption/caption_model.hpp"
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"

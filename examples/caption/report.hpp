@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/caption_data.hpp"
-#include "examples/common/caption_model.hpp"
+#include "examples/caption/caption_data.hpp"
+#include "examples/caption/caption_model.hpp"
 
 namespace attn {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/classification_metrics.hpp"
-#include "examples/common/docclass_data.hpp"
-#include "examples/common/docclass_models.hpp"
+#include "examples/docclass/classification_metrics.hpp"
+#include "examples/docclass/docclass_data.hpp"
+#include "examples/docclass/docclass_models.hpp"
 
 namespace attn {
 

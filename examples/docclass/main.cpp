@@ -19,8 +19,8 @@
 #include <sstream>
 
 #include "autograd/ops.hpp"
-#include "examples/common/docclass_data.hpp"
-#include "examples/common/docclass_models.hpp"
+#include "examples/docclass/docclass_data.hpp"
+#include "examples/docclass/docclass_models.hpp"
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"

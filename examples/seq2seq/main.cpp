@@ -13,13 +13,13 @@
 #include <memory>
 
 #include "autograd/ops.hpp"
-#include "examples/common/edit_distance.hpp"
+#include "examples/seq2seq/edit_distance.hpp"
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/progress.hpp"
 #include "attention/by_id.hpp"
-#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
 #include "nn/checkpoint.hpp"

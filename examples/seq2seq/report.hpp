@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "examples/common/edit_distance.hpp"
-#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/edit_distance.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/task.hpp"
 
 namespace attn::seq2seq {

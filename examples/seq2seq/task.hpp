@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/seq2seq_data.hpp"
+#include "examples/seq2seq/seq2seq_data.hpp"
 
 namespace attn::seq2seq {
 

@@ -12,7 +12,7 @@
 
 #include "attention/pooling.hpp"
 #include "attention/vision.hpp"
-#include "examples/common/caption_data.hpp"
+#include "examples/caption/caption_data.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/zoo/zoo.hpp"
 #include "nn/optim.hpp"

@@ -1,4 +1,4 @@
-#include "examples/common/classification_metrics.hpp"
+#include "examples/docclass/classification_metrics.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,4 @@
-#include "examples/common/edit_distance.hpp"
+#include "examples/seq2seq/edit_distance.hpp"
 
 #include <algorithm>
 

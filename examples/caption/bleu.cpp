@@ -1,4 +1,4 @@
-#include "examples/common/bleu.hpp"
+#include "examples/caption/bleu.hpp"
 
 #include <algorithm>
 #include <cmath>

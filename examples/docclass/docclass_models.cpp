@@ -1,4 +1,4 @@
-#include "examples/common/docclass_models.hpp"
+#include "examples/docclass/docclass_models.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "examples/common/seq2seq_data.hpp"
+#include "examples/seq2seq/seq2seq_data.hpp"
 
 #include <algorithm>
 #include <cctype>

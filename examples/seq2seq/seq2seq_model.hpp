@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "attention/query_types.hpp"
-#include "examples/common/seq2seq_data.hpp"
+#include "examples/seq2seq/seq2seq_data.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"

@@ -40,7 +40,7 @@
 
 #include "attention/alignments.hpp"
 #include "attention/sequence_variants.hpp"
-#include "examples/common/caption_data.hpp"
+#include "examples/caption/caption_data.hpp"
 #include "nn/conv.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"

@@ -1,4 +1,4 @@
-#include "examples/common/docclass_data.hpp"
+#include "examples/docclass/docclass_data.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "attention/hierarchical.hpp"
-#include "examples/common/docclass_data.hpp"
+#include "examples/docclass/docclass_data.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/rnn.hpp"

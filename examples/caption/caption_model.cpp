@@ -1,4 +1,4 @@
-#include "examples/common/caption_model.hpp"
+#include "examples/caption/caption_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "autograd/ops.hpp"
 #include "nn/activation.hpp"
-#include "examples/common/bleu.hpp"
+#include "examples/caption/bleu.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
