@@ -1,6 +1,6 @@
 // Workload W2 of shared/bench/WORKLOADS.md: one training step of the seq2seq
 // example's model with additive (Bahdanau) attention, Seq2SeqModel(ModelConfig{})
-// of examples/common/seq2seq_model.hpp (819,760 parameters): batch 64, source
+// of examples/seq2seq/seq2seq_model.hpp (819,760 parameters): batch 64, source
 // and target length 16, no padding, teacher forcing; Adam (lr 1e-3) after
 // gradient-norm clipping at 5, as examples/seq2seq/main.cpp trains it.
 // Random ids (seed 0) that avoid the padding id, so every token counts.
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "bench/training_bench.hpp"
-#include "examples/common/seq2seq_model.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 #include "nn/optim.hpp"
 
 using namespace attn;

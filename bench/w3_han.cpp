@@ -1,6 +1,6 @@
 // Workload W3 of shared/bench/WORKLOADS.md: one training step of the docclass
 // example's hierarchical attention network, HierarchicalAttentionNetwork(
-// DocModelConfig{}) of examples/common/docclass_models.hpp (4,142,610
+// DocModelConfig{}) of examples/docclass/docclass_models.hpp (4,142,610
 // parameters, Yang et al. 2016's sizes): 32 documents of 8 sentences × 16
 // words, no padding, cross-entropy over 10 classes, Adam (lr 1e-3) updating
 // the 20,000×200 embedding densely. Random ids (seed 0) avoiding the padding id.
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "bench/training_bench.hpp"
-#include "examples/common/docclass_models.hpp"
+#include "examples/docclass/docclass_models.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
 

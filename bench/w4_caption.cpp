@@ -1,6 +1,6 @@
 // Workload W4 of shared/bench/WORKLOADS.md: one training step of the caption
 // example's show-attend-tell model, Captioner(CaptionerConfig{}) of
-// examples/common/caption_model.hpp (496,017 parameters): 32 grayscale 56×56
+// examples/caption/caption_model.hpp (496,017 parameters): 32 grayscale 56×56
 // images, captions of 5 words, the loss of caption_loss (cross-entropy plus
 // the doubly stochastic penalty, λ = 1), Adam (lr 1e-3).
 //   W4-soft  soft attention
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bench/training_bench.hpp"
-#include "examples/common/caption_model.hpp"
+#include "examples/caption/caption_model.hpp"
 #include "nn/optim.hpp"
 
 using namespace attn;
