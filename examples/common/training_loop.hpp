@@ -1,0 +1,117 @@
+// The training loop the three trainers share: epochs of batches, one
+// optimiser step per batch, validation after each epoch, best and last
+// checkpoints, early stopping, a time budget, Ctrl-C, metrics and progress.
+// A trainer gives what is particular to its task (its batches, its loss, its
+// validation); everything below is written once, here:
+//
+//     TrainerParts parts;
+//     parts.begin_epoch = [&](int64_t epoch) { order = shuffled(seed, epoch); return batch_count; };
+//     parts.step = [&](int64_t epoch, int64_t batch, int64_t step) {
+//         return StepLoss{model.loss(batch_at(order, batch))};    // forward only
+//     };
+//     parts.validate = [&] { double acc = accuracy(model, valid); return Validation{acc, {{"valid_acc", acc}}}; };
+//     const LoopResult r = train_loop(options, model, optimizer, parts);
+//
+// One step is: zero the gradients, the task's forward (parts.step), backward,
+// clip (or only measure) the gradient norm, stop if the loss or the norm is
+// not finite (FiniteGuard), the optimiser's update.
+//
+// Stopping and resuming. Every stop can be resumed to exactly the run that
+// never stopped — the same weights, optimiser state, best checkpoint and
+// metrics, bit for bit:
+//   --steps N          stops after step N; it is a stopping point, not the
+//                      run's length (a learning-rate schedule spans the epochs)
+//   --time-budget S    stops after the first step that ends S seconds into
+//                      this invocation (each --resume gets S seconds more)
+//   Ctrl-C (SIGINT) or SIGTERM
+//                      finishes the step under way, saves, and the trainer
+//                      goes on to its test and report; a second Ctrl-C exits
+//                      at once (status 130)
+//   kill -9            loses the steps since the last save; --resume repeats
+//                      them exactly
+// A stop inside an epoch saves last.safetensors with the position in the
+// epoch and the running sums of the epoch's loss, and writes no metrics
+// record, so a resumed run writes the records the straight run writes. The
+// task must make each batch a function of (seed, epoch, batch) and each
+// random draw of a step a function of (seed, step): then a resumed run
+// continues with the batches and draws the straight run had.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "autograd/variable.hpp"
+#include "examples/common/progress.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/json.hpp"
+#include "nn/module.hpp"
+#include "nn/optim.hpp"
+
+namespace attn {
+
+struct LoopOptions {
+    std::string dir;                 // OUT/NAME: best.safetensors, last.safetensors, metrics.jsonl
+    uint64_t seed = 0;
+    int64_t epochs = 1;
+    int64_t steps = 0;               // stop after this step (0: no limit)
+    int64_t patience = 0;            // stop after this many epochs without a better score (0: never)
+    double time_budget = 0;          // seconds of this invocation (0: no limit)
+    double clip = 0;                 // gradient-norm clipping (0: only measure the norm)
+    bool save = true;                // write best.safetensors and last.safetensors
+    bool resume = false;             // continue from last.safetensors
+    bool eval_only = false;          // load best.safetensors, train nothing
+    int64_t curve_every = 0;         // every N steps a metrics record {"step", "recent_train_loss"} (0: none)
+    std::ostream* log = nullptr;     // progress and messages; nullptr: std::cerr
+};
+
+// What one step's forward gives the loop.
+struct StepLoss {
+    Var loss;                        // the loop calls loss.backward()
+    double weight = 1;               // the epoch's mean loss weighs each step by this (e.g. the batch size)
+    ProgressFields sums{};           // more per-step numbers averaged over the epoch the same way ("ce", ...)
+};
+
+// What validation after an epoch gives the loop.
+struct Validation {
+    double score = 0;                // higher is better: picks best.safetensors, drives early stopping
+    Json record = Json::object();    // fields for the epoch's metrics record ("valid_acc": ...)
+    ProgressFields shown{};          // what the epoch's progress line ends with
+};
+
+struct TrainerParts {
+    // Prepares epoch `epoch` (its order, from the seed and the epoch alone)
+    // and returns how many batches it has.
+    std::function<int64_t(int64_t epoch)> begin_epoch;
+    // The forward of batch `batch` of the epoch; `step` counts the optimiser
+    // steps before it (seed dropout and sampling from it).
+    std::function<StepLoss(int64_t epoch, int64_t batch, int64_t step)> step;
+    // Evaluates the model after an epoch (the loop restores training mode).
+    std::function<Validation()> validate;
+    // The learning rate of step `step` (unset: the optimiser's own, unchanged).
+    std::function<double(int64_t step)> learning_rate{};
+    // The task's own state in checkpoints (e.g. a reward baseline), by key.
+    std::function<void(std::map<std::string, std::string>& extra)> save_extra{};
+    std::function<void(const TrainingState& state)> load_extra{};
+};
+
+enum class StopReason { finished, early_stop, steps, time_budget, interrupted, eval_only };
+const char* to_string(StopReason reason);
+
+struct LoopResult {
+    TrainingState state;             // where training ended (epoch, step, the extra keys saved)
+    StopReason reason = StopReason::finished;
+    double train_seconds = 0;        // all invocations together, validation included
+    double best_score = 0;           // -inf if no epoch was validated
+    bool loaded_best = false;        // the model now holds best.safetensors (else the last weights)
+};
+
+// Trains (or, with eval_only, only loads best.safetensors), then leaves the
+// best weights in the model for the trainer's test when a best checkpoint
+// exists. Throws std::runtime_error on a non-finite loss or gradient (the
+// checkpoints already written are kept) and on an unreadable checkpoint.
+LoopResult train_loop(const LoopOptions& options, Module& model, Optimizer& optimizer, const TrainerParts& parts);
+
+}  // namespace attn

@@ -1,0 +1,351 @@
+// examples/common/training_loop: every kind of stop (--steps inside an epoch
+// and at its end, --time-budget, Ctrl-C) resumed in a fresh model and
+// optimiser ends exactly where the run that never stopped ends: the same
+// weights, optimiser state, best checkpoint and metrics records, bit for bit.
+// And: a second Ctrl-C exits at once, a non-finite loss keeps the last good
+// checkpoint, early stopping survives a resume, a stale best is not used.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "examples/common/metrics.hpp"
+#include "examples/common/training_loop.hpp"
+#include "nn/dropout.hpp"
+#include "nn/linear.hpp"
+#include "nn/loss.hpp"
+#include "nn/safetensors.hpp"
+#include "nn/schedule.hpp"
+#include "nn/sequential.hpp"
+#include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace attn;
+using namespace attn::testing;
+
+namespace {
+
+constexpr uint64_t seed = 11;
+constexpr int64_t n_train = 36, batch = 8;  // 5 batches an epoch, the last one of 4
+constexpr int64_t batches = (n_train + batch - 1) / batch;
+
+// A regression 4 → 1 with dropout, so that a step also draws random numbers.
+struct Regressor : Sequential {
+    Generator dropout;
+    explicit Regressor(Generator& init) : dropout(0) {
+        emplace<Linear>(4, 6, init);
+        emplace<Dropout>(0.25f, dropout);
+        emplace<Linear>(6, 1, init);
+    }
+};
+
+struct Data {
+    Tensor x, y;
+};
+Data make_data(int64_t n, uint64_t data_seed) {
+    Generator g(data_seed);
+    Data d{Tensor::normal({n, 4}, 0, 1, g), Tensor::empty({n, 1})};
+    for (int64_t i = 0; i < n; ++i) d.y.at({i, 0}) = d.x.at({i, 0}) - 2 * d.x.at({i, 2}) + static_cast<real>(0.1 * g.normal());
+    return d;
+}
+
+// Early-stopping test: every epoch's validation scores the same.
+bool constant_validation = false;
+// Ctrl-C test: a SIGINT arrives while the first epoch is being validated.
+bool interrupt_in_validation = false;
+
+// What a run leaves behind, with everything that may differ between a
+// straight run and a resumed one (wall-clock seconds) taken out.
+struct Outcome {
+    std::map<std::string, Tensor> last, best;
+    std::map<std::string, std::string> last_extra;
+    std::vector<std::string> records;
+    LoopResult result;
+};
+
+std::map<std::string, Tensor> tensors(const std::string& path) {
+    std::map<std::string, Tensor> out;
+    if (!std::filesystem::exists(path)) return out;
+    for (auto& [name, t] : load_safetensors(path).tensors) out.emplace(name, t);
+    return out;
+}
+
+// One invocation of a trainer: a fresh model and optimiser (as a new process
+// would have), the loop with `options`; `on_step` may interfere with step k.
+LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Var& loss)>& on_step = {}) {
+    Generator init(seed);
+    Regressor model(init);
+    Adam optimizer(model.named_parameters(), AdamOptions{.lr = 0.05});
+    const Data train = make_data(n_train, 1), valid = make_data(16, 2);
+    const CosineAnnealing schedule(0.05, options.epochs * batches, 0.005);
+    std::vector<int64_t> order;
+    int64_t task_counter = 0;  // the task's own state (steps seen), through the checkpoint
+    std::ostringstream quiet;
+    options.log = &quiet;
+    options.seed = seed;
+
+    TrainerParts parts;
+    parts.begin_epoch = [&](int64_t epoch) {
+        Generator shuffle(seed * 1000003 + static_cast<uint64_t>(epoch));
+        order.resize(n_train);
+        std::iota(order.begin(), order.end(), int64_t{0});
+        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
+        return batches;
+    };
+    parts.step = [&](int64_t, int64_t b, int64_t step) {
+        const int64_t first = b * batch, count = std::min(batch, n_train - first);
+        Tensor x = Tensor::empty({count, 4}), y = Tensor::empty({count, 1});
+        for (int64_t i = 0; i < count; ++i) {
+            const int64_t row = order[static_cast<size_t>(first + i)];
+            for (int64_t j = 0; j < 4; ++j) x.at({i, j}) = train.x.at({row, j});
+            y.at({i, 0}) = train.y.at({row, 0});
+        }
+        model.dropout.manual_seed(seed * 7919 + static_cast<uint64_t>(step));
+        const Var prediction = model(Var(x));
+        Var loss = loss::mse(prediction, y);
+        const double abs_error = sum(abs(prediction.value() - y)).item() / static_cast<double>(count);
+        if (on_step) on_step(step, loss);
+        ++task_counter;
+        return StepLoss{loss, static_cast<double>(count), {{"abs", abs_error}}};
+    };
+    parts.validate = [&] {
+        if (interrupt_in_validation) std::raise(SIGINT);
+        model.eval();
+        const double mse = loss::mse(model(Var(valid.x)), valid.y).item();
+        return Validation{constant_validation ? 0.0 : -mse, Json::object({{"valid_mse", mse}}), {{"valid_mse", mse}}};
+    };
+    parts.learning_rate = [&](int64_t step) { return schedule.lr(step); };
+    parts.save_extra = [&](std::map<std::string, std::string>& extra) { extra["task.counter"] = std::to_string(task_counter); };
+    parts.load_extra = [&](const TrainingState& s) { task_counter = static_cast<int64_t>(s.number("task.counter")); };
+    return train_loop(options, model, optimizer, parts);
+}
+
+Outcome outcome(const std::string& dir, const LoopResult& result) {
+    Outcome o{tensors(dir + "/last.safetensors"), tensors(dir + "/best.safetensors"), {}, {}, result};
+    o.last_extra = load_safetensors(dir + "/last.safetensors").metadata;
+    o.last_extra.erase("loop.train_seconds");
+    for (Json r : read_metrics(dir + "/metrics.jsonl")) {
+        if (r.contains("seconds")) r.set("seconds", 0.0);
+        o.records.push_back(r.dump());
+    }
+    return o;
+}
+
+void check_same(const Outcome& a, const Outcome& b) {
+    REQUIRE(a.last.size() == b.last.size());
+    for (const auto& [name, t] : a.last) {
+        INFO("last.safetensors: " << name);
+        CHECK(allclose(t, b.last.at(name), 0, 0));  // bit for bit
+    }
+    REQUIRE(a.best.size() == b.best.size());
+    for (const auto& [name, t] : a.best) {
+        INFO("best.safetensors: " << name);
+        CHECK(allclose(t, b.best.at(name), 0, 0));
+    }
+    CHECK(a.last_extra == b.last_extra);
+    CHECK(a.records == b.records);
+    CHECK(a.result.state.step == b.result.state.step);
+    CHECK(a.result.state.epoch == b.result.state.epoch);
+}
+
+LoopOptions base(const std::string& dir) {
+    return LoopOptions{.dir = dir, .epochs = 3, .curve_every = 4};
+}
+
+Outcome straight(const TempDir& dir) { return outcome(dir.path, invoke(base(dir.path))); }
+
+}  // namespace
+
+TEST_CASE("train_loop: the straight run trains, validates each epoch and writes what it did") {
+    TempDir dir("loop_straight");
+    const Outcome a = straight(dir);
+    CHECK(a.result.reason == StopReason::finished);
+    CHECK(a.result.state.step == 3 * batches);
+    CHECK(a.result.state.epoch == 3);
+    CHECK(a.result.loaded_best);
+    // 15 steps, a curve point every 4 (3 of them), and 3 epoch records
+    REQUIRE(a.records.size() == 6);
+    const std::vector<Json> records = read_metrics(dir.path + "/metrics.jsonl");
+    CHECK(records[0]["step"].as_double() == 4);
+    CHECK(records[1]["epoch"].as_double() == 1);
+    CHECK(records[1].contains("train_abs"));
+    CHECK(records[1].contains("valid_mse"));
+    // training helps: the last validation error is below the first
+    CHECK(records.back()["valid_mse"].as_double() < records[1]["valid_mse"].as_double());
+    CHECK(a.last_extra.at("task.counter") == std::to_string(3 * batches));
+}
+
+TEST_CASE("train_loop: --steps inside an epoch, then --resume, is the straight run") {
+    TempDir straight_dir("loop_straight"), dir("loop_steps");
+    const Outcome a = straight(straight_dir);
+    for (int64_t stop_at : {1, 7, 5, 14}) {  // inside epochs 1 and 2, at the end of epoch 1, one step before the end
+        CAPTURE(stop_at);
+        LoopOptions first = base(dir.path);
+        first.steps = stop_at;
+        const LoopResult r1 = invoke(first);
+        CHECK(r1.reason == StopReason::steps);
+        CHECK(r1.state.step == stop_at);
+        LoopOptions rest = base(dir.path);
+        rest.resume = true;
+        check_same(a, outcome(dir.path, invoke(rest)));
+    }
+}
+
+TEST_CASE("train_loop: --steps N then --resume --steps M is --steps M") {
+    TempDir straight_dir("loop_straight"), dir("loop_steps");
+    LoopOptions whole = base(straight_dir.path);
+    whole.steps = 12;
+    const Outcome a = outcome(straight_dir.path, invoke(whole));
+    LoopOptions first = base(dir.path);
+    first.steps = 3;
+    invoke(first);
+    LoopOptions rest = base(dir.path);
+    rest.steps = 12;
+    rest.resume = true;
+    check_same(a, outcome(dir.path, invoke(rest)));
+}
+
+TEST_CASE("train_loop: a time budget spent after every step, resumed each time, is the straight run") {
+    TempDir straight_dir("loop_straight"), dir("loop_budget");
+    const Outcome a = straight(straight_dir);
+    LoopOptions options = base(dir.path);
+    options.time_budget = 1e-9;  // every invocation stops after its first step
+    LoopResult r = invoke(options);
+    int invocations = 1;
+    options.resume = true;
+    while (r.reason == StopReason::time_budget && invocations < 100) {
+        r = invoke(options);
+        ++invocations;
+    }
+    CHECK(invocations == 3 * batches);
+    check_same(a, outcome(dir.path, r));
+}
+
+TEST_CASE("train_loop: Ctrl-C finishes the step, saves, and --resume is the straight run") {
+    TempDir straight_dir("loop_straight"), dir("loop_interrupt");
+    const Outcome a = straight(straight_dir);
+    struct sigaction before {};
+    sigaction(SIGINT, nullptr, &before);
+    const LoopResult r1 = invoke(base(dir.path), [](int64_t step, Var&) {
+        if (step == 6) std::raise(SIGINT);  // during step 6's forward: it still completes
+    });
+    CHECK(r1.reason == StopReason::interrupted);
+    CHECK(r1.state.step == 7);
+    // the handler is gone with the loop: SIGINT is back to what it was
+    struct sigaction now {};
+    sigaction(SIGINT, nullptr, &now);
+    CHECK(reinterpret_cast<void*>(now.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    check_same(a, outcome(dir.path, invoke(rest)));
+}
+
+TEST_CASE("train_loop: Ctrl-C during validation stops after the epoch's checkpoints") {
+    TempDir straight_dir("loop_straight"), dir("loop_interrupt");
+    const Outcome a = straight(straight_dir);
+    interrupt_in_validation = true;
+    const LoopResult r1 = invoke(base(dir.path));
+    interrupt_in_validation = false;
+    CHECK(r1.reason == StopReason::interrupted);
+    CHECK(r1.state.step == batches);
+    CHECK(r1.state.epoch == 1);
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    check_same(a, outcome(dir.path, invoke(rest)));
+}
+
+TEST_CASE("train_loop: a second Ctrl-C exits at once with status 130") {
+    TempDir dir("loop_second_interrupt");
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        invoke(base(dir.path), [](int64_t step, Var&) {
+            if (step == 2) {
+                std::raise(SIGINT);
+                std::raise(SIGINT);  // does not return
+            }
+        });
+        _exit(0);  // reached only if the second Ctrl-C did not exit
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/last.safetensors"));  // it did not stop to save
+}
+
+TEST_CASE("train_loop: a non-finite loss stops the run, names the step, and keeps the last good checkpoint") {
+    TempDir dir("loop_nan");
+    std::string message;
+    try {
+        invoke(base(dir.path), [](int64_t step, Var& loss) {
+            if (step == 7) loss = mul(loss, Var(Tensor::full({}, std::numeric_limits<real>::quiet_NaN())));
+        });
+    } catch (const std::runtime_error& e) {
+        message = e.what();
+    }
+    CHECK(message.find("step 7: the loss is nan") != std::string::npos);
+    CHECK(message.find("at step 6") != std::string::npos);
+    // last.safetensors is the end of epoch 1 (step 5), all finite
+    const SafetensorsFile last = load_safetensors(dir.path + "/last.safetensors");
+    CHECK(last.metadata.at("step") == "5");
+    for (const auto& [name, t] : last.tensors) {
+        INFO(name);
+        for (int64_t i = 0; i < t.numel(); ++i) CHECK(std::isfinite(static_cast<double>(t.data()[i])));
+    }
+}
+
+TEST_CASE("train_loop: early stopping counts epochs across a resume; eval-only loads the best") {
+    TempDir dir("loop_patience");
+    LoopOptions options = base(dir.path);
+    options.epochs = 50;
+    options.patience = 1;
+    constant_validation = true;  // the second epoch is no better than the first: it stops the run
+    LoopResult r = invoke(options);
+    CHECK(r.reason == StopReason::early_stop);
+    CHECK(r.state.epoch == 2);
+    options.resume = true;
+    r = invoke(options);
+    CHECK(r.reason == StopReason::early_stop);
+    CHECK(r.state.step == 2 * batches);  // not one step more
+    LoopOptions eval = base(dir.path);
+    eval.eval_only = true;
+    r = invoke(eval);
+    constant_validation = false;
+    CHECK(r.reason == StopReason::eval_only);
+    CHECK(r.state.epoch == 1);  // the best was the first epoch
+}
+
+TEST_CASE("train_loop: a run that validated nothing does not test with a best checkpoint left by an earlier run") {
+    TempDir dir("loop_stale");
+    invoke(base(dir.path));  // leaves best.safetensors
+    LoopOptions options = base(dir.path);
+    options.steps = 2;
+    const LoopResult r = invoke(options);
+    CHECK(r.reason == StopReason::steps);
+    CHECK_FALSE(r.loaded_best);
+    CHECK(read_metrics(dir.path + "/metrics.jsonl").empty());  // a new run's history
+}
+
+TEST_CASE("train_loop: resuming a checkpoint without the loop's position names the file and the key") {
+    TempDir dir("loop_old");
+    invoke(base(dir.path));
+    SafetensorsFile f = load_safetensors(dir.path + "/last.safetensors");
+    f.metadata.erase("loop.batch");
+    save_safetensors(dir.path + "/last.safetensors", f.tensors, f.metadata);
+    LoopOptions options = base(dir.path);
+    options.resume = true;
+    CHECK_THROWS_WITH(invoke(options),
+                      doctest::Contains("last.safetensors': metadata \"loop.batch\" is missing"));
+}
