@@ -92,7 +92,10 @@ void FlagParser::add(const std::string& name, bool* target, const std::string& h
 void FlagParser::add_common(CommonFlags& f) {
     add("--data", &f.data, "the data set: a built-in name or a file", /*may_be_empty=*/false);
     add("--epochs", &f.epochs, "passes over the training data", 1);
-    add("--steps", &f.steps, "stop after this many optimiser steps (0: no limit)", 0);
+    add("--steps", &f.steps,
+        "stop after this optimiser step (0: no limit); --resume continues. A stopping point: a learning-rate "
+        "schedule spans --epochs", 0);
+    add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
     add("--seed", &f.seed, "the seed every random choice derives from");
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
     add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);

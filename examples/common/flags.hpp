@@ -28,7 +28,8 @@ namespace attn {
 struct CommonFlags {
     std::string data;          // which data set: a built-in name or a path
     int64_t epochs = 10;       // passes over the training data
-    int64_t steps = 0;         // if > 0: stop after this many optimiser steps
+    int64_t steps = 0;         // if > 0: stop after this optimiser step (a stopping point, not the run's length)
+    double time_budget = 0;    // if > 0: stop after this many seconds of this invocation
     int64_t seed = 1;          // every random choice derives from it
     int64_t threads = 0;       // 0: ATTN_NUM_THREADS or the number of cores
     std::string out = "out";   // OUT/NAME/ gets checkpoints and metrics; OUT/report.html the report
@@ -50,7 +51,7 @@ public:
     void add(const std::string& name, double* target, const std::string& help,
              double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
     void add(const std::string& name, bool* target, const std::string& help);  // a switch; --no-NAME clears it
-    // --data --epochs --steps --seed --threads --out --save/--no-save --resume --eval-only
+    // --data --epochs --steps --time-budget --seed --threads --out --save/--no-save --resume --eval-only
     void add_common(CommonFlags& flags);
 
     // Parses argv. Returns false after printing the usage for --help (the

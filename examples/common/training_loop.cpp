@@ -28,6 +28,12 @@ const char* to_string(StopReason reason) {
     return "?";
 }
 
+LoopOptions loop_options(const CommonFlags& f, const std::string& name) {
+    return LoopOptions{.dir = f.out + "/" + name, .seed = static_cast<uint64_t>(f.seed), .epochs = f.epochs,
+                       .steps = f.steps, .time_budget = f.time_budget, .save = f.save, .resume = f.resume,
+                       .eval_only = f.eval_only};
+}
+
 namespace {
 
 // ---- Ctrl-C ---------------------------------------------------------------------------

@@ -44,6 +44,7 @@
 #include <string>
 
 #include "autograd/variable.hpp"
+#include "examples/common/flags.hpp"
 #include "examples/common/progress.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/json.hpp"
@@ -96,6 +97,10 @@ struct TrainerParts {
     std::function<void(std::map<std::string, std::string>& extra)> save_extra{};
     std::function<void(const TrainingState& state)> load_extra{};
 };
+
+// The options the common flags set: OUT/NAME, the seed, --epochs, --steps,
+// --time-budget, --save, --resume, --eval-only.
+LoopOptions loop_options(const CommonFlags& flags, const std::string& name);
 
 enum class StopReason { finished, early_stop, steps, time_budget, interrupted, eval_only };
 const char* to_string(StopReason reason);

@@ -6,7 +6,6 @@
 //   build/examples/seq2seq --predict "Nov 22 2026"  # with out/seq2seq/best.safetensors
 //
 // docs/examples/seq2seq.md explains the model, the flags and the results.
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -14,11 +13,9 @@
 
 #include "autograd/ops.hpp"
 #include "examples/seq2seq/edit_distance.hpp"
-#include "examples/common/finite_guard.hpp"
-#include "examples/common/flags.hpp"
-#include "examples/common/metrics.hpp"
-#include "examples/common/progress.hpp"
 #include "attention/by_id.hpp"
+#include "examples/common/flags.hpp"
+#include "examples/common/training_loop.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
@@ -43,7 +40,6 @@ struct Settings {
     int64_t patience = 4;        // epochs without a better dev error before stopping
     int64_t beam = 1;            // 1: greedy
     double length_penalty = 1.0;
-    double time_budget = 0;      // seconds of training, 0: no limit
     bool predict = false;
     std::string checkpoint;      // --predict: default OUT/seq2seq/best.safetensors
 };
@@ -58,10 +54,6 @@ void apply_task_defaults(Settings& s, bool g2p) {
     pick(m.attention_dim, g2p ? 256 : 64);
     pick(s.common.epochs, g2p ? 30 : 2);
     if (s.lr == 0) s.lr = g2p ? 2e-3 : 4e-3;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Decodes every item (greedy in length-sorted batches, or beam search one by one).
@@ -90,16 +82,17 @@ ErrorRates score(const std::vector<EvalItem>& items, const std::vector<std::vect
     return e;
 }
 
-std::map<std::string, std::string> checkpoint_extra(const TaskData& task, const Seq2SeqModel& model, double best,
-                                                    int64_t bad_epochs) {
+// What --predict needs to rebuild the model and read its input: the config and both vocabularies.
+void checkpoint_extra(std::map<std::string, std::string>& extra, const TaskData& task, const Seq2SeqModel& model) {
     auto lines = [](const Vocab& v) {
         std::string s;
         for (int64_t i = 4; i < v.size(); ++i) s += v.symbol(i) + "\n";
         return s;
     };
-    return {{"seq2seq.config", model.config().str()}, {"seq2seq.task", task.g2p ? "g2p" : "dates"},
-            {"seq2seq.source_vocab", lines(task.source_vocab)}, {"seq2seq.target_vocab", lines(task.target_vocab)},
-            {"seq2seq.best_dev_error", std::to_string(best)}, {"seq2seq.bad_epochs", std::to_string(bad_epochs)}};
+    extra["seq2seq.config"] = model.config().str();
+    extra["seq2seq.task"] = task.g2p ? "g2p" : "dates";
+    extra["seq2seq.source_vocab"] = lines(task.source_vocab);
+    extra["seq2seq.target_vocab"] = lines(task.target_vocab);
 }
 
 // --predict: read a checkpoint's config and vocabularies, transliterate the inputs.
@@ -159,7 +152,6 @@ int main(int argc, char** argv) try {
     flags.add("--lr", &s.lr, "Adam learning rate, cosine-annealed to 5% (0: 4e-3 dates, 2e-3 G2P)", 0);
     flags.add("--clip", &s.clip, "gradient-norm clipping", 0);
     flags.add("--patience", &s.patience, "stop after this many epochs without a better dev error", 1);
-    flags.add("--time-budget", &s.time_budget, "stop training after this many seconds (0: no limit)", 0);
     flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
     flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
     flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
@@ -185,80 +177,38 @@ int main(int argc, char** argv) try {
     Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr});
     std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n";
 
-    const std::string dir = s.common.out + "/seq2seq";
-    std::filesystem::create_directories(dir);
-    const std::string best_path = dir + "/best.safetensors", last_path = dir + "/last.safetensors";
-    TrainingState state{.seed = static_cast<uint64_t>(s.common.seed)};
-    double best_dev = 2.0;  // dev word error rate (1 − exact match)
-    int64_t bad_epochs = 0;
-    if (s.common.resume || s.common.eval_only) {
-        const std::string from = s.common.eval_only ? best_path : last_path;
-        state = load_checkpoint(from, model, opt);
-        best_dev = state.number("seq2seq.best_dev_error");
-        bad_epochs = static_cast<int64_t>(state.number("seq2seq.bad_epochs"));
-        std::cerr << (s.common.eval_only ? "evaluating " : "resumed from ") << from << " at epoch " << state.epoch << ", step " << state.step << "\n";
-    }
-    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
-    MetricsLog metrics(dir + "/metrics.jsonl",
-                       s.common.resume || s.common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
-                       s.common.resume ? state.step : std::numeric_limits<int64_t>::max());
-
-    // ---- training ----
+    // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;
-    const int64_t total_steps = s.common.steps > 0 ? s.common.steps : s.common.epochs * batches_per_epoch;
-    const CosineAnnealing schedule(s.lr, std::max<int64_t>(1, total_steps), s.lr * 0.05);
-    const auto t0 = std::chrono::steady_clock::now();
-    bool stop = s.common.eval_only || state.step >= total_steps || bad_epochs >= s.patience;
-    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
-    for (int64_t epoch = state.epoch; !stop && epoch < s.common.epochs; ++epoch) {
+    const CosineAnnealing schedule(s.lr, std::max<int64_t>(1, s.common.epochs * batches_per_epoch), s.lr * 0.05);
+    std::vector<Batch> batches;
+    TrainerParts parts;
+    parts.begin_epoch = [&](int64_t epoch) {
         // the data order of epoch e depends only on (seed, e): a resumed run continues exactly
         Generator order(static_cast<uint64_t>(s.common.seed) * 1000003 + static_cast<uint64_t>(epoch));
-        const std::vector<Batch> batches = make_batches(task.train, s.batch, &order);
-        ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.common.epochs),
-                        static_cast<int64_t>(batches.size()));
-        double loss_sum = 0, window_loss = 0;
-        int64_t done = 0, window_steps = 0;
-        for (const Batch& batch : batches) {
-            opt.set_lr(schedule.lr(std::min(state.step, total_steps)));
-            // dropout's masks at step k depend only on (seed, k): a resumed run continues exactly
-            gen = Generator(static_cast<uint64_t>(s.common.seed) * 7919 + static_cast<uint64_t>(state.step));
-            opt.zero_grad();
-            Var loss = model.loss(batch);  // teacher forcing, mean cross-entropy per target token
-            loss.backward();
-            guard.check(state.step, loss.item(), clip_grad_norm_(model.parameters(), s.clip));
-            opt.step();
-            ++state.step;
-            loss_sum += loss.item();
-            ++done;
-            bar.update(done, {{"loss", loss_sum / static_cast<double>(done)}, {"lr", opt.lr()}});
-            window_loss += loss.item();
-            if (++window_steps == 25) {  // a point of the training curve
-                metrics.write({{"step", state.step}, {"train_loss", window_loss / 25}});
-                window_loss = 0;
-                window_steps = 0;
-            }
-            if (state.step >= total_steps || (s.time_budget > 0 && seconds_since(t0) > s.time_budget)) break;
-        }
-        const double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(1, done));
+        batches = make_batches(task.train, s.batch, &order);
+        return static_cast<int64_t>(batches.size());
+    };
+    parts.step = [&](int64_t, int64_t b, int64_t step) {
+        // dropout's masks at step k depend only on (seed, k): a resumed run continues exactly
+        gen = Generator(static_cast<uint64_t>(s.common.seed) * 7919 + static_cast<uint64_t>(step));
+        return StepLoss{model.loss(batches[static_cast<size_t>(b)])};  // teacher forcing, mean CE per target token
+    };
+    parts.validate = [&] {
         const ErrorRates dev = score(task.dev, decode_all(model, task, task.dev, 1, s.length_penalty));
-        bar.finish({{"loss", train_loss}, {"dev_wer", dev.wer()}, {"dev_per", dev.per()}});
-        state.epoch = epoch + 1;
-        const bool better = dev.wer() < best_dev;
-        if (better) best_dev = dev.wer();
-        bad_epochs = better ? 0 : bad_epochs + 1;
-        metrics.write({{"epoch", state.epoch}, {"step", state.step}, {"epoch_train_loss", train_loss},
-                       {"dev_wer", dev.wer()}, {"dev_per", dev.per()}, {"seconds", seconds_since(t0)}});
-        state.extra = checkpoint_extra(task, model, best_dev, bad_epochs);
-        if (s.common.save) {
-            if (better) save_checkpoint(best_path, model, opt, state);
-            save_checkpoint(last_path, model, opt, state);
-        }
-        stop = state.step >= total_steps || bad_epochs >= s.patience ||
-               (s.time_budget > 0 && seconds_since(t0) > s.time_budget);
-        if (bad_epochs >= s.patience) std::cerr << "early stop: no better dev error for " << s.patience << " epochs\n";
-    }
-    const double train_seconds = seconds_since(t0);
-    if (s.common.save && std::filesystem::exists(best_path)) load_model(best_path, model);
+        return Validation{.score = 1 - dev.wer(),  // exact match: the best checkpoint has the lowest dev WER
+                          .record = Json::object({{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}),
+                          .shown = {{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}};
+    };
+    parts.learning_rate = [&](int64_t step) { return schedule.lr(step); };
+    parts.save_extra = [&](std::map<std::string, std::string>& extra) { checkpoint_extra(extra, task, model); };
+
+    LoopOptions options = loop_options(s.common, "seq2seq");
+    options.patience = s.patience;
+    options.clip = s.clip;
+    options.curve_every = 25;  // a point of the training curve every 25 steps
+    const LoopResult trained = train_loop(options, model, opt, parts);
+    const std::string dir = options.dir;
+    const double train_seconds = trained.train_seconds;
 
     // ---- test ----
     const auto hyps = decode_all(model, task, task.test, s.beam, s.length_penalty);
@@ -275,7 +225,8 @@ int main(int argc, char** argv) try {
 
     Json result = Json::object({{"example", "seq2seq"}, {"data", task.name}, {"test_exact", 1 - test.wer()},
                                 {"test_wer", test.wer()}, {"test_per", test.per()}, {"train_seconds", train_seconds},
-                                {"params", model.num_parameters()}, {"model", model.config().str()}, {"epochs", state.epoch}, {"steps", state.step}});
+                                {"params", model.num_parameters()}, {"model", model.config().str()}, {"epochs", trained.state.epoch},
+                                {"steps", trained.state.step}, {"stopped", to_string(trained.reason)}});
     Json settings = Json::object();
     for (const auto& [name, value] : flags.values()) settings.as_object().emplace_back(name, Json(value));
     result.as_object().emplace_back("settings", settings);

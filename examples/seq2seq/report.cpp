@@ -34,7 +34,7 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     };
     // training loss every few dozen steps, the dev error after each epoch
     const std::string dev_name = task.g2p ? "dev WER" : "dev error (1 − exact match)";
-    const std::string curve = line_chart_svg({series("train loss", "train_loss"), series(dev_name, "dev_wer")},
+    const std::string curve = line_chart_svg({series("train loss (mean of 25 steps)", "recent_train_loss"), series(dev_name, "dev_wer")},
                                              {.title = "learning curves", .x_label = "step", .log_y = true});
     write_svg(run_dir + "/curves.svg", curve);
     rep.subsection("Learning curves");
