@@ -10,7 +10,6 @@
 // key_sentence_precision (needle corpus, attention models), train_seconds,
 // params and the settings. docs/examples/docclass.md.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,10 +20,8 @@
 #include "autograd/ops.hpp"
 #include "examples/docclass/docclass_data.hpp"
 #include "examples/docclass/docclass_models.hpp"
-#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
-#include "examples/common/metrics.hpp"
-#include "examples/common/progress.hpp"
+#include "examples/common/training_loop.hpp"
 #include "examples/docclass/evaluate.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
@@ -64,7 +61,7 @@ int main(int argc, char** argv) try {
     std::string model_name = "han";
     int64_t batch_size = 32, max_sentences = 8, max_words = 16, vocab_size = 20000, min_count = 0;
     int64_t embed = 200, hidden = 50, attention_dim = 100, needle_train = 2000, fortune_classes = 10, examples = 4;
-    double lr = 0, clip = 5;
+    double lr = 0, clip = 5;  // clip 0: only measure the gradient norm
     FlagParser flags("docclass", "Trains a hierarchical attention network (or a baseline) to classify documents.");
     flags.add_common(common);
     flags.add("--model", &model_name, "han | hn-ave | hn-max | flat | bow");
@@ -106,80 +103,43 @@ int main(int argc, char** argv) try {
     Adam optimizer(model->named_parameters(), {.lr = lr});
     std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n";
 
-    const std::string dir = common.out + "/docclass";
-    std::filesystem::create_directories(dir);
-    TrainingState state{.seed = static_cast<uint64_t>(common.seed)};
-    double best_valid = -1, train_seconds = 0;
-    if (common.resume || common.eval_only) {
-        if (common.eval_only) {
-            load_model(dir + "/best.safetensors", *model);
-        } else {
-            state = load_checkpoint(dir + "/last.safetensors", *model, optimizer);
-            best_valid = state.number("best_valid_acc");
-            train_seconds = state.number("train_seconds");
-            std::cerr << "resumed at epoch " << state.epoch << ", step " << state.step << "\n";
-        }
-    }
-    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
-    MetricsLog log(dir + "/metrics.jsonl",
-                   common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
-                   common.resume ? state.step : std::numeric_limits<int64_t>::max());
-
-    // ---- training -----------------------------------------------------------------
-    const auto start = std::chrono::steady_clock::now() - std::chrono::duration<double>(train_seconds);
+    // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;
-    bool out_of_steps = common.steps > 0 && state.step >= common.steps;
-    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
-    for (int64_t epoch = state.epoch; !common.eval_only && !out_of_steps && epoch < common.epochs; ++epoch) {
+    std::vector<int64_t> order;
+    TrainerParts parts;
+    parts.begin_epoch = [&](int64_t epoch) {
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
-        const std::vector<int64_t> order = shuffled(static_cast<int64_t>(corpus.train.size()), shuffle);
-        ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(common.epochs), batches);
-        double loss_sum = 0;
-        int64_t seen = 0;
-        for (int64_t i = 0; i < batches && !out_of_steps; ++i) {
-            const auto first = order.begin() + i * batch_size;
-            const std::vector<int64_t> idx(first, first + std::min(batch_size, static_cast<int64_t>(order.end() - first)));
-            const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, max_sentences, max_words);
-
-            const DocOutput out = model->forward(batch);
-            Var loss = cross_entropy(out.logits, batch.labels);
-            optimizer.zero_grad();
-            loss.backward();
-            const double norm = clip_grad_norm_(model->parameters(), clip > 0 ? clip : HUGE_VAL);  // HUGE_VAL: only measure
-            guard.check(state.step, loss.item(), norm);
-            optimizer.step();
-
-            loss_sum += loss.item() * static_cast<double>(idx.size());
-            seen += static_cast<int64_t>(idx.size());
-            ++state.step;
-            out_of_steps = common.steps > 0 && state.step >= common.steps;
-            bar.update(i + 1, {{"loss", loss_sum / static_cast<double>(seen)}});
-        }
+        order = shuffled(static_cast<int64_t>(corpus.train.size()), shuffle);
+        return batches;
+    };
+    parts.step = [&](int64_t, int64_t b, int64_t) {
+        const auto first = order.begin() + b * batch_size;
+        const std::vector<int64_t> idx(first, first + std::min(batch_size, static_cast<int64_t>(order.end() - first)));
+        const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, max_sentences, max_words);
+        const DocOutput out = model->forward(batch);
+        // the epoch's loss is the mean per document: weigh each batch by its size
+        return StepLoss{cross_entropy(out.logits, batch.labels), static_cast<double>(idx.size())};
+    };
+    parts.validate = [&] {
         const Evaluation valid = evaluate(*model, corpus.valid, C, vocab, max_sentences, max_words, 64);
-        ProgressFields fields{{"loss", loss_sum / static_cast<double>(seen)}, {"valid_acc", valid.confusion.accuracy()}};
-        if (valid.key_total > 0) fields.push_back({"valid_key", valid.key_sentence_precision()});
-        bar.finish(fields);
-        train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-        Json record = Json::object({{"epoch", epoch + 1}, {"step", state.step},
-                                    {"train_loss", loss_sum / static_cast<double>(seen)}, {"valid_loss", valid.loss},
-                                    {"valid_acc", valid.confusion.accuracy()},
-                                    {"valid_macro_f1", valid.confusion.macro_f1()}, {"seconds", train_seconds}});
-        if (valid.key_total > 0) record.set("valid_key_sentence_precision", valid.key_sentence_precision());
-        log.write(record);
-        state.epoch = epoch + 1;
-        if (valid.confusion.accuracy() > best_valid) {
-            best_valid = valid.confusion.accuracy();
-            if (common.save) save_model(dir + "/best.safetensors", *model);
+        Validation v{.score = valid.confusion.accuracy(),
+                     .record = Json::object({{"valid_loss", valid.loss}, {"valid_acc", valid.confusion.accuracy()},
+                                             {"valid_macro_f1", valid.confusion.macro_f1()}}),
+                     .shown = {{"valid_acc", valid.confusion.accuracy()}}};
+        if (valid.key_total > 0) {
+            v.record.set("valid_key_sentence_precision", valid.key_sentence_precision());
+            v.shown.push_back({"valid_key", valid.key_sentence_precision()});
         }
-        state.extra = {{"best_valid_acc", std::to_string(best_valid)}, {"train_seconds", std::to_string(train_seconds)}};
-        if (common.save) save_checkpoint(dir + "/last.safetensors", *model, optimizer, state);
-    }
+        return v;
+    };
+    LoopOptions options = loop_options(common, "docclass");
+    options.clip = clip;
+    const LoopResult trained = train_loop(options, *model, optimizer, parts);
+    const std::string dir = options.dir;
+    const double train_seconds = trained.train_seconds;
 
     // ---- test, with the best model on the validation set --------------------------
-    if (common.save && !common.eval_only && std::filesystem::exists(dir + "/best.safetensors"))
-        load_model(dir + "/best.safetensors", *model);
     const Evaluation test = evaluate(*model, corpus.test, C, vocab, max_sentences, max_words, 64);
     std::fprintf(stderr, "test: accuracy %.4f  macro-F1 %.4f", test.confusion.accuracy(), test.confusion.macro_f1());
     if (test.key_total > 0) std::fprintf(stderr, "  key-sentence precision %.4f", test.key_sentence_precision());
@@ -199,7 +159,8 @@ int main(int argc, char** argv) try {
     else if (needle) result.set("key_sentence_precision", Json());  // a model without attention
     result.set("train_seconds", train_seconds);
     result.set("params", model->num_parameters());
-    result.set("steps", state.step);
+    result.set("steps", trained.state.step);
+    result.set("stopped", to_string(trained.reason));
     Json settings = Json::object();
     for (const auto& [name, value] : flags.values()) settings.set(name, value);
     result.set("settings", settings);
