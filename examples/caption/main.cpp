@@ -9,10 +9,8 @@
 // metrics are in examples/caption/caption_model.hpp; the data in
 // examples/caption/caption_data.hpp. docs/examples/caption.md shows what it prints.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <optional>
@@ -21,10 +19,8 @@
 #include "examples/caption/report.hpp"
 #include "examples/caption/caption_data.hpp"
 #include "examples/caption/caption_model.hpp"
-#include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
-#include "examples/common/metrics.hpp"
-#include "examples/common/progress.hpp"
+#include "examples/common/training_loop.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
@@ -164,111 +160,63 @@ int main(int argc, char** argv) try {
     std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n";
 
-    const std::string dir = common.out + "/caption";
-    std::filesystem::create_directories(dir);
-    const std::string best_path = dir + "/best.safetensors", last_path = dir + "/last.safetensors";
-    TrainingState state{.seed = static_cast<uint64_t>(common.seed)};
-    MovingAverageBaseline baseline;
-    double best_valid = -1;
-    if (common.resume || common.eval_only) {
-        state = load_checkpoint(common.eval_only ? best_path : last_path, model, optimizer);
-        if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra["baseline"]);
-        if (state.extra.count("best_valid")) best_valid = state.number("best_valid");
-        std::cerr << "loaded " << (common.eval_only ? best_path : last_path) << ": epoch " << state.epoch << ", step "
-                  << state.step << "\n";
-    }
-    // A resumed run continues the history from its checkpoint's step; evaluation only adds to it.
-    MetricsLog log(dir + "/metrics.jsonl",
-                   common.resume || common.eval_only ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
-                   common.resume ? state.step : std::numeric_limits<int64_t>::max());
-    auto save = [&](const std::string& path) {
-        char text[64];
-        state.extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
-        std::snprintf(text, sizeof text, "%.17g", best_valid);
-        state.extra["best_valid"] = text;
-        if (common.save) save_checkpoint(path, model, optimizer, state);
-    };
-
-    // ---- training --------------------------------------------------------------------------
+    // ---- training: the shared loop, with this task's batches, loss and validation -----------
     const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /
                                                         static_cast<size_t>(batch_size));
-    const int64_t total_steps = std::max<int64_t>(1, common.steps > 0 ? common.steps : common.epochs * batches_per_epoch);
-    const CosineAnnealing cosine(lr, total_steps, lr * 0.05);
-    double train_seconds = 0;
-    bool stop = common.eval_only;
-    FiniteGuard guard;  // stops the run at a non-finite loss or gradient, before the update
-    for (int64_t epoch = state.epoch; epoch < common.epochs && !stop; ++epoch) {
-        const auto t0 = std::chrono::steady_clock::now();
-        model.train();
+    const CosineAnnealing cosine(lr, std::max<int64_t>(1, common.epochs * batches_per_epoch), lr * 0.05);
+    MovingAverageBaseline baseline;  // REINFORCE's baseline: state that a resumed run needs back
+    CaptionLossOptions loss_options;
+    std::vector<int64_t> order;
+    TrainerParts parts;
+    parts.begin_epoch = [&](int64_t epoch) {
         // Hard attention samples once the expected-context epochs are over.
         const bool sampling = hard && epoch >= expected_epochs;
         if (hard) model.hard_alignment.set_soft_probability(sampling ? soft_probability : 1.0);
-        const CaptionLossOptions options{.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
-                                         .entropy_bonus = entropy_bonus,
-                                         .reinforce_weight = reinforce_weight, .reward = reward};
+        loss_options = {.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
+                        .entropy_bonus = entropy_bonus, .reinforce_weight = reinforce_weight, .reward = reward};
         if (augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
-        std::vector<int64_t> order(data.train.size());
+        order.resize(data.train.size());
         std::iota(order.begin(), order.end(), 0);
         Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
         for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
-
-        ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(common.epochs), batches_per_epoch);
-        double sum_loss = 0, sum_ce = 0, sum_reward = 0;
-        int64_t done = 0;
-        for (int64_t b = 0; b < batches_per_epoch; ++b) {
-            const auto first = order.begin() + b * batch_size;
-            const std::vector<int64_t> idx(first, first + std::min<int64_t>(batch_size, order.end() - first));
-            const CaptionBatch batch = make_caption_batch(data.train, idx);
-            model.seed_sampler(static_cast<uint64_t>(common.seed) * 7919u + static_cast<uint64_t>(state.step));
-
-            optimizer.set_lr(schedule_kind == "cosine" ? cosine.lr(std::min(state.step, total_steps)) : lr);
-            optimizer.zero_grad();
-            const Captioner::Forward f = model.forward(batch.images, batch.captions);
-            CaptionLoss loss = caption_loss(f, batch.captions, options, hard, baseline);
-            loss.total.backward();
-            const double norm = clip_grad_norm_(model.parameters(), clip > 0 ? clip : HUGE_VAL);  // HUGE_VAL: only measure
-            guard.check(state.step, loss.total.item(), norm);
-            optimizer.step();
-            ++state.step;
-
-            sum_loss += loss.total.item();
-            sum_ce += loss.cross_entropy;
-            sum_reward += loss.mean_reward;
-            ++done;
-            ProgressFields fields = {{"loss", sum_loss / static_cast<double>(done)}, {"ce", sum_ce / static_cast<double>(done)}};
-            if (hard) fields.push_back({"reward", sum_reward / static_cast<double>(done)});
-            bar.update(b + 1, fields);
-            if (common.steps > 0 && state.step >= common.steps) {
-                stop = true;
-                break;
-            }
-        }
-        train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const Evaluation valid = evaluate(model, data, data.valid, 64);
-        bar.finish(done, {{"loss", sum_loss / static_cast<double>(done)},
-                          {"valid_word_acc", valid.metrics.word_accuracy},
-                          {"valid_loc", valid.metrics.localization}});
-        if (!stop) state.epoch = epoch + 1;
-        Json record = Json::object({{"epoch", epoch + 1}, {"step", state.step},
-                                    {"train_loss", sum_loss / static_cast<double>(done)},
-                                    {"train_ce", sum_ce / static_cast<double>(done)},
-                                    {"valid_word_acc", valid.metrics.word_accuracy},
-                                    {"valid_exact", valid.metrics.exact},
-                                    {"valid_bleu4", valid.metrics.bleu[3]},
-                                    {"valid_localization", valid.metrics.localization},
-                                    {"seconds", train_seconds}});
-        if (hard) record.set("mean_reward", sum_reward / static_cast<double>(done)).set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
-        log.write(record);
-        if (valid.metrics.word_accuracy > best_valid) {
-            best_valid = valid.metrics.word_accuracy;
-            save(best_path);
-        }
-        save(last_path);
-    }
+        return batches_per_epoch;
+    };
+    parts.step = [&](int64_t, int64_t b, int64_t step) {
+        const auto first = order.begin() + b * batch_size;
+        const std::vector<int64_t> idx(first, first + std::min<int64_t>(batch_size, order.end() - first));
+        const CaptionBatch batch = make_caption_batch(data.train, idx);
+        // hard attention's samples at step k depend only on (seed, k): a resumed run continues exactly
+        model.seed_sampler(static_cast<uint64_t>(common.seed) * 7919u + static_cast<uint64_t>(step));
+        const Captioner::Forward f = model.forward(batch.images, batch.captions);
+        const CaptionLoss loss = caption_loss(f, batch.captions, loss_options, hard, baseline);
+        StepLoss out{loss.total, 1, {{"ce", loss.cross_entropy}}};
+        if (hard) out.sums.push_back({"reward", loss.mean_reward});
+        return out;
+    };
+    parts.validate = [&] {
+        const CaptionMetrics m = evaluate(model, data, data.valid, 64).metrics;
+        Validation v{.score = m.word_accuracy,
+                     .record = Json::object({{"valid_word_acc", m.word_accuracy}, {"valid_exact", m.exact},
+                                             {"valid_bleu4", m.bleu[3]}, {"valid_localization", m.localization}}),
+                     .shown = {{"valid_word_acc", m.word_accuracy}, {"valid_loc", m.localization}}};
+        if (hard) v.record.set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
+        return v;
+    };
+    if (schedule_kind == "cosine") parts.learning_rate = [&](int64_t step) { return cosine.lr(step); };
+    parts.save_extra = [&](std::map<std::string, std::string>& extra) {
+        extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
+    };
+    parts.load_extra = [&](const TrainingState& state) {
+        if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
+    };
+    LoopOptions options = loop_options(common, "caption");
+    options.clip = clip;
+    const LoopResult trained = train_loop(options, model, optimizer, parts);
+    const std::string dir = options.dir;
+    const double train_seconds = trained.train_seconds;
 
     // ---- test: the best checkpoint, greedy and beam search --------------------------------
-    if (common.save && std::filesystem::exists(best_path)) load_model(best_path, model);
     model.eval();
     const Evaluation test = evaluate(model, data, data.test, 64);
     std::vector<Decoded> beamed;
@@ -307,7 +255,7 @@ int main(int argc, char** argv) try {
                                 {"test_bleu1", m.bleu[0]}, {"test_beam_word_acc", beam_m.word_accuracy},
                                 {"test_beam_exact", beam_m.exact}, {"test_beam_bleu4", beam_m.bleu[3]},
                                 {"train_seconds", train_seconds}, {"params", model.num_parameters()},
-                                {"steps", state.step}});
+                                {"steps", trained.state.step}, {"stopped", to_string(trained.reason)}});
     if (other) {
         const std::string prefix = "test_" + other_mode + "_";
         result.set(prefix + "word_acc", other->word_accuracy)
