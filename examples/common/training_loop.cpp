@@ -10,6 +10,7 @@
 #include <iostream>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/metrics.hpp"
@@ -51,6 +52,8 @@ extern "C" void on_interrupt(int) {
 }
 
 // Installs the handler for the loop's lifetime and puts back what was there.
+// A signal the process was started to ignore (a background job of a script,
+// nohup) stays ignored, as every Unix program leaves it.
 class InterruptScope {
 public:
     InterruptScope() {
@@ -58,8 +61,10 @@ public:
         struct sigaction action {};
         action.sa_handler = on_interrupt;
         sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &old_int_);
-        sigaction(SIGTERM, &action, &old_term_);
+        for (auto [signal, old] : {std::pair{SIGINT, &old_int_}, std::pair{SIGTERM, &old_term_}}) {
+            sigaction(signal, nullptr, old);
+            if (old->sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);
+        }
     }
     ~InterruptScope() {
         sigaction(SIGINT, &old_int_, nullptr);
