@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     std::string name = "x";
     bool on = false;
     attn::FlagParser flags("fuzz", "fuzzing the flag parser");
-    flags.add_common(common);
+    flags.add_common(common, "dates | a file");
     flags.add("--batch", &batch, "examples per step", 1, 4096);
     flags.add("--dropout", &dropout, "dropout", 0, 0.99);
     flags.add("--name", &name, "a name", /*may_be_empty=*/false);

@@ -18,7 +18,7 @@ TEST_CASE("flags: common and own flags, both spellings, switches, errors") {
     std::string attention = "additive";
     double lr = 1e-3;
     FlagParser flags("seq2seq", "test");
-    flags.add_common(common);
+    flags.add_common(common, "dates | a file");
     flags.add("--attention", &attention, "score");
     flags.add("--lr", &lr, "learning rate");
     const char* argv[] = {"seq2seq", "--epochs", "3", "--attention=dot", "--no-save", "--resume", "--lr", "0.5", "word"};
@@ -54,7 +54,7 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     int64_t batch = 32;
     double lr = 1e-3, dropout = 0;
     FlagParser flags("trainer", "test");
-    flags.add_common(common);
+    flags.add_common(common, "dates | a file");
     flags.add("--batch", &batch, "examples per step", 1);
     flags.add("--lr", &lr, "learning rate", 0);
     flags.add("--dropout", &dropout, "dropout", 0, 0.99);
@@ -83,6 +83,31 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     CHECK(error({"--batch", "1", "--dropout", "0.99", "--threads", "1024", "--steps", "0"}).empty());
     CHECK(batch == 1);
     CHECK(dropout == 0.99);
+}
+
+// --help once showed "(now: 0)" and never listed what --data accepts; a
+// choice flag took any text and failed later, if at all.
+TEST_CASE("flags: --help lists the --data choices and the declared defaults; a choice flag refuses the rest") {
+    CommonFlags common{.data = "dates", .epochs = 2, .schedule = "cosine"};
+    FlagParser flags("trainer", "test");
+    flags.add_common(common, "dates (built in) | a lexicon file");
+    std::string kind = "soft";
+    flags.add_choice("--align", &kind, {"soft", "hard"}, "the alignment");
+    const char* argv[] = {"trainer", "--epochs", "7", "--align", "hard"};
+    REQUIRE(flags.parse(5, argv));
+    CHECK(kind == "hard");
+    const std::string help = flags.usage();
+    CHECK(help.find("the data set: dates (built in) | a lexicon file (default: dates)") != std::string::npos);
+    CHECK(help.find("passes over the training data (default: 2)") != std::string::npos);  // not 7: the default
+    CHECK(help.find("the alignment: soft | hard (default: soft)") != std::string::npos);
+    CHECK(help.find("(default: cosine)") != std::string::npos);
+    CHECK(help.find("now:") == std::string::npos);
+    const char* bad[] = {"trainer", "--align", "gumbel"};
+    CHECK_THROWS_WITH_AS(flags.parse(3, bad), "--align expects soft | hard, got 'gumbel'", std::invalid_argument);
+    const char* schedule[] = {"trainer", "--schedule", "linear"};
+    CHECK_THROWS_WITH_AS(flags.parse(3, schedule), "--schedule expects constant | cosine, got 'linear'",
+                         std::invalid_argument);
+    CHECK(kind == "hard");
 }
 
 TEST_CASE("report parts: each trainer adds its part; the page holds all, in a fixed order") {

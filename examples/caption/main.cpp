@@ -23,7 +23,6 @@
 #include "examples/common/training_loop.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
-#include "nn/schedule.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;
@@ -63,7 +62,7 @@ int main(int argc, char** argv) try {
     double lr = 1e-3, penalty = 1, entropy_bonus = 0.01, reinforce_weight = 0.03, soft_probability = 0.5, clip = 5,
            length_penalty = 0, temperature = 1;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
-    flags.add_common(common);
+    flags.add_common(common, "shapes (built in) | fashion (Fashion-MNIST scenes, make data)");
     flags.add("--align", &attention_kind,
               "soft (soft_alignment) | hard (hard_alignment, REINFORCE) | gumbel-st (gumbel_softmax_alignment, "
               "straight-through)");
@@ -72,8 +71,6 @@ int main(int argc, char** argv) try {
     flags.add("--data-dir", &data_dir, "where --data fashion finds the IDX files");
     flags.add("--batch", &batch_size, "images per batch", 1);
     flags.add("--lr", &lr, "Adam's learning rate", 0);
-    std::string schedule_kind = "constant";
-    flags.add("--schedule", &schedule_kind, "constant | cosine (--lr annealed to 5% over the run, by step)");
     flags.add("--hidden", &hidden, "LSTM hidden size d_h", 1);
     flags.add("--embedding", &embedding, "word embedding width E", 1);
     flags.add("--attention-dim", &attention_dim, "additive attention width", 1);
@@ -151,8 +148,6 @@ int main(int argc, char** argv) try {
                                                           : CaptionReward::word;
     if (expected_epochs < 0 || context_layers < 0)
         throw std::invalid_argument("--expected-epochs and --context-layers must be ≥ 0");
-    if (schedule_kind != "cosine" && schedule_kind != "constant")
-        throw std::invalid_argument("--schedule expects cosine or constant, got '" + schedule_kind + "'");
     if (hard_eval != "argmax" && hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
@@ -163,7 +158,6 @@ int main(int argc, char** argv) try {
     // ---- training: the shared loop, with this task's batches, loss and validation -----------
     const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /
                                                         static_cast<size_t>(batch_size));
-    const CosineAnnealing cosine(lr, std::max<int64_t>(1, common.epochs * batches_per_epoch), lr * 0.05);
     MovingAverageBaseline baseline;  // REINFORCE's baseline: state that a resumed run needs back
     CaptionLossOptions loss_options;
     std::vector<int64_t> order;
@@ -203,7 +197,7 @@ int main(int argc, char** argv) try {
         if (hard) v.record.set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
         return v;
     };
-    if (schedule_kind == "cosine") parts.learning_rate = [&](int64_t step) { return cosine.lr(step); };
+    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch);
     parts.save_extra = [&](std::map<std::string, std::string>& extra) {
         extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
     };
@@ -214,7 +208,6 @@ int main(int argc, char** argv) try {
     options.clip = clip;
     const LoopResult trained = train_loop(options, model, optimizer, parts);
     const std::string dir = options.dir;
-    const double train_seconds = trained.train_seconds;
 
     // ---- test: the best checkpoint, greedy and beam search --------------------------------
     model.eval();
@@ -250,23 +243,20 @@ int main(int argc, char** argv) try {
                      other_mode.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
     }
 
-    Json result = Json::object({{"test_word_acc", m.word_accuracy}, {"test_exact", m.exact},
-                                {"test_bleu4", m.bleu[3]}, {"test_localization", m.localization},
-                                {"test_bleu1", m.bleu[0]}, {"test_beam_word_acc", beam_m.word_accuracy},
-                                {"test_beam_exact", beam_m.exact}, {"test_beam_bleu4", beam_m.bleu[3]},
-                                {"train_seconds", train_seconds}, {"params", model.num_parameters()},
-                                {"steps", trained.state.step}, {"stopped", to_string(trained.reason)}});
+    Json test_json = Json::object({{"word_acc", m.word_accuracy}, {"exact", m.exact}, {"bleu1", m.bleu[0]},
+                                   {"bleu4", m.bleu[3]}, {"localization", m.localization},
+                                   {"beam_word_acc", beam_m.word_accuracy}, {"beam_exact", beam_m.exact},
+                                   {"beam_bleu4", beam_m.bleu[3]}});
     if (other) {
-        const std::string prefix = "test_" + other_mode + "_";
-        result.set(prefix + "word_acc", other->word_accuracy)
-            .set(prefix + "exact", other->exact)
-            .set(prefix + "bleu4", other->bleu[3])
-            .set(prefix + "localization", other->localization);
+        test_json.set(other_mode + "_word_acc", other->word_accuracy)
+            .set(other_mode + "_exact", other->exact)
+            .set(other_mode + "_bleu4", other->bleu[3])
+            .set(other_mode + "_localization", other->localization);
     }
-    Json settings = Json::object();
-    for (const auto& [name, value] : flags.values()) settings.set(name, value);
-    result.set("settings", settings);
-    std::cout << "RESULT " << result.dump() << std::endl;
+    std::cout << "RESULT "
+              << result_json("caption", common.data, attention_kind + " attention", test_json, trained,
+                             model.num_parameters(), flags).dump()
+              << std::endl;
     return 0;
 } catch (const std::exception& e) {
     std::cerr << "caption: " << e.what() << "\n";

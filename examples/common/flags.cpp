@@ -21,6 +21,7 @@ void FlagParser::add(const std::string& name, std::string* target, const std::st
                           *target = v;
                       },
                       [target] { return *target; }});
+    flags_.back().default_value = flags_.back().get();  // for --help
 }
 
 void FlagParser::add(const std::string& name, int64_t* target, const std::string& help, int64_t min, int64_t max) {
@@ -40,6 +41,7 @@ void FlagParser::add(const std::string& name, int64_t* target, const std::string
                           *target = x;
                       },
                       [target] { return std::to_string(*target); }});
+    flags_.back().default_value = flags_.back().get();  // for --help
 }
 
 namespace {
@@ -82,20 +84,39 @@ void FlagParser::add(const std::string& name, double* target, const std::string&
                           *target = x;
                       },
                       [target] { return number_text(*target); }});
+    flags_.back().default_value = flags_.back().get();  // for --help
 }
 
 void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
     flags_.push_back({name, help, "", [target](const std::string& v) { *target = v != "false"; },
                       [target] { return std::string(*target ? "true" : "false"); }});
+    flags_.back().default_value = flags_.back().get();  // for --help
 }
 
-void FlagParser::add_common(CommonFlags& f) {
-    add("--data", &f.data, "the data set: a built-in name or a file", /*may_be_empty=*/false);
+void FlagParser::add_choice(const std::string& name, std::string* target, const std::vector<std::string>& choices,
+                            const std::string& help) {
+    std::string list;
+    for (const std::string& c : choices) list += (list.empty() ? "" : " | ") + c;
+    flags_.push_back({name, help + ": " + list, "TEXT",
+                      [name, target, choices, list](const std::string& v) {
+                          if (std::find(choices.begin(), choices.end(), v) == choices.end())
+                              throw std::invalid_argument(name + " expects " + list + ", got '" + v + "'");
+                          *target = v;
+                      },
+                      [target] { return *target; }});
+    flags_.back().default_value = flags_.back().get();  // for --help
+}
+
+void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
+    add("--data", &f.data, "the data set: " + data_choices, /*may_be_empty=*/false);
     add("--epochs", &f.epochs, "passes over the training data", 1);
     add("--steps", &f.steps,
         "stop after this optimiser step (0: no limit); --resume continues. A stopping point: a learning-rate "
         "schedule spans --epochs", 0);
     add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
+    add("--patience", &f.patience, "stop after this many epochs without a better validation score (0: never)", 0);
+    add_choice("--schedule", &f.schedule, {"constant", "cosine"},
+               "the learning rate over the run: constant, or cosine-annealed to 5% of --lr over --epochs");
     add("--seed", &f.seed, "the seed every random choice derives from");
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
     add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);
@@ -164,7 +185,7 @@ std::string FlagParser::usage() const {
     for (const Flag& f : flags_) {
         std::string left = f.name + (f.kind.empty() ? "" : " " + f.kind);
         os << "  " << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << f.help
-           << " (now: " << f.get() << ")\n";
+           << " (default: " << (f.default_value.empty() ? "none" : f.default_value) << ")\n";
     }
     os << "  --help                show this help\n";
     return os.str();

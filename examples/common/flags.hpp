@@ -30,6 +30,8 @@ struct CommonFlags {
     int64_t epochs = 10;       // passes over the training data
     int64_t steps = 0;         // if > 0: stop after this optimiser step (a stopping point, not the run's length)
     double time_budget = 0;    // if > 0: stop after this many seconds of this invocation
+    int64_t patience = 0;      // if > 0: stop after this many epochs without a better validation score
+    std::string schedule = "constant";  // the learning rate: constant, or cosine (annealed to 5% over --epochs)
     int64_t seed = 1;          // every random choice derives from it
     int64_t threads = 0;       // 0: ATTN_NUM_THREADS or the number of cores
     std::string out = "out";   // OUT/NAME/ gets checkpoints and metrics; OUT/report.html the report
@@ -51,8 +53,12 @@ public:
     void add(const std::string& name, double* target, const std::string& help,
              double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
     void add(const std::string& name, bool* target, const std::string& help);  // a switch; --no-NAME clears it
-    // --data --epochs --steps --time-budget --seed --threads --out --save/--no-save --resume --eval-only
-    void add_common(CommonFlags& flags);
+    // One of `choices`; anything else is refused with the list.
+    void add_choice(const std::string& name, std::string* target, const std::vector<std::string>& choices,
+                    const std::string& help);
+    // --data (help: `data_choices`, e.g. "dates | cmudict | a lexicon file") --epochs --steps
+    // --time-budget --patience --schedule --seed --threads --out --save/--no-save --resume --eval-only
+    void add_common(CommonFlags& flags, const std::string& data_choices);
 
     // Parses argv. Returns false after printing the usage for --help (the
     // caller should exit 0). Arguments that are not flags are kept in
@@ -68,6 +74,7 @@ private:
         std::string name, help, kind;
         std::function<void(const std::string&)> set;  // parses and stores a value
         std::function<std::string()> get;              // the current value as text
+        std::string default_value{};                   // the value when declared, for --help
     };
     const Flag* find(const std::string& name) const;
 

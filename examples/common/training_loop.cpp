@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -14,6 +15,7 @@
 
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/metrics.hpp"
+#include "nn/schedule.hpp"
 
 namespace attn {
 
@@ -31,8 +33,25 @@ const char* to_string(StopReason reason) {
 
 LoopOptions loop_options(const CommonFlags& f, const std::string& name) {
     return LoopOptions{.dir = f.out + "/" + name, .seed = static_cast<uint64_t>(f.seed), .epochs = f.epochs,
-                       .steps = f.steps, .time_budget = f.time_budget, .save = f.save, .resume = f.resume,
-                       .eval_only = f.eval_only};
+                       .steps = f.steps, .patience = f.patience, .time_budget = f.time_budget, .save = f.save,
+                       .resume = f.resume, .eval_only = f.eval_only};
+}
+
+std::function<double(int64_t)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps) {
+    if (kind == "constant") return {};
+    if (kind != "cosine") throw std::invalid_argument("--schedule expects constant or cosine, got '" + kind + "'");
+    const CosineAnnealing cosine(lr, std::max<int64_t>(1, total_steps), lr * 0.05);
+    return [cosine](int64_t step) { return cosine.lr(step); };
+}
+
+Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,
+                 const LoopResult& trained, int64_t params, const FlagParser& flags) {
+    Json settings = Json::object();
+    for (const auto& [name, value] : flags.values()) settings.set(name, value);
+    return Json::object({{"example", example}, {"data", data}, {"model", model}, {"test", std::move(test)},
+                         {"train_seconds", trained.train_seconds}, {"params", params},
+                         {"epochs", trained.state.epoch}, {"steps", trained.state.step},
+                         {"stopped", to_string(trained.reason)}, {"settings", settings}});
 }
 
 namespace {

@@ -99,8 +99,12 @@ struct TrainerParts {
 };
 
 // The options the common flags set: OUT/NAME, the seed, --epochs, --steps,
-// --time-budget, --save, --resume, --eval-only.
+// --time-budget, --patience, --save, --resume, --eval-only.
 LoopOptions loop_options(const CommonFlags& flags, const std::string& name);
+
+// --schedule: "constant" (unset: the optimiser keeps --lr) or "cosine" (lr
+// annealed to 5% of lr over total_steps, the steps of --epochs).
+std::function<double(int64_t step)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps);
 
 enum class StopReason { finished, early_stop, steps, time_budget, interrupted, eval_only };
 const char* to_string(StopReason reason);
@@ -118,5 +122,12 @@ struct LoopResult {
 // exists. Throws std::runtime_error on a non-finite loss or gradient (the
 // checkpoints already written are kept) and on an unreadable checkpoint.
 LoopResult train_loop(const LoopOptions& options, Module& model, Optimizer& optimizer, const TrainerParts& parts);
+
+// The last line a trainer prints, the same keys for every trainer:
+//   RESULT {"example":"docclass","data":"needle","model":"han","test":{"acc":0.99,...},
+//           "train_seconds":12.3,"params":178210,"epochs":4,"steps":252,"stopped":"finished",
+//           "settings":{"data":"needle","epochs":"4",...}}
+Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,
+                 const LoopResult& trained, int64_t params, const FlagParser& flags);
 
 }  // namespace attn

@@ -22,7 +22,6 @@
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
-#include "nn/schedule.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;
@@ -31,13 +30,12 @@ using namespace attn::seq2seq;
 namespace {
 
 struct Settings {
-    CommonFlags common{.data = "dates", .epochs = 0};  // 0: the task's default
+    CommonFlags common{.data = "dates", .epochs = 0, .patience = 4, .schedule = "cosine"};  // epochs 0: the task's default
     TaskOptions task;
     ModelConfig model{.embedding = 0, .encoder_hidden = 0, .decoder_hidden = 0, .attention_dim = 0};  // 0: the task's default
     int64_t batch = 64;
     double lr = 0;  // 0: the task's default
     double clip = 5;
-    int64_t patience = 4;        // epochs without a better dev error before stopping
     int64_t beam = 1;            // 1: greedy
     double length_penalty = 1.0;
     bool predict = false;
@@ -135,7 +133,7 @@ int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("seq2seq", "Encoder-decoder with attention: date normalisation (--data dates) or "
                                 "grapheme-to-phoneme conversion (--data cmudict, or a lexicon file).");
-    flags.add_common(s.common);
+    flags.add_common(s.common, "dates (built in) | cmudict (make data) | a lexicon file (WORD PHONES per line)");
     flags.add("--attention", &s.model.attention,
               "bahdanau (additive score, o_t = [s_t; c_t]) | luong (any --score and --align, o_t = h~_t); "
               "also additive | dot | general | concat | scaled (Luong with that score)");
@@ -151,7 +149,6 @@ int main(int argc, char** argv) try {
     flags.add("--batch", &s.batch, "sentences per batch", 1);
     flags.add("--lr", &s.lr, "Adam learning rate, cosine-annealed to 5% (0: 4e-3 dates, 2e-3 G2P)", 0);
     flags.add("--clip", &s.clip, "gradient-norm clipping", 0);
-    flags.add("--patience", &s.patience, "stop after this many epochs without a better dev error", 1);
     flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
     flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
     flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
@@ -179,7 +176,6 @@ int main(int argc, char** argv) try {
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;
-    const CosineAnnealing schedule(s.lr, std::max<int64_t>(1, s.common.epochs * batches_per_epoch), s.lr * 0.05);
     std::vector<Batch> batches;
     TrainerParts parts;
     parts.begin_epoch = [&](int64_t epoch) {
@@ -199,11 +195,10 @@ int main(int argc, char** argv) try {
                           .record = Json::object({{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}),
                           .shown = {{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}};
     };
-    parts.learning_rate = [&](int64_t step) { return schedule.lr(step); };
+    parts.learning_rate = learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches_per_epoch);
     parts.save_extra = [&](std::map<std::string, std::string>& extra) { checkpoint_extra(extra, task, model); };
 
     LoopOptions options = loop_options(s.common, "seq2seq");
-    options.patience = s.patience;
     options.clip = s.clip;
     options.curve_every = 25;  // a point of the training curve every 25 steps
     const LoopResult trained = train_loop(options, model, opt, parts);
@@ -223,14 +218,11 @@ int main(int argc, char** argv) try {
                 1 - test.wer(), test.wer(), test.per(), s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy");
     write_seq2seq_report(s.common.out, task, model, dir, test, train_seconds, s.beam);
 
-    Json result = Json::object({{"example", "seq2seq"}, {"data", task.name}, {"test_exact", 1 - test.wer()},
-                                {"test_wer", test.wer()}, {"test_per", test.per()}, {"train_seconds", train_seconds},
-                                {"params", model.num_parameters()}, {"model", model.config().str()}, {"epochs", trained.state.epoch},
-                                {"steps", trained.state.step}, {"stopped", to_string(trained.reason)}});
-    Json settings = Json::object();
-    for (const auto& [name, value] : flags.values()) settings.as_object().emplace_back(name, Json(value));
-    result.as_object().emplace_back("settings", settings);
-    std::cout << "RESULT " << result.dump() << std::endl;
+    const Json test_json = Json::object({{"exact", 1 - test.wer()}, {"wer", test.wer()}, {"per", test.per()},
+                                         {"items", test.words}, {"decoding", s.beam > 1 ? "beam" : "greedy"}});
+    std::cout << "RESULT "
+              << result_json("seq2seq", task.name, model.config().str(), test_json, trained, model.num_parameters(), flags).dump()
+              << std::endl;
     return 0;
 } catch (const std::exception& e) {
     std::cerr << "seq2seq: " << e.what() << "\n";
