@@ -406,4 +406,12 @@ std::string attention_overlay_svg(const Tensor& image, const Tensor& weights, co
     return svg + "</g>\n</svg>\n";
 }
 
+std::string numbered_path(const std::string& path, size_t index, size_t count) {
+    if (count <= 1) return path;
+    const size_t slash = path.find_last_of('/');
+    size_t dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+    return path.substr(0, dot) + "-" + std::to_string(index + 1) + path.substr(dot);
+}
+
 }  // namespace attn

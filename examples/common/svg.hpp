@@ -99,5 +99,8 @@ std::string viridis(double t);
 
 // Writes an SVG document (with an XML declaration) to `path`, atomically.
 void write_svg(const std::string& path, const std::string& svg);
+// The file for picture `index` of `count`: `path` itself when there is one,
+// else "-1", "-2", ... before its extension (a.svg → a-1.svg, a-2.svg).
+std::string numbered_path(const std::string& path, size_t index, size_t count);
 
 }  // namespace attn

@@ -15,6 +15,8 @@
 #include "examples/seq2seq/edit_distance.hpp"
 #include "attention/by_id.hpp"
 #include "examples/common/flags.hpp"
+#include "examples/common/svg.hpp"
+#include "examples/common/terminal_view.hpp"
 #include "examples/common/training_loop.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/report.hpp"
@@ -40,6 +42,8 @@ struct Settings {
     double length_penalty = 1.0;
     bool predict = false;
     std::string checkpoint;      // --predict: default OUT/seq2seq/best.safetensors
+    std::string svg;             // --predict: write each alignment as an SVG heatmap
+    bool show = false;           // --predict: draw the alignment even when stdout is not a terminal
 };
 
 // The defaults that depend on the task: small and quick for dates, W2 for G2P.
@@ -119,10 +123,25 @@ int predict(const Settings& s, const std::vector<std::string>& args) {
     if (inputs.empty())
         for (std::string line; std::getline(std::cin, line);)
             if (!line.empty()) inputs.push_back(line);
-    for (const auto& text : inputs) {
+    // On a terminal (or with --show) each answer comes with what the decoder
+    // attended to while writing it: one row per output symbol.
+    const bool draw = s.show || stdout_is_terminal();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const std::string& text = inputs[k];
         const auto ids = source_vocab.encode(source_symbols(text, g2p));
         const auto hyp = beam_decode(model, ids, std::max<int64_t>(1, s.beam), s.length_penalty);
-        std::cout << text << "\t" << join(target_vocab.decode(hyp.tokens), g2p ? " " : "") << "\n";
+        const std::string answer = join(target_vocab.decode(hyp.tokens), g2p ? " " : "");
+        std::cout << text << "\t" << answer << "\n";
+        if (!draw && s.svg.empty()) continue;
+        const AlignmentPicture p = alignment_picture(hyp, ids, source_vocab, target_vocab);
+        if (draw) std::cout << heatmap_text(p.weights, p.rows, p.cols, {.colour = colour_terminal()}) << "\n";
+        if (!s.svg.empty()) {
+            const std::string svg_path = numbered_path(s.svg, k, inputs.size());
+            write_svg(svg_path, heatmap_svg(p.weights, p.rows, p.cols,
+                                        {.title = text + " → " + answer, .x_label = "input", .y_label = "output",
+                                         .cell_size = 18}));
+            std::cerr << "wrote " << svg_path << "\n";
+        }
     }
     return 0;
 }
@@ -157,6 +176,8 @@ int main(int argc, char** argv) try {
     flags.add("--test", &s.task.test_file, "lexicon file for the final score");
     flags.add("--predict", &s.predict, "transliterate the arguments (or stdin lines) with a checkpoint");
     flags.add("--checkpoint", &s.checkpoint, "checkpoint for --predict (default OUT/seq2seq/best.safetensors)");
+    flags.add("--svg", &s.svg, "--predict: write the alignment as an SVG heatmap to this file (FILE-2.svg, ... for more inputs)");
+    flags.add("--show", &s.show, "--predict: draw the alignment also when stdout is not a terminal");
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
     if (s.predict) return predict(s, flags.positional());

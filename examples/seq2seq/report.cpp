@@ -8,6 +8,17 @@
 
 namespace attn::seq2seq {
 
+AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_t>& source, const Vocab& source_vocab,
+                                   const Vocab& target_vocab) {
+    const auto n = static_cast<int64_t>(source.size());
+    AlignmentPicture p{Tensor::zeros(Shape{static_cast<int64_t>(h.attention.size()), n}), target_vocab.decode(h.tokens), {}};
+    if (h.attention.size() > h.tokens.size()) p.rows.push_back("</s>");  // not when it ran out of steps
+    for (int64_t id : source) p.cols.push_back(source_vocab.symbol(id) == " " ? "␣" : source_vocab.symbol(id));
+    for (size_t r = 0; r < h.attention.size(); ++r)
+        for (int64_t j = 0; j < n; ++j) p.weights[static_cast<int64_t>(r) * n + j] = h.attention[r][static_cast<size_t>(j)];
+    return p;
+}
+
 void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
                           const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam) {
     HtmlReport rep("seq2seq");
@@ -53,13 +64,8 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
         Tensor src = Tensor::zeros(Shape{1, n});
         for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
         const Hypothesis h = greedy_decode(model, src, {n})[0];
-        std::vector<std::string> rows = task.target_vocab.decode(h.tokens), cols;
-        if (h.attention.size() > h.tokens.size()) rows.push_back("</s>");  // not when it ran out of steps
-        for (int64_t id : item.source) cols.push_back(task.source_vocab.symbol(id) == " " ? "␣" : task.source_vocab.symbol(id));
-        Tensor w = Tensor::zeros(Shape{static_cast<int64_t>(h.attention.size()), n});
-        for (size_t r = 0; r < h.attention.size(); ++r)
-            for (int64_t j = 0; j < n; ++j) w[static_cast<int64_t>(r) * n + j] = h.attention[r][static_cast<size_t>(j)];
-        const std::string svg = heatmap_svg(w, rows, cols, {.title = item.text, .x_label = "input", .y_label = "output",
+        const AlignmentPicture p = alignment_picture(h, item.source, task.source_vocab, task.target_vocab);
+        const std::string svg = heatmap_svg(p.weights, p.rows, p.cols, {.title = item.text, .x_label = "input", .y_label = "output",
                                                             .cell_size = 18});
         write_svg(run_dir + "/attention_" + std::to_string(i) + ".svg", svg);
         svgs.push_back(svg);

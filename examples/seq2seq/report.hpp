@@ -10,6 +10,16 @@
 
 namespace attn::seq2seq {
 
+// What the decoder attended to while writing `h` for `source`: weights with
+// one row per output symbol (and one for </s> when it was written) and one
+// column per input symbol (a space shown as ␣), for heatmap_svg/heatmap_text.
+struct AlignmentPicture {
+    Tensor weights;
+    std::vector<std::string> rows, cols;
+};
+AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_t>& source, const Vocab& source_vocab,
+                                   const Vocab& target_vocab);
+
 void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
                           const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam);
 

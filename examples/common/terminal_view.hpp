@@ -1,0 +1,51 @@
+// Attention drawn in a terminal, for the trainers' --predict: a heatmap of
+// weights (rows × columns), words shaded by their weight, and a small map of
+// weights over an image grid. With colour each cell is a background shade
+// (ANSI 256-colour greys, 232 = black … 255 = white); without it, a block
+// character of the weight's level ( ░▒▓█) or the weight in digits, so a
+// picture also survives a pipe, a log file or NO_COLOR.
+//
+//     std::cout << heatmap_text(weights, output_symbols, input_symbols, {.colour = colour_terminal()});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace attn {
+
+// Whether stdout is a terminal that should get ANSI colour: a tty, TERM not
+// "dumb", NO_COLOR unset (https://no-color.org).
+bool colour_terminal();
+// Whether stdout is a terminal at all.
+bool stdout_is_terminal();
+
+struct TextViewOptions {
+    bool colour = false;
+};
+
+// weights rows×cols (each in [0, 1]; a row of attention sums to 1): one line
+// per row, its label first, one cell of two characters per column; the
+// column labels above (their first character, or vertically when longer),
+// and a scale below.
+std::string heatmap_text(const Tensor& weights, const std::vector<std::string>& row_labels,
+                         const std::vector<std::string>& col_labels, const TextViewOptions& options = {});
+
+// The words with their weights: shaded backgrounds (colour), or word[0.42]
+// for the weights above `mark` and the word alone below it (no colour).
+// `weights` are shown relative to their largest value, so the most attended
+// word is always the brightest.
+std::string shaded_words(const std::vector<std::string>& words, const std::vector<double>& weights,
+                         const TextViewOptions& options = {}, double mark = 0.1);
+
+// An h×w grid of weights as h lines of w two-character cells, the largest
+// weight brightest (block characters without colour).
+std::string grid_text(const Tensor& grid, const TextViewOptions& options = {});
+
+// The level 0..4 of a weight in [0, 1] for the block characters " ░▒▓█":
+// 0 below 0.1, then steps of 0.225.
+int block_level(double weight);
+
+}  // namespace attn
