@@ -128,6 +128,17 @@ Vocabulary Vocabulary::build(const std::vector<Document>& docs, int64_t min_coun
     return v;
 }
 
+Vocabulary Vocabulary::from_words(const std::vector<std::string>& words) {
+    Vocabulary v;
+    for (const std::string& w : words) {
+        if (w.empty()) throw std::runtime_error("vocabulary: an empty word at id " + std::to_string(v.size()));
+        if (w == v.words_[pad] || w == v.words_[unk] || !v.ids_.emplace(w, v.size()).second)
+            throw std::runtime_error("vocabulary: the word '" + w + "' appears twice");
+        v.words_.push_back(w);
+    }
+    return v;
+}
+
 int64_t Vocabulary::id(const std::string& word) const {
     const auto it = ids_.find(word);
     return it == ids_.end() ? unk : it->second;

@@ -56,6 +56,11 @@ public:
     // Words seen at least min_count times in `docs`, the most frequent first
     // (ties alphabetical), at most max_size entries in all (0: no limit).
     static Vocabulary build(const std::vector<Document>& docs, int64_t min_count, int64_t max_size = 0);
+    // The vocabulary whose words after <pad> and <unk> are `words`, in order
+    // (what a checkpoint saved); throws on a repeated or empty word.
+    static Vocabulary from_words(const std::vector<std::string>& words);
+    // The words after <pad> and <unk>, in id order: from_words(v.words()) is v.
+    std::vector<std::string> words() const { return {words_.begin() + 2, words_.end()}; }
     int64_t id(const std::string& word) const;  // unk if unknown
     const std::string& word(int64_t id) const;
     int64_t size() const { return static_cast<int64_t>(words_.size()); }

@@ -5,6 +5,7 @@
 //   build/examples/docclass --model flat             a flat bi-GRU with attention
 //   build/examples/docclass --data fortunes          Debian's fortunes by category (make data)
 //   build/examples/docclass --data reviews.tsv       any label<TAB>text file
+//   build/examples/docclass --predict "some text"    classify it with out/docclass/best.safetensors
 //
 // The last line on stdout is RESULT {json}, with the keys every trainer's has;
 // its "test" holds acc, macro_f1 and key_sentence_precision (needle corpus,
@@ -23,6 +24,7 @@
 #include "examples/common/flags.hpp"
 #include "examples/common/training_loop.hpp"
 #include "examples/docclass/evaluate.hpp"
+#include "examples/docclass/predict.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tensor/parallel.hpp"
@@ -78,13 +80,24 @@ int main(int argc, char** argv) try {
     flags.add("--needle-train", &needle_train, "training documents of the needle corpus", 1);
     flags.add("--fortune-classes", &fortune_classes, "the largest fortune categories used as classes", 2);
     flags.add("--examples", &examples, "highlighted test documents in the report", 0);
+    PredictOptions predict;
+    bool predicting = false;
+    flags.add("--predict", &predicting, "classify the arguments (or stdin lines) with a checkpoint and show the attention");
+    flags.add("--checkpoint", &predict.checkpoint, "checkpoint for --predict (default OUT/docclass/best.safetensors)");
+    flags.add("--svg", &predict.svg, "--predict: write the weights as SVG to this file (FILE-2.svg, ... for more inputs)");
+    flags.add("--show", &predict.show, "--predict: draw the weights also when stdout is not a terminal");
     if (!flags.parse(argc, argv)) return 0;
+    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
+    if (predicting) {
+        if (predict.checkpoint.empty()) predict.checkpoint = common.out + "/docclass/best.safetensors";
+        predict.inputs = flags.positional();
+        return predict_documents(predict);
+    }
     const bool needle = common.data == "needle";
     if (common.epochs <= 0) common.epochs = model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
     if (min_count <= 0) min_count = needle ? 1 : 2;
     if (lr <= 0) lr = model_name == "bow" ? 2e-2 : 2e-3;
     std::cerr << "seed " << common.seed << "\n";
-    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
 
     // ---- data -------------------------------------------------------------------
     const Corpus corpus = load_corpus(common.data, needle_train, fortune_classes);
@@ -133,6 +146,10 @@ int main(int argc, char** argv) try {
         }
         return v;
     };
+    // what --predict needs besides the weights, in every checkpoint
+    const DocclassSetup setup{.model_name = model_name, .config = config, .vocab = vocab,
+                              .class_names = corpus.class_names, .max_sentences = max_sentences, .max_words = max_words};
+    parts.save_extra = [&](std::map<std::string, std::string>& extra) { save_setup(setup, extra); };
     LoopOptions options = loop_options(common, "docclass");
     options.clip = clip;
     parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches);

@@ -1,0 +1,84 @@
+// examples/docclass/predict: what --predict needs from a checkpoint, and the
+// text and SVG it shows, on predictions written out by hand.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "examples/docclass/predict.hpp"
+
+using namespace attn;
+
+TEST_CASE("docclass predict: the setup survives a checkpoint's metadata; a broken one is named") {
+    DocclassSetup s;
+    s.model_name = "han";
+    s.config = {.vocab_size = 0, .embed_dim = 7, .word_hidden = 5, .word_attention = 4, .sentence_hidden = 3,
+                .sentence_attention = 2, .num_classes = 0};
+    s.vocab = Vocabulary::from_words({"the", "café", "goal"});
+    s.class_names = {"sports", "space"};
+    s.max_sentences = 6;
+    s.max_words = 9;
+    std::map<std::string, std::string> m;
+    save_setup(s, m);
+    const DocclassSetup back = load_setup(m, "best.safetensors");
+    CHECK(back.model_name == "han");
+    CHECK(back.vocab.words() == std::vector<std::string>{"the", "café", "goal"});
+    CHECK(back.vocab.id("café") == 3);
+    CHECK(back.vocab.id("unknown") == Vocabulary::unk);
+    CHECK(back.class_names == s.class_names);
+    CHECK(back.config.embed_dim == 7);
+    CHECK(back.config.word_hidden == 5);
+    CHECK(back.config.word_attention == 4);
+    CHECK(back.config.sentence_hidden == 3);
+    CHECK(back.config.sentence_attention == 2);
+    CHECK(back.config.vocab_size == 5);  // with <pad> and <unk>
+    CHECK(back.config.num_classes == 2);
+    CHECK(back.max_sentences == 6);
+    CHECK(back.max_words == 9);
+
+    std::map<std::string, std::string> missing = m;
+    missing.erase("docclass.vocabulary");
+    CHECK_THROWS_WITH(load_setup(missing, "x.safetensors"),
+                      doctest::Contains("x.safetensors: not a docclass checkpoint (metadata \"docclass.vocabulary\" is missing"));
+    std::map<std::string, std::string> bad = m;
+    bad["docclass.sizes"] = "7 5 4 3 2 6";
+    CHECK_THROWS_WITH(load_setup(bad, "x.safetensors"), doctest::Contains("is not seven positive whole numbers"));
+    bad["docclass.sizes"] = "7 5 4 3 2 6 0";
+    CHECK_THROWS_WITH(load_setup(bad, "x.safetensors"), doctest::Contains("is not seven positive whole numbers"));
+    CHECK_THROWS_WITH(Vocabulary::from_words({"a", "b", "a"}), doctest::Contains("'a' appears twice"));
+    CHECK_THROWS_WITH(Vocabulary::from_words({"<unk>"}), doctest::Contains("appears twice"));
+}
+
+namespace {
+
+Prediction two_sentences() {
+    Prediction p;
+    p.sentences = {{"great", "goal", "!"}, {"it", "rained"}};
+    p.probabilities = {0.1, 0.7, 0.2};
+    p.label = 1;
+    p.sentence_weights = {1.0, 0.0};
+    p.word_weights = {{0.25, 0.7, 0.05}, {0.5, 0.5}};
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("docclass predict: the text names the label, the top classes, and marks the weighted words") {
+    const std::string text = prediction_text(two_sentences(), {"space", "sports", "weather"}, false);
+    const std::string expected =
+        "label: sports  (sports 0.700, weather 0.200, space 0.100)\n"
+        "  1.000 ██████████  great[0.25] goal[0.70] !\n"
+        "  0.000 ··········  it[0.50] rained[0.50]\n";
+    CHECK(text == expected);
+}
+
+TEST_CASE("docclass predict: in the SVG a word is shaded by its weight scaled by its sentence's") {
+    const std::string svg = prediction_svg(two_sentences(), {"space", "sports", "weather"}, "a <test>");
+    CHECK(svg.find("a &lt;test&gt;") != std::string::npos);
+    // sentence 1 (weight 1): "goal" 0.7 → sqrt(0.7 · 1) = 0.837
+    CHECK(svg.find("fill-opacity=\"0.837\"><title>goal: word 0.700, sentence 1.000</title>") != std::string::npos);
+    // sentence 2 (weight 0): its words are unshaded whatever their weight within it
+    CHECK(svg.find("fill-opacity=\"0.000\"><title>it: word 0.500, sentence 0.000</title>") != std::string::npos);
+    CHECK(svg.find("fill-opacity=\"0.000\"><title>rained: word 0.500, sentence 0.000</title>") != std::string::npos);
+}
