@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "examples/caption/caption_data.hpp"
+#include "examples/common/idx.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     if (size == 0) return 0;
