@@ -4,6 +4,7 @@
 //   build/examples/caption --align hard             hard attention, REINFORCE
 //   build/examples/caption --align gumbel-st        hard attention, Gumbel straight-through
 //   build/examples/caption --data fashion           2×2 Fashion-MNIST scenes (make data first)
+//   build/examples/caption --predict scene.png      caption a picture with out/caption/best.safetensors
 //
 // The model, the loss (with REINFORCE's variance-reduction terms), decoding and
 // metrics are in examples/caption/caption_model.hpp; the data in
@@ -16,6 +17,7 @@
 #include <optional>
 
 #include "autograd/ops.hpp"
+#include "examples/caption/predict.hpp"
 #include "examples/caption/report.hpp"
 #include "examples/caption/caption_data.hpp"
 #include "examples/caption/caption_model.hpp"
@@ -108,7 +110,22 @@ int main(int argc, char** argv) try {
     flags.add("--length-penalty", &length_penalty,
               "beam search ranks captions by log p / length^this (0: the total log p, 1: the mean per word)", 0);
     flags.add("--clip", &clip, "gradient norm clipping (0: off)", 0);
+    CaptionPredictOptions predict;
+    bool predicting = false;
+    flags.add("--predict", &predicting, "caption the PGM/PNG files named as arguments with a checkpoint, showing the attention");
+    flags.add("--checkpoint", &predict.checkpoint, "checkpoint for --predict (default OUT/caption/best.safetensors)");
+    flags.add("--svg", &predict.svg, "--predict: write the attention overlays as SVG to this file (FILE-2.svg, ... for more pictures)");
+    flags.add("--show", &predict.show, "--predict: draw the maps also when stdout is not a terminal");
+    flags.add("--invert", &predict.invert, "--predict: the picture has dark items on a light background");
+    flags.add("--samples", &predict.samples, "--predict, hard attention: draw this many locations per word from α_t", 0, 100000);
     if (!flags.parse(argc, argv)) return 0;
+    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
+    if (predicting) {
+        if (predict.checkpoint.empty()) predict.checkpoint = common.out + "/caption/best.safetensors";
+        predict.images = flags.positional();
+        predict.seed = static_cast<uint64_t>(common.seed);
+        return predict_captions(predict);
+    }
     std::cerr << "seed " << common.seed << "\n";
     for (const auto& [name, id] : {std::pair<std::string, std::string>{"soft_alignment", "soft"},
                                    {"hard_alignment", "hard"}, {"gumbel_softmax_alignment", "gumbel-st"}})
@@ -117,7 +134,6 @@ int main(int argc, char** argv) try {
         throw std::invalid_argument("--align expects soft, hard or gumbel-st, got '" + attention_kind + "'");
     if (!(temperature > 0)) throw std::invalid_argument("--tau must be > 0, got " + std::to_string(temperature));
     const bool hard = attention_kind == "hard", gumbel = attention_kind == "gumbel-st";
-    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
 
     // ---- data ------------------------------------------------------------------------------
     CaptionDataset data;
@@ -198,8 +214,12 @@ int main(int argc, char** argv) try {
         return v;
     };
     parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch);
+    // what --predict needs besides the weights, in every checkpoint
+    const CaptionSetup setup{.config = config, .words = data.vocab.words, .height = data.height, .width = data.width,
+                             .max_length = static_cast<int64_t>(data.train.at(0).caption.size())};
     parts.save_extra = [&](std::map<std::string, std::string>& extra) {
         extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
+        save_setup(setup, extra);
     };
     parts.load_extra = [&](const TrainingState& state) {
         if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
