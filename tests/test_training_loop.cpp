@@ -349,3 +349,23 @@ TEST_CASE("train_loop: resuming a checkpoint without the loop's position names t
     CHECK_THROWS_WITH(invoke(options),
                       doctest::Contains("last.safetensors': metadata \"loop.batch\" is missing"));
 }
+
+TEST_CASE("result_json: every trainer's RESULT line has the same top-level keys") {
+    FlagParser flags("t", "test");
+    CommonFlags common{.data = "x"};
+    flags.add_common(common, "x");
+    LoopResult r;
+    r.state.epoch = 2;
+    r.state.step = 30;
+    r.train_seconds = 1.5;
+    r.reason = StopReason::steps;
+    const Json j = result_json("docclass", "needle", "han", Json::object({{"acc", 0.5}}), r, 1234, flags);
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : j.as_object()) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"example", "data", "model", "test", "train_seconds", "params", "epochs",
+                                           "steps", "stopped", "settings"});
+    CHECK(j["test"]["acc"].as_double() == 0.5);
+    CHECK(j["stopped"].as_string() == "--steps");
+    CHECK(j["epochs"].as_int() == 2);
+    CHECK(j["settings"]["data"].as_string() == "x");
+}

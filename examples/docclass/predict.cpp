@@ -205,7 +205,12 @@ int predict_documents(const PredictOptions& o) {
         }
         if (!o.svg.empty()) {
             const std::string path = numbered_path(o.svg, k, inputs.size());
-            const std::string title = inputs[k].size() > 80 ? inputs[k].substr(0, 77) + "..." : inputs[k];
+            std::string title = inputs[k];
+            if (title.size() > 80) {  // cut at a character boundary, not inside a UTF-8 sequence
+                size_t cut = 77;
+                while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80) --cut;
+                title = title.substr(0, cut) + "...";
+            }
             write_svg(path, prediction_svg(p, setup.class_names, title));
             std::cerr << "wrote " << path << "\n";
         }
