@@ -75,14 +75,28 @@ BroadcastMask broadcast_mask(const Tensor& mask, const Shape& scores, int64_t ba
     return out;
 }
 
-// S_rc = −∞ where the keep mask is 0 or the causal rule hides key j0 + c from
-// query i0 + r. S is rows×cols with row stride lds.
-void mask_tile(const Sizes& p, const BroadcastMask& mask, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+// What mask_tile applies to a tile of scores: the keep mask, and the keys
+// whose row held a non-finite value (FiniteKeysValues in
+// attention/transformer.hpp: K itself then holds 0 there).
+struct ScoreMask {
+    BroadcastMask keep;
+    Tensor bad_keys;  // …×1×n of 0/1 (batch×n in memory); undefined when every key is finite
+};
+
+// S_rc = NaN where key j0 + c is bad, then S_rc = −∞ where the keep mask is 0
+// or the causal rule hides key j0 + c from query i0 + r (so a bad key reaches
+// only the queries that may see it). S is rows×cols with row stride lds.
+void mask_tile(const Sizes& p, const ScoreMask& masks, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                real* S, int64_t lds) {
+    const BroadcastMask& mask = masks.keep;
     const bool crosses_diagonal = p.causal && j0 + cols - 1 > p.last_key(i0);
-    if (!mask.defined() && !crosses_diagonal) return;
+    const real* bad = masks.bad_keys.defined() ? masks.bad_keys.data() + b * p.n + j0 : nullptr;
+    if (!mask.defined() && !crosses_diagonal && !bad) return;
     for (int64_t r = 0; r < rows; ++r) {
         real* s = S + r * lds;
+        if (bad)
+            for (int64_t c = 0; c < cols; ++c)
+                if (bad[c] != 0) s[c] = std::numeric_limits<real>::quiet_NaN();
         if (mask.defined()) {
             const real* keep = mask.at(b, i0 + r, j0);
             for (int64_t c = 0; c < cols; ++c)
@@ -116,17 +130,20 @@ inline Vec4 load4(const float* p) {
 }
 inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof v); }
 
-// max_c x_c
+// max_c x_c, NaN if any x_c is NaN: a row with a NaN score must come out NaN,
+// as the composite's softmax makes it, not be taken for a fully masked row
+// (a plain v > m comparison is false for NaN and would skip it).
+inline float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 inline float row_max(const float* x, int64_t n) {
     Vec4 m = Vec4{} - kInfF;
     int64_t c = 0;
     for (; c + 4 <= n; c += 4) {
         const Vec4 v = load4(x + c);
-        const Int4 greater = v > m;
-        m = __builtin_bit_cast(Vec4, (greater & __builtin_bit_cast(Int4, v)) | (~greater & __builtin_bit_cast(Int4, m)));
+        const Int4 take = (v > m) | (v != v);  // a larger value, or a NaN
+        m = __builtin_bit_cast(Vec4, (take & __builtin_bit_cast(Int4, v)) | (~take & __builtin_bit_cast(Int4, m)));
     }
-    float best = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
-    for (; c < n; ++c) best = std::max(best, x[c]);
+    float best = nan_max(nan_max(m[0], m[1]), nan_max(m[2], m[3]));
+    for (; c < n; ++c) best = nan_max(best, x[c]);
     return best;
 }
 
@@ -222,9 +239,10 @@ inline void softmax_backward_row(float* d, const float* p, int64_t n, float D) {
 
 #else  // the double build: plain loops
 
+inline double nan_max(double a, double b) { return a > b || a != a ? a : b; }  // NaN if either is
 inline double row_max(const double* x, int64_t n) {
     double m = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < n; ++c) m = std::max(m, x[c]);
+    for (int64_t c = 0; c < n; ++c) m = nan_max(m, x[c]);
     return m;
 }
 inline double exp_shifted_sum(double* x, int64_t n, double shift) {
@@ -253,7 +271,7 @@ struct ForwardScratch {
 };
 
 // Query rows [i0, i0 + rows) of attention b: their outputs O and log-sum-exps L.
-void forward_block(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V, real* O,
+void forward_block(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* V, real* O,
                    real* L, int64_t b, int64_t i0, int64_t rows, ForwardScratch& s) {
     const real* q = Q + (b * p.m + i0) * p.d_k;
     real* o = O + (b * p.m + i0) * p.d_v;
@@ -269,8 +287,8 @@ void forward_block(const Sizes& p, const BroadcastMask& mask, const real* Q, con
         mask_tile(p, mask, b, i0, rows, j0, cols, S, Bc);
         for (int64_t r = 0; r < rows; ++r) {
             real* sr = S + r * Bc;
-            // μ' = max(μ, rowmax S)
-            const real mu_new = std::max(mu[r], row_max(sr, cols));
+            // μ' = max(μ, rowmax S)      (NaN once any score of the row is NaN: then so are ℓ, O_i, L_i)
+            const real mu_new = nan_max(mu[r], row_max(sr, cols));
             if (mu_new == kNegInf) {  // every key so far is masked: nothing to add
                 std::fill(sr, sr + cols, real(0));
                 continue;
@@ -300,7 +318,7 @@ void forward_block(const Sizes& p, const BroadcastMask& mask, const real* Q, con
     }
 }
 
-void forward(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V, real* O,
+void forward(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* V, real* O,
              real* L) {
     const int64_t blocks = (p.m + Br - 1) / Br;
     parallel_for(0, p.batch * blocks, grain_for(p, Br), [&](int64_t t0, int64_t t1) {
@@ -320,7 +338,7 @@ struct BackwardScratch {
 
 // Adds the gradients of attention b into dQ, dK, dV (each null when that
 // input needs none).
-void backward_batch(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* V,
+void backward_batch(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* V,
                     const real* O, const real* L, const real* dO, real* dQ, real* dK, real* dV, int64_t b,
                     BackwardScratch& s) {
     Q += b * p.m * p.d_k, K += b * p.n * p.d_k, V += b * p.n * p.d_v;
@@ -374,7 +392,7 @@ void backward_batch(const Sizes& p, const BroadcastMask& mask, const real* Q, co
 
 // A = exp(Q Kᵀ / √d_k − L) with masked entries 0: the same weights the
 // forward used, materialised batch×m×n for drawing.
-Tensor materialise_weights(const Sizes& p, const BroadcastMask& mask, const real* Q, const real* K, const real* L,
+Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* L,
                            const Shape& shape) {
     Tensor A = Tensor::empty(shape);
     real* a = A.data();
@@ -413,9 +431,19 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
     p.causal = options.causal;
     const Shape scores_shape = qs.with(R - 1, p.n);    // …×m×n
     const Shape output_shape = qs.with(R - 1, p.d_v);  // …×m×d_v
-    const BroadcastMask bm = broadcast_mask(mask, scores_shape, p.batch);
+    // Non-finite keys and values are set aside as in the composite (attention/
+    // transformer.hpp, FiniteKeysValues): the kernel reads only finite K and V,
+    // mask_tile gives NaN to the scores of bad keys before masking, and the NaN
+    // of bad values is put back below, where a query may see them.
+    const FiniteKeysValues kv = finite_keys_values(keys, values);
+    const ScoreMask bm{broadcast_mask(mask, scores_shape, p.batch), kv.bad_keys};
+    // A query that may attend no key is zeroed when it holds a non-finite
+    // value (the mask tensor is built only then), as in the composite.
+    Var q = queries;
+    if (!finite_everywhere(queries.value()))
+        q = hide_fully_masked_queries(queries, combine_masks(mask, p.causal ? causal_mask(p.m, p.n) : Tensor()));
 
-    const Tensor Q = queries.value(), K = keys.value(), V = values.value();
+    const Tensor Q = q.value(), K = kv.keys.value(), V = kv.values.value();
     Tensor O = Tensor::empty(output_shape), L = Tensor::empty(Shape{p.batch, p.m});
     forward(p, bm, Q.data(), K.data(), V.data(), O.data(), L.data());
 
@@ -423,7 +451,7 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
     if (options.need_weights) weights = Var(materialise_weights(p, bm, Q.data(), K.data(), L.data(), scores_shape));
 
     // Backward keeps Q, K, V and L (…×m); the output O is the node's own value.
-    Var output = record(kOp, O, {queries, keys, values}, [p, bm, Q, K, V, L](Backward& bw) {
+    Var output = record(kOp, O, {q, kv.keys, kv.values}, [p, bm, Q, K, V, L](Backward& bw) {
         // ∂L/∂Q, ∂L/∂K, ∂L/∂V are added (the kernel only ever does +=) straight into
         // the gradient buffers of the inputs that want them; null skips the others.
         // Attention b only touches rows of b, and one thread does all of b, so this
@@ -437,7 +465,7 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
                 backward_batch(p, bm, Q.data(), K.data(), V.data(), out, L.data(), dO, dq, dk, dv, b, scratch);
         });
     });
-    return {output, weights};
+    return {nan_at_seen_bad_values(output, mask, options.causal, kv.bad_values), weights};
 }
 
 }  // namespace attn

@@ -34,6 +34,12 @@
 // gradient (never NaN). With `causal`, tiles above the diagonal are skipped
 // without being computed, and no mask tensor is built.
 //
+// Non-finite values follow the composite's rules (FiniteKeysValues in
+// attention/transformer.hpp): the kernel reads the finite part of K and V, a
+// key that held a non-finite value gets NaN scores before the mask is
+// applied, and a row whose scores include a NaN comes out NaN (the running
+// maximum keeps a NaN), never taken for a fully masked row.
+//
 // Memory: besides Q, K, V and O it keeps L (…×m) and per thread a few Br×Bc
 // tiles. The weights …×m×n are built only when `need_weights` is set; they are
 // then materialised, after the fact, for drawing (a tensor outside the graph:

@@ -2,6 +2,7 @@
 // The formulas, the papers and the shape legend are in attention/general.hpp.
 #include "attention/general.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "nn/init.hpp"
@@ -62,6 +63,52 @@ Tensor combine_masks(const Tensor& a, const Tensor& b) {
     return mul(a, b);
 }
 
+bool finite_everywhere(const Tensor& t) {
+    const real* p = t.data();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        if (!std::isfinite(p[i])) return false;
+    return true;
+}
+
+Var hide_unseen_keys(const Var& x, const Tensor& keep) {
+    if (!keep.defined() || finite_everywhere(x.value())) return x;
+    const std::string shapes = "keys " + x.shape().str() + " and mask " + keep.shape().str();
+    if (x.rank() < 2 || keep.rank() < 1 || keep.rank() > x.rank())
+        throw std::invalid_argument("hide_unseen_keys: " + shapes +
+                                    ": need keys …×n×d and a mask …×m×n of no higher rank");
+    // seen_j = 1 when some query may attend key j: the mask's maximum over the
+    // queries (its axis −2) of keep ≠ 0                                 …×n
+    Tensor seen = sub(Tensor::scalar(1), eq(keep, Tensor::scalar(0)));
+    if (seen.rank() >= 2) seen = max(seen, -2);
+    if (seen.numel() == 0 || min(seen).item() != 0) return x;  // every key is seen by someone
+    // …×n → …×n×1, a column that selects whole rows of x               …×n×1
+    Shape column = seen.shape();
+    column.push_back(1);
+    seen = seen.reshape(column);
+    if (broadcast_shapes(column, x.shape(), "hide_unseen_keys") != x.shape())
+        throw std::invalid_argument("hide_unseen_keys: " + shapes + " do not fit: the mask's key axis must be n");
+    // x_j ← seen_j ? x_j : 0, a selection (0·x_j would keep a NaN)          …×n×d
+    return where(seen, x, Var(Tensor::scalar(0)));
+}
+
+Var hide_fully_masked_queries(const Var& x, const Tensor& keep) {
+    if (!keep.defined() || finite_everywhere(x.value())) return x;
+    const std::string shapes = "queries " + x.shape().str() + " and mask " + keep.shape().str();
+    if (x.rank() < 2 || keep.rank() < 1 || keep.rank() > x.rank())
+        throw std::invalid_argument("hide_fully_masked_queries: " + shapes +
+                                    ": need queries …×m×d and a mask …×m×n of no higher rank");
+    // alive_i = 1 when query i may attend some key: the maximum over the keys
+    // (the mask's last axis) of keep ≠ 0                                  …×m×1
+    Tensor alive = max(sub(Tensor::scalar(1), eq(keep, Tensor::scalar(0))), -1, /*keepdim=*/true);
+    if (alive.rank() == 1) alive = alive.reshape(Shape{1, 1});  // a mask of keys only: one verdict for all
+    if (alive.numel() == 0 || min(alive).item() != 0) return x;  // every query sees some key
+    if (broadcast_shapes(alive.shape(), x.shape(), "hide_fully_masked_queries") != x.shape())
+        throw std::invalid_argument("hide_fully_masked_queries: " + shapes +
+                                    " do not fit: the mask's query axis must be m");
+    // x_i ← alive_i ? x_i : 0, a selection                                 …×m×d
+    return where(alive, x, Var(Tensor::scalar(0)));
+}
+
 // ---- shared pieces -------------------------------------------------------------
 
 Var attend(const Var& weights, const Var& values) { return matmul(weights, values); }
@@ -116,15 +163,23 @@ GeneralAttention::GeneralAttention(std::unique_ptr<ScoreFunction> score, std::un
 
 AttentionOutput GeneralAttention::forward(const Var& queries, const Var& features, const Tensor& mask) {
     check_rank(id(), "features", features, 3);
+    // Padded feature rows are zeroed before the projections read them, so that
+    // a NaN there reaches neither K, V nor the gradients of W_K, W_V.
+    const Var visible = hide_unseen_keys(features, mask);
     // K = F W_Kᵀ, V = F W_Vᵀ: B×n×d_f · (d×d_f)ᵀ → B×n×d
-    const Var keys = W_K.defined() ? matmul(features, W_K, false, true) : features;
-    const Var values = W_V.defined() ? matmul(features, W_V, false, true) : features;
+    const Var keys = W_K.defined() ? matmul(visible, W_K, false, true) : visible;
+    const Var values = W_V.defined() ? matmul(visible, W_V, false, true) : visible;
     return forward(queries, keys, values, mask);
 }
 
-AttentionOutput GeneralAttention::forward(const Var& queries, const Var& keys, const Var& values,
+AttentionOutput GeneralAttention::forward(const Var& queries_in, const Var& keys_in, const Var& values_in,
                                           const Tensor& mask) {
-    check_qkv(id(), queries, keys, values);
+    check_qkv(id(), queries_in, keys_in, values_in);
+    // Every score function and alignment shares this line: keys no query may
+    // attend are zeroed (by selection) before the score and the sum read them.
+    // (and a query that may attend no key, likewise)
+    const Var keys = hide_unseen_keys(keys_in, mask), values = hide_unseen_keys(values_in, mask);
+    const Var queries = hide_fully_masked_queries(queries_in, mask);
     const Var scores = score_->score(queries, keys);                        // e = score(q, K)   B×m×n
     const Var weights = align_->align({scores, mask, queries, Tensor()});  // a = align(e)      B×m×n
     return {attend(weights, values), weights};                             // c = A V           B×m×d_v

@@ -21,6 +21,19 @@ Taxonomy multi_head_taxonomy() {
     return t;
 }
 
+// The keep mask as the inputs see it before the split into heads, for
+// hide_unseen_keys and hide_fully_masked_queries: a per-head mask (rank 4)
+// keeps a key for a query when any head does; the causal rule is folded in.
+// Undefined (nothing to hide) when every input is finite: a finite padded
+// row already contributes exactly 0, and the common case builds nothing.
+Tensor input_keep_mask(const Tensor& mask, bool causal, const Var& queries, const Var& keys, const Var& values) {
+    if (finite_everywhere(queries.value()) && finite_everywhere(keys.value()) && finite_everywhere(values.value()))
+        return {};
+    const Tensor keep =
+        mask.defined() && mask.rank() == 4 ? max(sub(Tensor::scalar(1), eq(mask, Tensor::scalar(0))), 1) : mask;
+    return combine_masks(keep, causal ? causal_mask(queries.size(1), keys.size(1)) : Tensor());
+}
+
 // [head_1, …, head_h]: B×h×m×w → B×m×h×w → B×m×(h·w)
 Var concat_heads(const Var& heads) {
     const int64_t B = heads.size(0), h = heads.size(1), m = heads.size(2), w = heads.size(3);
@@ -69,10 +82,15 @@ AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, c
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", keys " + keys.shape().str() +
                                     " and values " + values.shape().str() + " need width d_model = " +
                                     std::to_string(d_model_));
+    // The rows of keys no query may attend (padding), and of queries that may
+    // attend no key, are zeroed before W_K, W_V, W_Q read them: a NaN there
+    // would otherwise reach their gradients (X_jᵀ·0 = NaN) and through them
+    // every sequence of the batch (attention/general.hpp).
+    const Tensor keep = input_keep_mask(mask, causal, queries, keys, values);
     // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
-    const Var Q = project_to_heads(queries, W_Q, b_Q, d_k_);
-    const Var K = project_to_heads(keys, W_K, b_K, d_k_);
-    const Var V = project_to_heads(values, W_V, b_V, d_v_);
+    const Var Q = project_to_heads(hide_fully_masked_queries(queries, keep), W_Q, b_Q, d_k_);
+    const Var K = project_to_heads(hide_unseen_keys(keys, keep), W_K, b_K, d_k_);
+    const Var V = project_to_heads(hide_unseen_keys(values, keep), W_V, b_V, d_v_);
     // head_j = Attn(Q W^Q_j, K W^K_j, V W^V_j)                          B×h×m×d_v, weights B×h×m×n
     const Tensor M = mask_for_heads(mask);
     if (options_.fused) {
@@ -122,9 +140,14 @@ AttentionOutput NarrowWideMultiHeadAttention::heads(const Var& x, const Tensor& 
     const int64_t B = x.size(0), n = x.size(1);
     // X_j: narrow, column chunk j of X (B×n×d → B×n×h×c → B×h×n×c);
     //      wide, all of X for every head (B×1×n×d)
-    const Var X = kind_ == Kind::narrow ? permute(reshape(x, {B, n, h_, c_}), {0, 2, 1, 3}) : unsqueeze(x, 1);
+    auto split = [&](const Var& rows) {
+        return kind_ == Kind::narrow ? permute(reshape(rows, {B, n, h_, c_}), {0, 2, 1, 3}) : unsqueeze(rows, 1);
+    };
+    // X's padded rows zeroed, as keys and values, and as queries when fully masked (as in entry 40)
+    const Tensor keep = input_keep_mask(mask, causal, x, x, x);
+    const Var X = split(hide_fully_masked_queries(x, keep)), X_kv = split(hide_unseen_keys(x, keep));
     // X_j W^Q_j, X_j W^K_j, X_j W^V_j, batched over the heads            B×h×n×c
-    const Var Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);
+    const Var Q = matmul(X, W_Q), K = matmul(X_kv, W_K), V = matmul(X_kv, W_V);
     // head_j = Attn(Q_j, K_j, V_j)                                       B×h×n×c, weights B×h×n×n
     return scaled_dot_product_attention(Q, K, V, mask_for_heads(mask), causal);
 }

@@ -46,7 +46,7 @@ Var masked_mean(const Var& values, const Tensor& mask) {
     const Tensor keep = scores_keep_mask("masked_mean", mask, values.size(0), values.size(1));  // B×1×n
     // uniform weights over the kept keys: mask_l / max(Σ_j mask_j, 1)   B×1×n
     const Tensor count = maximum(sum(keep, -1, /*keepdim=*/true), Tensor::scalar(1));
-    return attend(Var(div(keep, count)), values);  // B×1×d
+    return attend(Var(div(keep, count)), hide_unseen_keys(values, keep));  // B×1×d (padded rows zeroed first)
 }
 
 // ---- 31. bahdanau_attention ------------------------------------------------------------------
@@ -60,9 +60,12 @@ BahdanauAttention::BahdanauAttention(int64_t state_dim, int64_t encoder_dim, int
 BahdanauAttention::Memory BahdanauAttention::precompute(const Var& encoder_states, const Tensor& mask) {
     check_rank(id(), "encoder states", encoder_states, 3);
     check_width(id(), "encoder states", encoder_states, score.W_2.size(1));
+    const Tensor keep = scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1));
+    // Padded states are zeroed before U_a and the weighted sum read them: a NaN
+    // there would otherwise give 0·NaN = NaN in c_i and in U_a's gradient.
+    const Var states = hide_unseen_keys(encoder_states, keep);
     // U_a h_j for every source position, once per sequence   B×n×d_w
-    return {encoder_states, score.project_keys(encoder_states),
-            scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1))};
+    return {states, score.project_keys(states), keep};
 }
 
 Var BahdanauAttention::scores(const Var& queries, const Memory& memory) {
@@ -75,7 +78,8 @@ Var BahdanauAttention::scores(const Var& queries, const Memory& memory) {
 }
 
 AttentionOutput BahdanauAttention::forward(const Var& queries, const Memory& memory) {
-    const Var e = scores(queries, memory);             // e_ij            B×m×n
+    // A query that may attend no key takes no part, whatever it holds (attention/general.hpp).
+    const Var e = scores(hide_fully_masked_queries(queries, memory.keep), memory);  // e_ij   B×m×n
     const Var alpha = masked_softmax(e, memory.keep);  // α_ij = softmax_j B×m×n
     return {attend(alpha, memory.states), alpha};      // c_i = Σ_j α_ij h_j   B×m×d_h
 }
@@ -127,14 +131,17 @@ LuongAttention::Output LuongAttention::forward(const Var& queries, const Var& en
     check_width(id(), "queries", queries, W_c.size(0));
     check_width(id(), "encoder states", encoder_states, W_c.size(1) - W_c.size(0));  // W_c is d_s×(d_h + d_s)
     const Tensor keep = scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1));
+    // padded states, and queries that may attend no state, zeroed (attention/general.hpp)
+    const Var states = hide_unseen_keys(encoder_states, keep);
+    const Var h = hide_fully_masked_queries(queries, keep);
     // e_ts = score(h_t, h̄_s)                        B×m×n
-    const Var e = score_->score(queries, encoder_states);
+    const Var e = score_->score(h, states);
     // a_t = align(e_t): global, local-m or local-p   B×m×n
-    const Var a = align_->align({e, keep, queries, positions});
+    const Var a = align_->align({e, keep, h, positions});
     // c_t = Σ_s a_ts h̄_s                              B×m×d_h
-    const Var c = attend(a, encoder_states);
+    const Var c = attend(a, states);
     // h̃_t = tanh(W_c [c_t; h_t])                      B×m×d_s
-    const Var attentional = tanh(matmul(concat({c, queries}, -1), W_c, false, true));
+    const Var attentional = tanh(matmul(concat({c, h}, -1), W_c, false, true));
     return {attentional, c, a};
 }
 

@@ -61,7 +61,7 @@ public:
 
     // What a decoder step needs from the source, computed once per sequence.
     struct Memory {
-        Var states;     // H        B×n×d_h (the values)
+        Var states;     // H        B×n×d_h (the values; padded rows zeroed if they held NaN or inf)
         Var projected;  // H U_aᵀ   B×n×d_w (the keys' half of every score)
         Tensor keep;    // B×1×n keep mask, or undefined
     };

@@ -5,6 +5,7 @@
 #include "attention/transformer.hpp"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -46,13 +47,73 @@ AttentionOutput scaled_dot_product_attention(const Var& queries, const Var& keys
     check_sdpa_inputs("scaled_dot_product_attention", queries, keys, values);
     const int64_t m = queries.size(-2), n = keys.size(-2), d_k = queries.size(-1);
     const Tensor M = combine_masks(mask, causal ? causal_mask(m, n) : Tensor());
+    // K, V with their non-finite entries set aside (0 in the products, NaN put
+    // back below only where a query may see them): FiniteKeysValues
+    const FiniteKeysValues kv = finite_keys_values(keys, values);
+    // and a query that may attend no key zeroed, so that nothing it holds reaches dK
+    const Var Q = hide_fully_masked_queries(queries, M);
     // E = Q Kᵀ / √d_k, computed as (Q / √d_k) Kᵀ: the m×d_k queries are
     // scaled rather than the m×n scores                                  …×m×n
-    const Var scores = matmul(queries * inv_sqrt(d_k), keys, false, true);
-    // A = softmax_row(E + M)                                            …×m×n
+    const Var scores = nan_at_bad_keys(matmul(Q * inv_sqrt(d_k), kv.keys, false, true), kv.bad_keys);
+    // A = softmax_row(E + M), M applied by selection                     …×m×n
     const Var weights = softmax(scores, -1, keep(M));
     // Attn = A V                                                        …×m×d_v
-    return {matmul(weights, values), weights};
+    return {nan_at_seen_bad_values(matmul(weights, kv.values), mask, causal, kv.bad_values), weights};
+}
+
+// ---- non-finite keys and values ------------------------------------------------------
+
+namespace {
+
+constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
+
+// 1 where x is not finite, 0 elsewhere; undefined when x is all finite.
+Tensor non_finite(const Tensor& x) {
+    int64_t i = 0, n = x.numel();
+    const real* p = x.data();
+    while (i < n && std::isfinite(p[i])) ++i;
+    if (i == n) return {};
+    Tensor bad = Tensor::zeros(x.shape());
+    for (; i < n; ++i) bad[i] = std::isfinite(p[i]) ? 0 : 1;
+    return bad;
+}
+
+}  // namespace
+
+FiniteKeysValues finite_keys_values(const Var& keys, const Var& values) {
+    FiniteKeysValues out{keys, values, {}, {}};
+    const Var zero(Tensor::scalar(0));
+    // K ← bad ? 0 : K, a selection: its backward sends the bad entries 0
+    if (const Tensor bad = non_finite(keys.value()); bad.defined()) {
+        out.keys = where(bad, zero, keys);
+        // any over each row: …×n×1, laid out again as …×1×n (the same order in memory)
+        const Tensor any = max(bad, -1, /*keepdim=*/true);
+        const int r = any.rank();
+        out.bad_keys = any.reshape(any.shape().with(r - 2, 1).with(r - 1, any.size(r - 2)));
+    }
+    if (const Tensor bad = non_finite(values.value()); bad.defined()) {
+        out.values = where(bad, zero, values);
+        out.bad_values = bad;
+    }
+    return out;
+}
+
+Var nan_at_bad_keys(const Var& scores, const Tensor& bad_keys) {
+    if (!bad_keys.defined()) return scores;
+    return where(bad_keys, Var(Tensor::scalar(kNaN)), scores);  // e_ij ← NaN for bad key j   …×m×n
+}
+
+Var nan_at_seen_bad_values(const Var& output, const Tensor& mask, bool causal, const Tensor& bad_values) {
+    if (!bad_values.defined()) return output;
+    const int64_t m = output.size(-2), n = bad_values.size(-2);
+    // sees_ij = 1 when query i may attend key j (all ones without a mask)    …×m×n
+    Tensor sees = combine_masks(mask, causal ? causal_mask(m, n) : Tensor());
+    sees = sees.defined() ? sub(Tensor::scalar(1), eq(sees, Tensor::scalar(0))) : Tensor::ones(Shape{m, n});
+    if (sees.rank() == 1) sees = sees.reshape(Shape{1, sees.size(0)});                   // a mask of keys only
+    if (sees.size(-1) != n) sees = expand(sees, sees.shape().with(sees.rank() - 1, n));  // a mask broadcast over keys
+    // hit_ic = Σ_j sees_ij · bad_jc > 0: a product of 0/1 matrices, exact   …×m×d_v
+    const Tensor hit = gt(matmul(sees, bad_values), Tensor::scalar(0));
+    return where(hit, Var(Tensor::scalar(kNaN)), output);
 }
 
 Tensor mask_for_heads(const Tensor& mask) {

@@ -21,7 +21,11 @@ constexpr real kNegInf = -std::numeric_limits<real>::infinity();
 
 // The scores with the mask applied: every left-out position becomes −∞, which
 // the softmax kernels turn into a weight of exactly 0 (and an all −∞ slice into
-// all zeros, never NaN).
+// all zeros, never NaN). A keep mask is applied by selection, so whatever a
+// left-out score holds (NaN included) is gone; adding −∞ would keep a NaN
+// (NaN + (−∞) = NaN). A non-finite score at a kept position is not hidden: it
+// makes its slice NaN, as IEEE arithmetic does (docs/attention/transformer.md,
+// "Masks and non-finite values").
 Tensor masked_scores(const Tensor& x, const SoftmaxMask& mask, const char* op) {
     if (mask.kind == SoftmaxMask::Kind::none) return x;
     if (!mask.tensor.defined()) throw std::invalid_argument(std::string(op) + ": the mask tensor is undefined");
