@@ -102,7 +102,7 @@ TEST_CASE("progress: one line per epoch, also from the destructor; unknown total
     CHECK(out.str() == "eval 3 elapsed 00:06 2.2 s/it\n");
 }
 
-TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, within the width") {
+TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, within the width; the last line whole") {
     std::ostringstream out;
     double now = 0;
     ProgressBar bar("train", 100, {.out = &out, .terminal = true, .columns = 40, .clock = [&] { return now; }});
@@ -117,11 +117,74 @@ TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, wit
     CHECK(draws <= 12);
     CHECK(s.back() == '\n');
     CHECK(count(s, "\n") == 1);
-    // Each drawn line fits in 39 columns.
+    // Each line redrawn in place fits in 39 columns; the final one, never
+    // redrawn, is whole.
+    std::vector<std::string> pieces;
     std::istringstream lines(s);
-    std::string piece;
-    while (std::getline(lines, piece, '\r')) CHECK(piece.size() <= 40);  // 39 + the final '\n'
-    CHECK(s.find("train [##########] 100/100") != std::string::npos);
+    for (std::string piece; std::getline(lines, piece, '\r');) pieces.push_back(piece);
+    REQUIRE(pieces.size() >= 2);
+    for (size_t i = 0; i + 1 < pieces.size(); ++i) CHECK(pieces[i].size() <= 39);
+    CHECK(pieces.back() == "train [##########] 100/100 elapsed 00:01 eta 00:00 100.0 it/s loss 0.01\n");
+}
+
+// An 80-column terminal used to cut the line at the right edge, where the
+// metrics are: an epoch's dev WER never appeared. Now the bar shrinks, then
+// the rate, eta and elapsed go; the metrics are kept whole.
+TEST_CASE("progress: on a narrow terminal the bar shrinks, then rate, eta and elapsed go, never a metric") {
+    // The line drawn on an 80-column terminal 20 s into an epoch, halfway.
+    const auto drawn = [](const ProgressFields& fields, const std::string& label = "epoch 3/12") {
+        std::ostringstream out;
+        double now = 0;
+        ProgressBar bar(label, 250, {.out = &out, .terminal = true, .columns = 80, .clock = [&] { return now; }});
+        now = 20;
+        bar.update(125, fields);
+        std::string s = out.str();
+        REQUIRE(s.rfind('\r') != std::string::npos);
+        s = s.substr(s.rfind('\r') + 1);
+        // The last column stays free (a full row wraps on some terminals);
+        // a terminal shows a character, not a byte, per column.
+        size_t columns = 0;
+        for (unsigned char c : s) columns += (c & 0xc0) != 0x80;
+        CHECK(columns <= 79);
+        return s;
+    };
+    // Everything fits.
+    CHECK(drawn({{"loss", 0.1234}}) ==
+          "epoch 3/12 [#####.....] 125/250 elapsed 00:20 eta 00:20 6.2 it/s loss 0.1234");
+    // The bar shrinks to what is left ...
+    CHECK(drawn({{"loss", 0.1234}, {"ce", 0.05}}) ==
+          "epoch 3/12 [##...] 125/250 elapsed 00:20 eta 00:20 6.2 it/s loss 0.1234 ce 0.05");
+    // ... down to nothing, then the rate goes,
+    CHECK(drawn({{"loss", 0.1234}, {"ce", 0.05}, {"penalty", 54.39}}) ==
+          "epoch 3/12 125/250 elapsed 00:20 eta 00:20 loss 0.1234 ce 0.05 penalty 54.39");
+    // then eta,
+    CHECK(drawn({{"loss", 56.11}, {"ce", 1.724}, {"penalty", 54.39}, {"reward", -3.2}}) ==
+          "epoch 3/12 125/250 elapsed 00:20 loss 56.11 ce 1.724 penalty 54.39 reward -3.2");
+    // then elapsed.
+    CHECK(drawn({{"loss", 56.11}, {"penalty", 54.39}, {"dev_wer", 0.0412}, {"dev_per", 0.0123}}) ==
+          "epoch 3/12 125/250 loss 56.11 penalty 54.39 dev_wer 0.0412 dev_per 0.0123");
+    // A terminal column holds a character, however many bytes its UTF-8 takes:
+    // these 79 characters (80 bytes) fit.
+    CHECK(drawn({{"accuracy", 0.99}}, "époque 3/12") ==
+          "époque 3/12 [#####.....] 125/250 elapsed 00:20 eta 00:20 6.2 it/s accuracy 0.99");
+    // Only when nothing is left to drop is the end cut, between characters.
+    CHECK(drawn({{"a_very_long_metric_name_one", 1}, {"a_very_long_metric_name_two", 2}, {"three", 3}},
+                "époque 3/12") == "époque 3/12 125/250 a_very_long_metric_name_one 1 a_very_long_metric_name_two 2");
+
+    // The epoch's last line, with the validation metrics, is printed whole:
+    // it is never redrawn, so it may wrap.
+    std::ostringstream out;
+    double now = 0;
+    {
+        ProgressBar bar("epoch 3/12", 250, {.out = &out, .terminal = true, .columns = 80, .clock = [&] { return now; }});
+        now = 50;
+        bar.update(250, {{"loss", 0.1234}});
+        bar.finish({{"loss", 0.1234}, {"ce", 0.05}, {"dev_wer", 0.0412}, {"dev_per", 0.0123}});
+    }
+    const std::string s = out.str();
+    CHECK(s.substr(s.rfind('\r') + 1) ==
+          "epoch 3/12 [##########] 250/250 elapsed 00:50 eta 00:00 5.0 it/s loss 0.1234 ce 0.05 dev_wer 0.0412 "
+          "dev_per 0.0123\n");
 }
 
 TEST_CASE("progress: durations") {
