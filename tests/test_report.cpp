@@ -16,6 +16,7 @@
 #include "examples/common/progress.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
+#include "tests/chart_checks.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;
@@ -289,6 +290,102 @@ TEST_CASE("svg: line chart is well formed, escapes text, breaks lines at NaN") {
     CHECK(check_markup(line_chart_svg({})) == "");  // no data: axes only
     CHECK(line_chart_svg({}).find("no data") != std::string::npos);
     CHECK_THROWS_WITH(line_chart_svg({{"bad", {1, 2}, {1}}}), doctest::Contains("has 2 x values but 1 y values"));
+}
+
+// The legend sat in the top-right corner whatever the data, so a rising
+// accuracy curve ran under it. Each chart here puts curves in the places a
+// legend might go; none may pass under the legend, checked point by point and
+// along every line between points.
+TEST_CASE("svg: the legend never covers a curve") {
+    const std::vector<double> epochs = {1, 2, 3, 4, 5, 6};
+    struct Chart {
+        const char* what;
+        std::vector<Series> series;
+        LineChartOptions options;
+        bool legend_inside;  // in a corner of the plot (else below it)
+    };
+    const std::vector<Chart> charts = {
+        {"falling losses: the top right is free",
+         {{"train", epochs, {2.0, 1.0, 0.6, 0.4, 0.3, 0.25}}, {"valid", epochs, {2.2, 1.3, 0.9, 0.8, 0.7, 0.7}}},
+         {.x_label = "epoch", .y_label = "loss", .log_y = true},
+         true},
+        {"rising accuracy ends in the top right (where the legend used to be)",
+         {{"valid accuracy", {1, 2}, {0.67, 0.985}}, {"valid key-sentence precision", {1, 2}, {0.78, 0.995}}},
+         {.title = "validation", .x_label = "epoch", .y_label = "fraction", .width = 420, .height = 300},
+         true},
+        {"a line crosses the top-right corner between two points outside it",
+         {{"a", {0, 8.5, 10}, {0, 10, 8.5}}},
+         {.x_label = "x", .y_label = "y"},
+         true},
+        {"curves through all four corners: the legend goes below",
+         {{"up", {0, 10}, {0, 10}}, {"down", {0, 10}, {10, 0}}, {"flat", {0, 10}, {5, 5}}},
+         {.title = "X", .x_label = "x", .y_label = "y"},
+         false},
+        {"a flat penalty and a falling cross-entropy, far apart on a log axis",
+         {{"cross-entropy (per word)", epochs, {1.8, 0.9, 0.4, 0.2, 0.12, 0.1}},
+          {"penalty λ·Σ_i (1 − Σ_t α_ti)²", epochs, {54.6, 54.5, 54.45, 54.42, 54.41, 54.4}}},
+         {.x_label = "epoch", .y_label = "loss term", .log_y = true},
+         false},
+        {"more series than fit in a corner of a small chart",
+         {{"one long series name", epochs, {1, 2, 3, 4, 5, 6}}, {"two long series name", epochs, {6, 5, 4, 3, 2, 1}},
+          {"three long series name", epochs, {3, 3, 3, 3, 3, 3}}, {"four long series name", epochs, {1, 6, 1, 6, 1, 6}}},
+         {.width = 300, .height = 200},
+         false},
+    };
+    for (const Chart& chart : charts) {
+        INFO(chart.what);
+        const std::string svg = line_chart_svg(chart.series, chart.options);
+        CHECK(check_markup(svg) == "");
+        const ChartParts parts = parse_chart(svg);
+        REQUIRE(parts.plot.found);
+        REQUIRE(parts.legend.found);
+        CHECK(legend_covers_curve(parts) == "");
+        for (const Series& s : chart.series) CHECK(svg.find(">" + xml_escape(s.name) + "</text>") != std::string::npos);
+        // Within the picture, and either inside the plot or wholly below it.
+        CHECK(parts.legend.x0 >= 0);
+        CHECK(parts.legend.x1 <= chart.options.width);
+        CHECK(parts.legend.y1 <= chart.options.height);
+        const bool inside = parts.legend.x0 >= parts.plot.x0 && parts.legend.x1 <= parts.plot.x1 &&
+                            parts.legend.y0 >= parts.plot.y0 && parts.legend.y1 <= parts.plot.y1;
+        CHECK(inside == chart.legend_inside);
+        if (!inside) CHECK(parts.legend.y0 > parts.plot.y1 + 30);  // under the tick labels and the x label
+        CHECK(line_chart_svg(chart.series, chart.options) == svg);  // deterministic
+    }
+}
+
+// Epochs 1 and 2 used to get ticks 1.0, 1.2, ..., 2.0: a fractional epoch
+// that does not exist. When every x is a whole number, every tick is.
+TEST_CASE("svg: whole-number x (epochs, steps) gets whole-number ticks") {
+    const auto ticks = [](double lo, double hi, bool whole) {
+        std::vector<std::string> labels;
+        for (double t : nice_ticks(lo, hi, 6, whole)) labels.push_back(std::to_string(t).substr(0, 4));
+        return joined(labels);
+    };
+    CHECK(ticks(1, 2, false) == "1.00 | 1.20 | 1.40 | 1.60 | 1.80 | 2.00");
+    CHECK(ticks(1, 2, true) == "1.00 | 2.00");
+    CHECK(ticks(1, 12, true) == "0.00 | 2.00 | 4.00 | 6.00 | 8.00 | 10.0 | 12.0");
+    CHECK(ticks(3, 3, true) == "2.00 | 3.00 | 4.00");  // one epoch: a window around it
+
+    const auto xticks = [](const std::vector<double>& x) {
+        return parse_chart(line_chart_svg({{"s", x, std::vector<double>(x.size(), 1.0)}})).xticks;
+    };
+    CHECK(joined(xticks({1, 2})) == "1 | 2");
+    CHECK(joined(xticks({1})) == "0 | 1 | 2");
+    for (const std::vector<double>& x : {std::vector<double>{1, 2, 3}, {1, 2, 3, 4, 5, 6, 7}, {25, 50, 75, 100, 125}}) {
+        const std::vector<std::string> labels = xticks(x);
+        REQUIRE(!labels.empty());
+        for (const std::string& t : labels) CHECK_MESSAGE(whole_number_label(t), "x tick " << t << " of " << joined(labels));
+    }
+    // A continuous x keeps its fractional ticks.
+    CHECK(joined(xticks({0.5, 0.75, 1.0})) == "0.5 | 0.6 | 0.7 | 0.8 | 0.9 | 1.0");
+}
+
+TEST_CASE("svg: the axis labels are in the chart") {
+    const ChartParts parts = parse_chart(
+        line_chart_svg({{"train", {1, 2}, {1.0, 0.5}}}, {.x_label = "epoch", .y_label = "cross-entropy & more"}));
+    CHECK(parts.x_label == "epoch");
+    CHECK(parts.y_label == "cross-entropy &amp; more");
+    CHECK(parse_chart(line_chart_svg({{"train", {1, 2}, {1.0, 0.5}}})).y_label == "");
 }
 
 TEST_CASE("svg: heatmap has one rect per cell, labels, and a legend") {
