@@ -67,6 +67,15 @@ std::string check_markup(const std::string& s) {
     return open.empty() ? "" : "<" + open.back() + "> is never closed";
 }
 
+// The alpha of the background of the first <span> whose text is `word`.
+double word_shade(const std::string& html, const std::string& word) {
+    const size_t at = html.find("\">" + word + "</span>");
+    REQUIRE_MESSAGE(at != std::string::npos, "no word " << word);
+    const size_t rgba = html.rfind("rgba(255,127,14,", at);
+    return std::strtod(html.c_str() + rgba + std::strlen("rgba(255,127,14,"), nullptr);
+}
+
+
 }  // namespace
 
 // ---- progress ----------------------------------------------------------------
@@ -448,10 +457,15 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
     CHECK(html.find("<a href=\"#s2\">docclass</a>") != std::string::npos);
     CHECK(html.find("<td class=\"num\">0.9825</td><td class=\"num\">12</td>") != std::string::npos);
     CHECK(html.find("<td>dot &lt;d&gt;</td>") != std::string::npos);
-    // Words are shaded relative to the largest weight of their sentence.
+    // Shaded text: each token relative to the largest weight.
     CHECK(html.find("background-color:rgba(255,127,14,1.000)\" title=\"0.500\">&lt;b&gt;</span>") !=
           std::string::npos);
     CHECK(html.find("background-color:rgba(255,127,14,0.500)\" title=\"0.250\">good</span>") != std::string::npos);
+    // A document: each word by √(sentence weight) · word weight, relative to
+    // the document's largest (√0.8 · 0.9): "bad" is √0.2 · 0.5 / (√0.8 · 0.9).
+    CHECK(word_shade(html, "great") == 1.0);
+    CHECK(word_shade(html, "bad") == 0.278);  // printed with three decimals
+    CHECK(html.find("title=\"0.500\">bad</span>") != std::string::npos);
     CHECK(count(html, "class=\"sent\"") == 2);
     CHECK(html.find("border-left-color:rgba(31,119,180,0.250)") != std::string::npos);  // 0.2 / 0.8
     CHECK(html.find("<figcaption>a dog</figcaption>") != std::string::npos);
@@ -459,6 +473,32 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
     CHECK_THROWS_WITH(report.table({"a", "b"}, {{1}}), "HtmlReport::table: row 0 has 1 cells, the header 2");
     CHECK_THROWS_AS(report.highlighted_text({"a"}, {}), std::invalid_argument);
     CHECK_THROWS_AS(report.highlighted_document({{"a"}}, {1.0}, {{}}), std::invalid_argument);
+}
+
+
+// Word weights are shares within a sentence, so even a sentence the model
+// gave weight 0.000 has words of weight 0.5 or 0.9; shaded within their
+// sentence, they shone as brightly as the key sentence's. As Yang et al.'s
+// Figure 5 does, a word is shaded by √p_s · p_w.
+TEST_CASE("report: a HAN document shades a word by its weight scaled by its sentence's") {
+    HtmlReport report("han");
+    report.highlighted_document({{"ignored", "sentence"}, {"key", "words", "here"}, {"half", "weight"}},
+                                {1e-6, 0.8, 0.2}, {{0.9, 0.1}, {0.6, 0.3, 0.1}, {0.5, 0.5}});
+    const std::string html = report.html();
+    CHECK(check_markup(html) == "");
+    CHECK(word_shade(html, "ignored") < 0.01);  // weight 0.9 in a sentence of weight ~0: unshaded
+    CHECK(word_shade(html, "sentence") < 0.01);
+    CHECK(word_shade(html, "key") == doctest::Approx(1.0));  // √0.8 · 0.6, the largest
+    CHECK(word_shade(html, "words") == doctest::Approx(0.5).epsilon(0.002));
+    CHECK(word_shade(html, "half") == doctest::Approx(std::sqrt(0.2) * 0.5 / (std::sqrt(0.8) * 0.6)).epsilon(0.002));
+    // Hovering still shows each word's own weight and its sentence's.
+    CHECK(html.find("title=\"0.900\">ignored</span>") != std::string::npos);
+    CHECK(html.find("title=\"sentence weight 0.000\">") != std::string::npos);
+    // A sentence of weight 0 and a NaN weight shade nothing, and nothing divides by zero.
+    HtmlReport zero("zero");
+    zero.highlighted_document({{"a", "b"}}, {0.0}, {{NAN, 1.0}});
+    CHECK(zero.html().find("rgba(255,127,14,0.000)\" title=\"nan\">a</span>") != std::string::npos);
+    CHECK(word_shade(zero.html(), "b") == 0);
 }
 
 TEST_CASE("report: written atomically, creating the directory") {

@@ -121,8 +121,10 @@ void write_docclass_report(const ReportInputs& in) {
 
     if (!test.sentence_weights.empty()) {
         report.subsection("what the model attended to (test documents)");
-        report.paragraph("Each sentence is shaded at its left edge by its sentence weight, each word by its weight "
-                         "within the sentence (as in the paper's Figure 5)." +
+        report.paragraph("Each sentence is shaded at its left edge by its sentence weight p_s, each word by "
+                         "√p_s · p_w, its weight within the sentence p_w scaled by its sentence's weight, as in "
+                         "the paper's Figure 5: the words of a sentence the model ignores stay pale, however their "
+                         "weight is shared out within it. Hover for the numbers." +
                          std::string(test.key_total > 0 ? " ▶ marks the key sentence the generator planted." : ""));
         const int64_t k = std::min<int64_t>(in.examples, static_cast<int64_t>(corpus.test.size()));
         for (int64_t i = 0; i < k; ++i) {
