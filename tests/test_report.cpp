@@ -16,6 +16,7 @@
 #include "examples/common/progress.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
+#include "tests/chart_checks.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;
@@ -66,6 +67,15 @@ std::string check_markup(const std::string& s) {
     return open.empty() ? "" : "<" + open.back() + "> is never closed";
 }
 
+// The alpha of the background of the first <span> whose text is `word`.
+double word_shade(const std::string& html, const std::string& word) {
+    const size_t at = html.find("\">" + word + "</span>");
+    REQUIRE_MESSAGE(at != std::string::npos, "no word " << word);
+    const size_t rgba = html.rfind("rgba(255,127,14,", at);
+    return std::strtod(html.c_str() + rgba + std::strlen("rgba(255,127,14,"), nullptr);
+}
+
+
 }  // namespace
 
 // ---- progress ----------------------------------------------------------------
@@ -102,7 +112,7 @@ TEST_CASE("progress: one line per epoch, also from the destructor; unknown total
     CHECK(out.str() == "eval 3 elapsed 00:06 2.2 s/it\n");
 }
 
-TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, within the width") {
+TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, within the width; the last line whole") {
     std::ostringstream out;
     double now = 0;
     ProgressBar bar("train", 100, {.out = &out, .terminal = true, .columns = 40, .clock = [&] { return now; }});
@@ -117,11 +127,74 @@ TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, wit
     CHECK(draws <= 12);
     CHECK(s.back() == '\n');
     CHECK(count(s, "\n") == 1);
-    // Each drawn line fits in 39 columns.
+    // Each line redrawn in place fits in 39 columns; the final one, never
+    // redrawn, is whole.
+    std::vector<std::string> pieces;
     std::istringstream lines(s);
-    std::string piece;
-    while (std::getline(lines, piece, '\r')) CHECK(piece.size() <= 40);  // 39 + the final '\n'
-    CHECK(s.find("train [##########] 100/100") != std::string::npos);
+    for (std::string piece; std::getline(lines, piece, '\r');) pieces.push_back(piece);
+    REQUIRE(pieces.size() >= 2);
+    for (size_t i = 0; i + 1 < pieces.size(); ++i) CHECK(pieces[i].size() <= 39);
+    CHECK(pieces.back() == "train [##########] 100/100 elapsed 00:01 eta 00:00 100.0 it/s loss 0.01\n");
+}
+
+// An 80-column terminal used to cut the line at the right edge, where the
+// metrics are: an epoch's dev WER never appeared. Now the bar shrinks, then
+// the rate, eta and elapsed go; the metrics are kept whole.
+TEST_CASE("progress: on a narrow terminal the bar shrinks, then rate, eta and elapsed go, never a metric") {
+    // The line drawn on an 80-column terminal 20 s into an epoch, halfway.
+    const auto drawn = [](const ProgressFields& fields, const std::string& label = "epoch 3/12") {
+        std::ostringstream out;
+        double now = 0;
+        ProgressBar bar(label, 250, {.out = &out, .terminal = true, .columns = 80, .clock = [&] { return now; }});
+        now = 20;
+        bar.update(125, fields);
+        std::string s = out.str();
+        REQUIRE(s.rfind('\r') != std::string::npos);
+        s = s.substr(s.rfind('\r') + 1);
+        // The last column stays free (a full row wraps on some terminals);
+        // a terminal shows a character, not a byte, per column.
+        size_t columns = 0;
+        for (unsigned char c : s) columns += (c & 0xc0) != 0x80;
+        CHECK(columns <= 79);
+        return s;
+    };
+    // Everything fits.
+    CHECK(drawn({{"loss", 0.1234}}) ==
+          "epoch 3/12 [#####.....] 125/250 elapsed 00:20 eta 00:20 6.2 it/s loss 0.1234");
+    // The bar shrinks to what is left ...
+    CHECK(drawn({{"loss", 0.1234}, {"ce", 0.05}}) ==
+          "epoch 3/12 [##...] 125/250 elapsed 00:20 eta 00:20 6.2 it/s loss 0.1234 ce 0.05");
+    // ... down to nothing, then the rate goes,
+    CHECK(drawn({{"loss", 0.1234}, {"ce", 0.05}, {"penalty", 54.39}}) ==
+          "epoch 3/12 125/250 elapsed 00:20 eta 00:20 loss 0.1234 ce 0.05 penalty 54.39");
+    // then eta,
+    CHECK(drawn({{"loss", 56.11}, {"ce", 1.724}, {"penalty", 54.39}, {"reward", -3.2}}) ==
+          "epoch 3/12 125/250 elapsed 00:20 loss 56.11 ce 1.724 penalty 54.39 reward -3.2");
+    // then elapsed.
+    CHECK(drawn({{"loss", 56.11}, {"penalty", 54.39}, {"dev_wer", 0.0412}, {"dev_per", 0.0123}}) ==
+          "epoch 3/12 125/250 loss 56.11 penalty 54.39 dev_wer 0.0412 dev_per 0.0123");
+    // A terminal column holds a character, however many bytes its UTF-8 takes:
+    // these 79 characters (80 bytes) fit.
+    CHECK(drawn({{"accuracy", 0.99}}, "époque 3/12") ==
+          "époque 3/12 [#####.....] 125/250 elapsed 00:20 eta 00:20 6.2 it/s accuracy 0.99");
+    // Only when nothing is left to drop is the end cut, between characters.
+    CHECK(drawn({{"a_very_long_metric_name_one", 1}, {"a_very_long_metric_name_two", 2}, {"three", 3}},
+                "époque 3/12") == "époque 3/12 125/250 a_very_long_metric_name_one 1 a_very_long_metric_name_two 2");
+
+    // The epoch's last line, with the validation metrics, is printed whole:
+    // it is never redrawn, so it may wrap.
+    std::ostringstream out;
+    double now = 0;
+    {
+        ProgressBar bar("epoch 3/12", 250, {.out = &out, .terminal = true, .columns = 80, .clock = [&] { return now; }});
+        now = 50;
+        bar.update(250, {{"loss", 0.1234}});
+        bar.finish({{"loss", 0.1234}, {"ce", 0.05}, {"dev_wer", 0.0412}, {"dev_per", 0.0123}});
+    }
+    const std::string s = out.str();
+    CHECK(s.substr(s.rfind('\r') + 1) ==
+          "epoch 3/12 [##########] 250/250 elapsed 00:50 eta 00:00 5.0 it/s loss 0.1234 ce 0.05 dev_wer 0.0412 "
+          "dev_per 0.0123\n");
 }
 
 TEST_CASE("progress: durations") {
@@ -228,6 +301,102 @@ TEST_CASE("svg: line chart is well formed, escapes text, breaks lines at NaN") {
     CHECK_THROWS_WITH(line_chart_svg({{"bad", {1, 2}, {1}}}), doctest::Contains("has 2 x values but 1 y values"));
 }
 
+// The legend sat in the top-right corner whatever the data, so a rising
+// accuracy curve ran under it. Each chart here puts curves in the places a
+// legend might go; none may pass under the legend, checked point by point and
+// along every line between points.
+TEST_CASE("svg: the legend never covers a curve") {
+    const std::vector<double> epochs = {1, 2, 3, 4, 5, 6};
+    struct Chart {
+        const char* what;
+        std::vector<Series> series;
+        LineChartOptions options;
+        bool legend_inside;  // in a corner of the plot (else below it)
+    };
+    const std::vector<Chart> charts = {
+        {"falling losses: the top right is free",
+         {{"train", epochs, {2.0, 1.0, 0.6, 0.4, 0.3, 0.25}}, {"valid", epochs, {2.2, 1.3, 0.9, 0.8, 0.7, 0.7}}},
+         {.x_label = "epoch", .y_label = "loss", .log_y = true},
+         true},
+        {"rising accuracy ends in the top right (where the legend used to be)",
+         {{"valid accuracy", {1, 2}, {0.67, 0.985}}, {"valid key-sentence precision", {1, 2}, {0.78, 0.995}}},
+         {.title = "validation", .x_label = "epoch", .y_label = "fraction", .width = 420, .height = 300},
+         true},
+        {"a line crosses the top-right corner between two points outside it",
+         {{"a", {0, 8.5, 10}, {0, 10, 8.5}}},
+         {.x_label = "x", .y_label = "y"},
+         true},
+        {"curves through all four corners: the legend goes below",
+         {{"up", {0, 10}, {0, 10}}, {"down", {0, 10}, {10, 0}}, {"flat", {0, 10}, {5, 5}}},
+         {.title = "X", .x_label = "x", .y_label = "y"},
+         false},
+        {"a flat penalty and a falling cross-entropy, far apart on a log axis",
+         {{"cross-entropy (per word)", epochs, {1.8, 0.9, 0.4, 0.2, 0.12, 0.1}},
+          {"penalty λ·Σ_i (1 − Σ_t α_ti)²", epochs, {54.6, 54.5, 54.45, 54.42, 54.41, 54.4}}},
+         {.x_label = "epoch", .y_label = "loss term", .log_y = true},
+         false},
+        {"more series than fit in a corner of a small chart",
+         {{"one long series name", epochs, {1, 2, 3, 4, 5, 6}}, {"two long series name", epochs, {6, 5, 4, 3, 2, 1}},
+          {"three long series name", epochs, {3, 3, 3, 3, 3, 3}}, {"four long series name", epochs, {1, 6, 1, 6, 1, 6}}},
+         {.width = 300, .height = 200},
+         false},
+    };
+    for (const Chart& chart : charts) {
+        INFO(chart.what);
+        const std::string svg = line_chart_svg(chart.series, chart.options);
+        CHECK(check_markup(svg) == "");
+        const ChartParts parts = parse_chart(svg);
+        REQUIRE(parts.plot.found);
+        REQUIRE(parts.legend.found);
+        CHECK(legend_covers_curve(parts) == "");
+        for (const Series& s : chart.series) CHECK(svg.find(">" + xml_escape(s.name) + "</text>") != std::string::npos);
+        // Within the picture, and either inside the plot or wholly below it.
+        CHECK(parts.legend.x0 >= 0);
+        CHECK(parts.legend.x1 <= chart.options.width);
+        CHECK(parts.legend.y1 <= chart.options.height);
+        const bool inside = parts.legend.x0 >= parts.plot.x0 && parts.legend.x1 <= parts.plot.x1 &&
+                            parts.legend.y0 >= parts.plot.y0 && parts.legend.y1 <= parts.plot.y1;
+        CHECK(inside == chart.legend_inside);
+        if (!inside) CHECK(parts.legend.y0 > parts.plot.y1 + 30);  // under the tick labels and the x label
+        CHECK(line_chart_svg(chart.series, chart.options) == svg);  // deterministic
+    }
+}
+
+// Epochs 1 and 2 used to get ticks 1.0, 1.2, ..., 2.0: a fractional epoch
+// that does not exist. When every x is a whole number, every tick is.
+TEST_CASE("svg: whole-number x (epochs, steps) gets whole-number ticks") {
+    const auto ticks = [](double lo, double hi, bool whole) {
+        std::vector<std::string> labels;
+        for (double t : nice_ticks(lo, hi, 6, whole)) labels.push_back(std::to_string(t).substr(0, 4));
+        return joined(labels);
+    };
+    CHECK(ticks(1, 2, false) == "1.00 | 1.20 | 1.40 | 1.60 | 1.80 | 2.00");
+    CHECK(ticks(1, 2, true) == "1.00 | 2.00");
+    CHECK(ticks(1, 12, true) == "0.00 | 2.00 | 4.00 | 6.00 | 8.00 | 10.0 | 12.0");
+    CHECK(ticks(3, 3, true) == "2.00 | 3.00 | 4.00");  // one epoch: a window around it
+
+    const auto xticks = [](const std::vector<double>& x) {
+        return parse_chart(line_chart_svg({{"s", x, std::vector<double>(x.size(), 1.0)}})).xticks;
+    };
+    CHECK(joined(xticks({1, 2})) == "1 | 2");
+    CHECK(joined(xticks({1})) == "0 | 1 | 2");
+    for (const std::vector<double>& x : {std::vector<double>{1, 2, 3}, {1, 2, 3, 4, 5, 6, 7}, {25, 50, 75, 100, 125}}) {
+        const std::vector<std::string> labels = xticks(x);
+        REQUIRE(!labels.empty());
+        for (const std::string& t : labels) CHECK_MESSAGE(whole_number_label(t), "x tick " << t << " of " << joined(labels));
+    }
+    // A continuous x keeps its fractional ticks.
+    CHECK(joined(xticks({0.5, 0.75, 1.0})) == "0.5 | 0.6 | 0.7 | 0.8 | 0.9 | 1.0");
+}
+
+TEST_CASE("svg: the axis labels are in the chart") {
+    const ChartParts parts = parse_chart(
+        line_chart_svg({{"train", {1, 2}, {1.0, 0.5}}}, {.x_label = "epoch", .y_label = "cross-entropy & more"}));
+    CHECK(parts.x_label == "epoch");
+    CHECK(parts.y_label == "cross-entropy &amp; more");
+    CHECK(parse_chart(line_chart_svg({{"train", {1, 2}, {1.0, 0.5}}})).y_label == "");
+}
+
 TEST_CASE("svg: heatmap has one rect per cell, labels, and a legend") {
     const Tensor w = Tensor::from({0.7f, 0.2f, 0.1f, 0.0f, 0.1f, 0.1f, 0.5f, 0.3f, 0.0f, 0.0f, 0.2f, 0.8f}, Shape{3, 4});
     const std::string svg = heatmap_svg(w, {"le", "chat", "<eos>"}, {"the", "cat", "sat", "&"},
@@ -288,10 +457,15 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
     CHECK(html.find("<a href=\"#s2\">docclass</a>") != std::string::npos);
     CHECK(html.find("<td class=\"num\">0.9825</td><td class=\"num\">12</td>") != std::string::npos);
     CHECK(html.find("<td>dot &lt;d&gt;</td>") != std::string::npos);
-    // Words are shaded relative to the largest weight of their sentence.
+    // Shaded text: each token relative to the largest weight.
     CHECK(html.find("background-color:rgba(255,127,14,1.000)\" title=\"0.500\">&lt;b&gt;</span>") !=
           std::string::npos);
     CHECK(html.find("background-color:rgba(255,127,14,0.500)\" title=\"0.250\">good</span>") != std::string::npos);
+    // A document: each word by √(sentence weight) · word weight, relative to
+    // the document's largest (√0.8 · 0.9): "bad" is √0.2 · 0.5 / (√0.8 · 0.9).
+    CHECK(word_shade(html, "great") == 1.0);
+    CHECK(word_shade(html, "bad") == 0.278);  // printed with three decimals
+    CHECK(html.find("title=\"0.500\">bad</span>") != std::string::npos);
     CHECK(count(html, "class=\"sent\"") == 2);
     CHECK(html.find("border-left-color:rgba(31,119,180,0.250)") != std::string::npos);  // 0.2 / 0.8
     CHECK(html.find("<figcaption>a dog</figcaption>") != std::string::npos);
@@ -299,6 +473,32 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
     CHECK_THROWS_WITH(report.table({"a", "b"}, {{1}}), "HtmlReport::table: row 0 has 1 cells, the header 2");
     CHECK_THROWS_AS(report.highlighted_text({"a"}, {}), std::invalid_argument);
     CHECK_THROWS_AS(report.highlighted_document({{"a"}}, {1.0}, {{}}), std::invalid_argument);
+}
+
+
+// Word weights are shares within a sentence, so even a sentence the model
+// gave weight 0.000 has words of weight 0.5 or 0.9; shaded within their
+// sentence, they shone as brightly as the key sentence's. As Yang et al.'s
+// Figure 5 does, a word is shaded by √p_s · p_w.
+TEST_CASE("report: a HAN document shades a word by its weight scaled by its sentence's") {
+    HtmlReport report("han");
+    report.highlighted_document({{"ignored", "sentence"}, {"key", "words", "here"}, {"half", "weight"}},
+                                {1e-6, 0.8, 0.2}, {{0.9, 0.1}, {0.6, 0.3, 0.1}, {0.5, 0.5}});
+    const std::string html = report.html();
+    CHECK(check_markup(html) == "");
+    CHECK(word_shade(html, "ignored") < 0.01);  // weight 0.9 in a sentence of weight ~0: unshaded
+    CHECK(word_shade(html, "sentence") < 0.01);
+    CHECK(word_shade(html, "key") == doctest::Approx(1.0));  // √0.8 · 0.6, the largest
+    CHECK(word_shade(html, "words") == doctest::Approx(0.5).epsilon(0.002));
+    CHECK(word_shade(html, "half") == doctest::Approx(std::sqrt(0.2) * 0.5 / (std::sqrt(0.8) * 0.6)).epsilon(0.002));
+    // Hovering still shows each word's own weight and its sentence's.
+    CHECK(html.find("title=\"0.900\">ignored</span>") != std::string::npos);
+    CHECK(html.find("title=\"sentence weight 0.000\">") != std::string::npos);
+    // A sentence of weight 0 and a NaN weight shade nothing, and nothing divides by zero.
+    HtmlReport zero("zero");
+    zero.highlighted_document({{"a", "b"}}, {0.0}, {{NAN, 1.0}});
+    CHECK(zero.html().find("rgba(255,127,14,0.000)\" title=\"nan\">a</span>") != std::string::npos);
+    CHECK(word_shade(zero.html(), "b") == 0);
 }
 
 TEST_CASE("report: written atomically, creating the directory") {

@@ -190,6 +190,9 @@ struct CaptionLossOptions {
     CaptionReward reward = CaptionReward::caption;  // (hard)
 };
 
+// total = cross_entropy + penalty (+ reinforce − entropy_bonus·entropy when
+// hard); the numbers are the terms' values, penalty and reinforce with their
+// weights λ and λ_r already applied.
 struct CaptionLoss {
     Var total;
     double cross_entropy = 0, penalty = 0, reinforce = 0, entropy = 0;

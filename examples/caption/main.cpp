@@ -200,8 +200,14 @@ int main(int argc, char** argv) try {
         model.seed_sampler(static_cast<uint64_t>(common.seed) * 7919u + static_cast<uint64_t>(step));
         const Captioner::Forward f = model.forward(batch.images, batch.captions);
         const CaptionLoss loss = caption_loss(f, batch.captions, loss_options, hard, baseline);
-        StepLoss out{loss.total, 1, {{"ce", loss.cross_entropy}}};
-        if (hard) out.sums.push_back({"reward", loss.mean_reward});
+        // Each term of the total as well: the report charts them apart, since the
+        // penalty is many times the cross-entropy and would hide its fall.
+        StepLoss out{loss.total, 1, {{"ce", loss.cross_entropy}, {"penalty", loss.penalty}}};
+        if (hard) {
+            out.sums.push_back({"reinforce", loss.reinforce});
+            out.sums.push_back({"entropy_bonus", -loss_options.entropy_bonus * loss.entropy});
+            out.sums.push_back({"reward", loss.mean_reward});
+        }
         return out;
     };
     parts.validate = [&] {
@@ -250,7 +256,7 @@ int main(int argc, char** argv) try {
         std::cerr << "  \"" << data.vocab.text(test.decoded[i].words) << "\"  (reference \""
                   << data.vocab.text(data.test[i].caption) << "\")\n";
 
-    write_caption_report(common.out, dir, data, test.decoded, attention_kind, m, beam_m, beam);
+    write_caption_report(common.out, dir, data, test.decoded, attention_kind, penalty, m, beam_m, beam);
 
     // Hard attention: the test set under the other evaluation mode too (greedy).
     std::optional<CaptionMetrics> other;

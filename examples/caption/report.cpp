@@ -1,14 +1,59 @@
 #include "examples/caption/report.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "examples/common/metrics.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
 
 namespace attn {
 
+namespace {
+
+Series epoch_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
+    Series s{.name = name};
+    for (const auto& [x, y] : metric_series(records, key, "epoch")) {
+        s.x.push_back(x);
+        s.y.push_back(y);
+    }
+    return s;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+}  // namespace
+
+CaptionCharts caption_charts(const std::vector<Json>& records) {
+    CaptionCharts c;
+    // The terms apart, on a log scale: the penalty is tens of times the
+    // cross-entropy, and their sum would look flat while the cross-entropy
+    // falls tenfold.
+    c.loss_terms = line_chart_svg({epoch_series(records, "cross-entropy (per word)", "train_ce"),
+                                   epoch_series(records, "penalty λ·Σ_i (1 − Σ_t α_ti)²", "train_penalty")},
+                                  {.title = "training loss, term by term", .x_label = "epoch",
+                                   .y_label = "loss term (log scale)", .log_y = true});
+    // Hard attention's two other terms can be negative: a linear axis.
+    if (!metric_series(records, "train_reinforce", "epoch").empty())
+        c.reinforce = line_chart_svg({epoch_series(records, "REINFORCE term", "train_reinforce"),
+                                      epoch_series(records, "entropy bonus −λ_e·H", "train_entropy_bonus")},
+                                     {.title = "hard attention: REINFORCE terms", .x_label = "epoch",
+                                      .y_label = "loss term"});
+    c.valid = line_chart_svg({epoch_series(records, "word accuracy", "valid_word_acc"),
+                              epoch_series(records, "exact", "valid_exact"),
+                              epoch_series(records, "localisation", "valid_localization")},
+                             {.title = "validation", .x_label = "epoch", .y_label = "fraction"});
+    return c;
+}
+
 void write_caption_report(const std::string& out_root, const std::string& dir, const CaptionDataset& data,
                           const std::vector<Decoded>& test_decoded, const std::string& attention_kind,
-                          const CaptionMetrics& greedy, const CaptionMetrics& beam, int64_t beam_width) {
+                          double penalty, const CaptionMetrics& greedy, const CaptionMetrics& beam,
+                          int64_t beam_width) {
     HtmlReport report("caption");
     report.set_anchor_prefix("caption-");
     report.section("caption: Show, Attend and Tell (" + attention_kind + " attention)");
@@ -18,24 +63,48 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
                      "image per word. Localisation: the share of item words whose most attended location lies in "
                      "that item's cell.");
 
+    // What the training loss is made of. Each of the T steps spreads one unit
+    // of attention over the L locations, so Σ_i Σ_t α_ti = T, and by
+    // Cauchy–Schwarz Σ_i (1 − Σ_t α_ti)² ≥ (L − T)²/L, reached when every
+    // location receives T/L: with far fewer words than locations the penalty
+    // cannot go below that floor.
     const std::vector<Json> records = read_metrics(dir + "/metrics.jsonl");
-    auto series = [&](const std::string& name, const std::string& key) {
-        Series s{.name = name};
-        for (const auto& [x, y] : metric_series(records, key, "epoch")) {
-            s.x.push_back(x);
-            s.y.push_back(y);
+    const CaptionCharts charts = caption_charts(records);
+    const double L = static_cast<double>((data.height / 4) * (data.width / 4));
+    const double T = data.test.empty() ? 0.0 : static_cast<double>(data.test[0].caption.size());
+    const bool hard = !charts.reinforce.empty();
+    std::string explanation =
+        "The training loss is a sum of terms (Xu et al., 2015, eq. 14): the cross-entropy of the caption's words "
+        "(a mean per word) plus the doubly stochastic penalty λ·Σ_i (1 − Σ_t α_ti)², which asks each of the L "
+        "locations to receive a total attention of 1 over the caption" +
+        std::string(hard ? "; hard attention adds the REINFORCE term and subtracts the entropy bonus λ_e·H" : "") +
+        ". Here a caption has T = " + fixed(T, 0) + " words and the grid L = " + fixed(L, 0) +
+        " locations: T units of attention cannot give every location 1, and the penalty is at least "
+        "λ·(L − T)²/L = " + fixed(penalty * (L - T) * (L - T) / std::max(L, 1.0), 1) + " (λ = " + fixed(penalty, 2) +
+        "), reached when attention is spread evenly. So the penalty sits near its floor and dwarfs the "
+        "cross-entropy: their sum looks flat while the cross-entropy falls. The chart shows each term on its own, "
+        "on a log scale.";
+    report.paragraph(explanation);
+    if (!records.empty() && records.back().contains("train_penalty")) {
+        const Json& last = records.back();
+        std::vector<std::vector<Cell>> rows{{"total", last["train_loss"].as_double()},
+                                            {"cross-entropy", last["train_ce"].as_double()},
+                                            {"penalty", last["train_penalty"].as_double()}};
+        if (hard) {
+            rows.push_back({"REINFORCE term", last["train_reinforce"].as_double()});
+            rows.push_back({"entropy bonus −λ_e·H", last["train_entropy_bonus"].as_double()});
         }
-        return s;
-    };
-    const std::string loss_chart = line_chart_svg({series("train loss", "train_loss"), series("train CE", "train_ce")},
-                                                  {.title = "training loss", .x_label = "epoch", .log_y = true});
-    const std::string valid_chart =
-        line_chart_svg({series("word accuracy", "valid_word_acc"), series("exact", "valid_exact"),
-                        series("localisation", "valid_localization")},
-                       {.title = "validation", .x_label = "epoch"});
-    write_svg(dir + "/loss.svg", loss_chart);
-    write_svg(dir + "/valid.svg", valid_chart);
-    report.figure_row({loss_chart, valid_chart});
+        report.table({"training loss, last epoch's mean", "value"}, rows);
+    }
+    write_svg(dir + "/loss.svg", charts.loss_terms);
+    write_svg(dir + "/valid.svg", charts.valid);
+    std::vector<std::string> figures{charts.loss_terms};
+    if (hard) {
+        write_svg(dir + "/reinforce.svg", charts.reinforce);
+        figures.push_back(charts.reinforce);
+    }
+    figures.push_back(charts.valid);
+    report.figure_row(figures);
 
     report.table({"decoding", "word accuracy", "exact", "BLEU-1", "BLEU-4", "localisation"},
                  {{"greedy", greedy.word_accuracy, greedy.exact, greedy.bleu[0], greedy.bleu[3], greedy.localization},

@@ -29,10 +29,21 @@ int terminal_columns() {
     return 0;
 }
 
-// Cuts `s` to at most `bytes` bytes without splitting a UTF-8 character.
-void truncate_utf8(std::string& s, size_t bytes) {
-    if (s.size() <= bytes) return;
-    while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xc0) == 0x80) --bytes;
+// Columns a line takes on a terminal: one per UTF-8 character, not per byte
+// (good enough for our labels; wide CJK characters would count twice).
+size_t display_width(const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+    return n;
+}
+
+// Cuts `s` to at most `columns` characters without splitting a UTF-8 character.
+void cut_to_width(std::string& s, size_t columns) {
+    size_t bytes = 0;
+    for (size_t chars = 0; bytes < s.size(); ++bytes) {
+        if ((static_cast<unsigned char>(s[bytes]) & 0xc0) == 0x80) continue;  // inside a character
+        if (chars++ == columns) break;
+    }
     s.resize(bytes);
 }
 
@@ -64,25 +75,32 @@ ProgressBar::~ProgressBar() {
 
 double ProgressBar::now() const { return options_.clock(); }
 
-std::string ProgressBar::line() const {
+std::string ProgressBar::line() const { return compose(options_.bar_width, 0); }
+
+// The parts of a line, in order: the label, the bar, the count, elapsed,
+// eta, the rate and the fields. `bar_width` 0 leaves the bar out; `dropped`
+// leaves out the last `dropped` of (elapsed, eta, rate), the rate first.
+std::string ProgressBar::compose(int bar_width, int dropped) const {
     const double elapsed = std::max(0.0, now() - start_);
     std::string s = label_;
     char buf[64];
     if (total_ > 0) {
-        const double fraction = std::clamp(static_cast<double>(done_) / static_cast<double>(total_), 0.0, 1.0);
-        const int filled = static_cast<int>(fraction * options_.bar_width);
-        s += " [" + std::string(filled, '#') + std::string(options_.bar_width - filled, '.') + "] ";
-        s += std::to_string(done_) + "/" + std::to_string(total_);
+        if (bar_width > 0) {
+            const double fraction = std::clamp(static_cast<double>(done_) / static_cast<double>(total_), 0.0, 1.0);
+            const int filled = static_cast<int>(fraction * bar_width);
+            s += " [" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "]";
+        }
+        s += " " + std::to_string(done_) + "/" + std::to_string(total_);
     } else {
         s += " " + std::to_string(done_);
     }
-    s += " elapsed " + format_duration(elapsed);
-    if (total_ > 0) {
+    if (dropped < 3) s += " elapsed " + format_duration(elapsed);
+    if (total_ > 0 && dropped < 2) {
         // Remaining time at the average rate so far.
         const double eta = done_ > 0 ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : -1;
         s += " eta " + format_duration(done_ >= total_ ? 0 : eta);
     }
-    if (elapsed > 0 && done_ > 0) {
+    if (elapsed > 0 && done_ > 0 && dropped < 1) {
         const double rate = static_cast<double>(done_) / elapsed;
         if (rate >= 1) std::snprintf(buf, sizeof buf, " %.1f it/s", rate);
         else std::snprintf(buf, sizeof buf, " %.1f s/it", 1 / rate);
@@ -95,17 +113,40 @@ std::string ProgressBar::line() const {
     return s;
 }
 
+// The line within `columns` characters. The metrics at the end (a loss, an
+// epoch's validation score) are what a reader looks for, so they go last:
+// first the bar shrinks, down to nothing, then the rate, eta and elapsed
+// go, in that order; only a line that is still too long is cut.
+std::string ProgressBar::fitted_line(size_t columns) const {
+    std::string s = compose(options_.bar_width, 0);
+    if (display_width(s) <= columns) return s;
+    if (total_ > 0) {
+        // " [" + bar + "]" is 3 columns more than the bar itself.
+        const size_t without_bar = display_width(compose(0, 0));
+        if (without_bar + 3 < columns)
+            return compose(static_cast<int>(std::min<size_t>(options_.bar_width, columns - without_bar - 3)), 0);
+    }
+    for (int dropped = 0; dropped <= 3; ++dropped) {
+        s = compose(0, dropped);
+        if (display_width(s) <= columns) return s;
+    }
+    cut_to_width(s, columns);
+    return s;
+}
+
 void ProgressBar::draw(bool final_line) {
     last_draw_ = now();
-    std::string s = line();
     if (!terminal_) {
-        *out_ << s << '\n' << std::flush;
+        *out_ << line() << '\n' << std::flush;
         return;
     }
-    // Stay within the terminal's width: a wrapped line cannot be redrawn by \r.
+    // A line redrawn in place must fit the terminal: \r returns to the start
+    // of the row, so a wrapped line could never be overwritten. The final line
+    // is never redrawn, so it is printed whole, wrapped if need be: it is the
+    // epoch's summary that stays on the screen.
     const int columns = options_.columns > 0 ? options_.columns : terminal_columns();
-    if (columns > 1) truncate_utf8(s, static_cast<size_t>(columns - 1));
-    const size_t length = s.size();
+    std::string s = final_line || columns <= 1 ? line() : fitted_line(static_cast<size_t>(columns - 1));
+    const size_t length = display_width(s);
     if (length < last_length_) s.append(last_length_ - length, ' ');  // blank the old tail
     last_length_ = length;
     *out_ << '\r' << s << (final_line ? "\n" : "") << std::flush;

@@ -4,6 +4,10 @@
 //
 //   epoch 3/10 [#####.....] 512/1024 elapsed 00:41 eta 00:40 12.3 it/s loss 1.234
 //
+// On a narrow terminal the bar shrinks, then the rate, eta and elapsed go
+// (in that order), so the numbers at the end stay readable; the final line
+// of an epoch is printed whole, even if it wraps.
+//
 // When stderr is not a terminal (a log file, CI, a pipe) a carriage return
 // would leave garbage, so it writes plain lines instead: one when finished
 // (one per epoch) and, for long epochs, one every `plain_interval` seconds.
@@ -56,11 +60,16 @@ public:
     void finish(const ProgressFields& fields = {});
     void finish(int64_t done, const ProgressFields& fields);
 
-    // The line as it would be drawn now, without \r or \n.
+    // The line as it would be drawn now, without \r or \n: every part.
     std::string line() const;
+    // The line within `columns` characters, as a terminal shows it during the
+    // epoch: the bar shrinks, then the rate, eta and elapsed go; the metrics
+    // are cut only when nothing else is left to drop.
+    std::string fitted_line(size_t columns) const;
 
 private:
     double now() const;
+    std::string compose(int bar_width, int dropped) const;
     void draw(bool final_line);
 
     std::string label_;

@@ -52,13 +52,14 @@ std::string weight_title(double w) {
     return buf;
 }
 
-// The tokens as shaded <span>s separated by spaces.
-std::string token_spans(const std::vector<std::string>& tokens, const std::vector<double>& weights) {
-    const double peak = finite_max(weights);
+// The tokens as <span>s separated by spaces, each shaded by scale · weight
+// relative to `peak` and titled with its weight.
+std::string token_spans(const std::vector<std::string>& tokens, const std::vector<double>& weights, double scale,
+                        double peak) {
     std::string out;
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (i) out += ' ';
-        out += "<span class=\"tok\" style=\"background-color:" + shade("255,127,14", weights[i], peak) +
+        out += "<span class=\"tok\" style=\"background-color:" + shade("255,127,14", scale * weights[i], peak) +
                "\" title=\"" + weight_title(weights[i]) + "\">" + html_escape(tokens[i]) + "</span>";
     }
     return out;
@@ -146,7 +147,7 @@ HtmlReport& HtmlReport::highlighted_text(const std::vector<std::string>& tokens,
     if (tokens.size() != weights.size())
         throw std::invalid_argument("HtmlReport::highlighted_text: " + std::to_string(tokens.size()) + " tokens but " +
                                     std::to_string(weights.size()) + " weights");
-    body_ += "<div class=\"tokens\">" + token_spans(tokens, weights) + "</div>\n";
+    body_ += "<div class=\"tokens\">" + token_spans(tokens, weights, 1, finite_max(weights)) + "</div>\n";
     return *this;
 }
 
@@ -158,17 +159,31 @@ HtmlReport& HtmlReport::highlighted_document(const std::vector<std::vector<std::
                                     " sentences, " + std::to_string(sentence_weights.size()) +
                                     " sentence weights and " + std::to_string(word_weights.size()) +
                                     " word-weight lists (they must match)");
-    const double peak = finite_max(sentence_weights);
-    std::string doc = "<div class=\"document\">\n";
-    for (size_t s = 0; s < sentences.size(); ++s) {
+    for (size_t s = 0; s < sentences.size(); ++s)
         if (sentences[s].size() != word_weights[s].size())
             throw std::invalid_argument("HtmlReport::highlighted_document: sentence " + std::to_string(s) + " has " +
                                         std::to_string(sentences[s].size()) + " words but " +
                                         std::to_string(word_weights[s].size()) + " weights");
+    // A word's weight p_w is its share within its sentence: every sentence's
+    // words sum to 1, even a sentence the model ignores. So, as Yang et al.
+    // (2016) do for their Figure 5, a word is shaded by √p_s · p_w, its
+    // weight scaled by its sentence's weight p_s, relative to the largest
+    // such product in the document: only important words of important
+    // sentences stand out, and a sentence of weight 0 shows no shaded word.
+    // (The square root keeps the words of a sentence with a middling weight
+    // visible.)
+    const auto scale = [](double p_s) { return std::isfinite(p_s) ? std::sqrt(std::max(p_s, 0.0)) : 0.0; };
+    double word_peak = 0;
+    for (size_t s = 0; s < sentences.size(); ++s)
+        for (double p_w : word_weights[s])
+            if (std::isfinite(p_w)) word_peak = std::max(word_peak, scale(sentence_weights[s]) * p_w);
+    const double sentence_peak = finite_max(sentence_weights);
+    std::string doc = "<div class=\"document\">\n";
+    for (size_t s = 0; s < sentences.size(); ++s) {
         const double w = sentence_weights[s];
-        doc += "<div class=\"sent\" style=\"border-left-color:" + shade("31,119,180", w, peak) +
-               ";background-color:" + shade("31,119,180", w, peak, 0.15) + "\" title=\"sentence weight " +
-               weight_title(w) + "\">" + token_spans(sentences[s], word_weights[s]) + "</div>\n";
+        doc += "<div class=\"sent\" style=\"border-left-color:" + shade("31,119,180", w, sentence_peak) +
+               ";background-color:" + shade("31,119,180", w, sentence_peak, 0.15) + "\" title=\"sentence weight " +
+               weight_title(w) + "\">" + token_spans(sentences[s], word_weights[s], scale(w), word_peak) + "</div>\n";
     }
     body_ += doc + "</div>\n";
     return *this;

@@ -58,7 +58,10 @@ public:
     HtmlReport& highlighted_text(const std::vector<std::string>& tokens, const std::vector<double>& weights);
     // A document as a hierarchical attention network sees it: each sentence a
     // line shaded (blue, at its left edge and faintly behind) by its sentence
-    // weight, each word shaded (orange) by its weight within the sentence.
+    // weight p_s, each word (orange) by √p_s · p_w, its weight within the
+    // sentence scaled by the sentence's weight as in Yang et al.'s Figure 5,
+    // relative to the document's largest: the words of a sentence the model
+    // ignores stay unshaded. Hovering shows p_s and p_w.
     HtmlReport& highlighted_document(const std::vector<std::vector<std::string>>& sentences,
                                      const std::vector<double>& sentence_weights,
                                      const std::vector<std::vector<double>>& word_weights);

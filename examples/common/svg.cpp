@@ -112,7 +112,7 @@ std::string xml_escape(std::string_view s) {
     return out;
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int target) {
+std::vector<double> nice_ticks(double lo, double hi, int target, bool whole_numbers) {
     if (!std::isfinite(lo) || !std::isfinite(hi)) throw std::invalid_argument("nice_ticks: the range is not finite");
     if (hi < lo) std::swap(lo, hi);
     if (hi == lo) {  // a flat series: open a window around the value
@@ -124,7 +124,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
     const double rough = (hi - lo) / std::max(target, 1);
     const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
     const double residual = rough / magnitude;
-    const double step = magnitude * (residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10);
+    double step = magnitude * (residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10);
+    if (whole_numbers) step = std::max(step, 1.0);  // 1, 2, 5, 10, ...: every tick a whole number
     const double first = std::floor(lo / step + 1e-9), last = std::ceil(hi / step - 1e-9);
     std::vector<double> ticks;
     for (double k = first; k <= last; ++k) ticks.push_back(std::abs(k) < 1e-9 ? 0.0 : k * step);
@@ -151,12 +152,133 @@ void write_svg(const std::string& path, const std::string& svg) {
 
 // ---- line chart ----------------------------------------------------------------------
 
+namespace {
+
+// A point of a curve as fractions of the plot area: (0, 0) is its bottom
+// left corner, (1, 1) its top right. Where the legend goes decides the plot
+// area's final height, so the curves are kept in these until then.
+struct Point {
+    double fx, fy;
+};
+using Piece = std::vector<Point>;  // an unbroken stretch of a curve
+
+struct PlotArea {
+    double left, right, top, bottom;  // pixels, y downwards
+    double x(const Point& p) const { return left + p.fx * (right - left); }
+    double y(const Point& p) const { return bottom - p.fy * (bottom - top); }
+};
+
+struct Box {
+    double x0, y0, x1, y1;  // pixels, y downwards
+};
+
+// True when the segment a–b touches the box (a == b: the point is inside).
+// The two miss when both ends lie beyond the same side of the box, or when
+// the box's four corners lie strictly on one side of the line through a, b.
+bool segment_touches(double ax, double ay, double bx, double by, const Box& box) {
+    if (std::max(ax, bx) < box.x0 || std::min(ax, bx) > box.x1 || std::max(ay, by) < box.y0 ||
+        std::min(ay, by) > box.y1)
+        return false;
+    const auto side = [&](double x, double y) { return (bx - ax) * (y - ay) - (by - ay) * (x - ax); };
+    const double s[4] = {side(box.x0, box.y0), side(box.x1, box.y0), side(box.x0, box.y1), side(box.x1, box.y1)};
+    const bool all_above = s[0] > 0 && s[1] > 0 && s[2] > 0 && s[3] > 0;
+    const bool all_below = s[0] < 0 && s[1] < 0 && s[2] < 0 && s[3] < 0;
+    return !all_above && !all_below;
+}
+
+// True when no curve passes through the box or within 3 pixels of it (the
+// stroke's width, a lone point's radius).
+bool clear_of_curves(const std::vector<std::vector<Piece>>& curves, const PlotArea& area, const Box& box) {
+    const Box margin{box.x0 - 3, box.y0 - 3, box.x1 + 3, box.y1 + 3};
+    for (const auto& pieces : curves)
+        for (const Piece& piece : pieces)
+            for (size_t i = 0; i < piece.size(); ++i) {
+                const Point& a = piece[i];
+                const Point& b = piece[std::min(i + 1, piece.size() - 1)];  // a lone point: a == b
+                if (segment_touches(area.x(a), area.y(a), area.x(b), area.y(b), margin)) return false;
+            }
+    return true;
+}
+
+struct Pixel {
+    double x, y;
+};
+
+// The legend: one entry per series, a short line in its colour and the name.
+struct Legend {
+    double width = 0, height = 0;
+    std::vector<Pixel> entries;  // where each entry's line starts, on the name's baseline, from the box's corner
+    Box box{};                   // where the legend is drawn
+};
+
+// The entries laid out in rows no wider than `max_width`, or one per row when
+// `stacked`; the box is left for place_legend to set.
+Legend legend_layout(const std::vector<Series>& series, double max_width, bool stacked) {
+    constexpr double pad = 8, first_baseline = 16, row_height = 18, spacing = 14;
+    Legend l;
+    double x = pad, y = first_baseline;
+    for (const Series& s : series) {
+        const double w = 26 + text_width(s.name);  // a 20-pixel line, a gap, the name
+        if (x > pad && (stacked || x + w + pad > max_width)) {  // a new row
+            x = pad;
+            y += row_height;
+        }
+        l.entries.push_back({x, y});
+        l.width = std::max(l.width, x + w + pad);
+        x += w + spacing;
+    }
+    l.height = y + 10;  // below the last baseline: the descenders and a margin
+    return l;
+}
+
+// The legend must not hide any curve. It goes inside the plot, in the first
+// corner (top right, top left, bottom right, bottom left) that no curve
+// passes through; else in rows under the x label, and the plot gives up the
+// room (area.bottom moves up). The order is fixed, so the same data always
+// gives the same chart.
+Legend place_legend(const std::vector<Series>& series, const std::vector<std::vector<Piece>>& curves, PlotArea& area,
+                    double width, double height) {
+    Legend legend = legend_layout(series, area.right - area.left, true);
+    const bool fits = legend.width <= area.right - area.left - 16 && legend.height <= area.bottom - area.top - 16;
+    const std::pair<bool, bool> corners[] = {{true, true}, {false, true}, {true, false}, {false, false}};
+    for (const auto& [at_right, at_top] : corners) {
+        if (!fits) break;
+        const double x0 = at_right ? area.right - 8 - legend.width : area.left + 8;
+        const double y0 = at_top ? area.top + 8 : area.bottom - 8 - legend.height;
+        legend.box = {x0, y0, x0 + legend.width, y0 + legend.height};
+        if (clear_of_curves(curves, area, legend.box)) return legend;
+    }
+    legend = legend_layout(series, width - 16, false);
+    area.bottom -= legend.height + 6;
+    const double x0 = std::max(8.0, (width - legend.width) / 2);
+    legend.box = {x0, height - 4 - legend.height, x0 + legend.width, height - 4};
+    return legend;
+}
+
+std::string legend_svg(const std::vector<Series>& series, const Legend& legend) {
+    const Box& b = legend.box;
+    std::string svg = "<rect class=\"legend\" x=\"" + num(b.x0) + "\" y=\"" + num(b.y0) + "\" width=\"" +
+                      num(b.x1 - b.x0) + "\" height=\"" + num(b.y1 - b.y0) +
+                      "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n";
+    for (size_t k = 0; k < series.size(); ++k) {
+        const double x = b.x0 + legend.entries[k].x, y = b.y0 + legend.entries[k].y;
+        svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(y - 4) + "\" x2=\"" + num(x + 20) + "\" y2=\"" + num(y - 4) +
+               "\" stroke=\"" + kPalette[k % 10] + "\" stroke-width=\"2\"/>\n";
+        svg += text(x + 26, y, series[k].name);
+    }
+    return svg;
+}
+
+}  // namespace
+
 std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
     const auto usable = [&](double x, double y) {
         return std::isfinite(x) && std::isfinite(y) && (!options.log_y || y > 0);
     };
-    // The data range over every usable point.
+    // The data range over every usable point, and whether every x is a whole
+    // number (an epoch or step count: then no tick may fall between two).
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    bool whole_x = true;
     for (const Series& s : series) {
         if (s.x.size() != s.y.size())
             throw std::invalid_argument("line_chart_svg: series \"" + s.name + "\" has " +
@@ -168,6 +290,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
             xmax = std::max(xmax, s.x[i]);
             ymin = std::min(ymin, s.y[i]);
             ymax = std::max(ymax, s.y[i]);
+            whole_x = whole_x && s.x[i] == std::floor(s.x[i]);
         }
     }
     const bool empty = !(xmin <= xmax);
@@ -176,22 +299,39 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
         xmax = 1;
         ymin = options.log_y ? 1 : 0;
         ymax = options.log_y ? 10 : 1;
+        whole_x = false;
     }
 
-    const std::vector<double> xticks = nice_ticks(xmin, xmax, 6);
+    const std::vector<double> xticks = nice_ticks(xmin, xmax, 6, whole_x);
     const std::vector<double> yticks = options.log_y ? log_ticks(ymin, ymax) : nice_ticks(ymin, ymax, 5);
     const double x_lo = xticks.front(), x_hi = xticks.back();
     const double y_lo = yticks.front(), y_hi = yticks.back();
-
-    // Plot area [left, right] × [top, bottom] in pixels; y grows downwards.
-    const double width = options.width, height = options.height;
-    const double left = 70, right = width - 20, top = options.title.empty() ? 20 : 40, bottom = height - 50;
-    const auto px = [&](double x) { return left + (x - x_lo) / (x_hi - x_lo) * (right - left); };
-    const auto py = [&](double y) {
-        const double f = options.log_y ? (std::log10(y) - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo))
-                                       : (y - y_lo) / (y_hi - y_lo);
-        return bottom - f * (bottom - top);
+    const auto fx = [&](double x) { return (x - x_lo) / (x_hi - x_lo); };
+    const auto fy = [&](double y) {
+        return options.log_y ? (std::log10(y) - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo))
+                             : (y - y_lo) / (y_hi - y_lo);
     };
+    // Each series as unbroken pieces: a skipped point ends a piece.
+    std::vector<std::vector<Piece>> curves(series.size());
+    for (size_t k = 0; k < series.size(); ++k) {
+        bool pen_down = false;
+        for (size_t i = 0; i < series[k].x.size(); ++i) {
+            const double x = series[k].x[i], y = series[k].y[i];
+            if (!usable(x, y)) {
+                pen_down = false;
+                continue;
+            }
+            if (!pen_down) curves[k].emplace_back();
+            curves[k].back().push_back({fx(x), fy(y)});
+            pen_down = true;
+        }
+    }
+
+    // The plot area, then the legend (which may take room from its bottom).
+    const double width = options.width, height = options.height;
+    PlotArea area{.left = 70, .right = width - 20, .top = options.title.empty() ? 20.0 : 40.0, .bottom = height - 50};
+    const Legend legend = series.empty() ? Legend{} : place_legend(series, curves, area, width, height);
+    const double left = area.left, right = area.right, top = area.top, bottom = area.bottom;
 
     std::string svg = svg_open(width, height);
     if (!options.title.empty()) svg += text(width / 2, 24, options.title, "middle", "font-size=\"15\"");
@@ -199,66 +339,46 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
     // Grid lines and tick labels.
     const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1;
     for (double x : xticks) {
-        svg += line(px(x), top, px(x), bottom, "#e5e5e5");
-        svg += text(px(x), bottom + 16, tick_label(x, xstep), "middle");
+        const double at = area.x({fx(x), 0});
+        svg += line(at, top, at, bottom, "#e5e5e5");
+        svg += text(at, bottom + 16, tick_label(x, xstep), "middle", "class=\"xtick\"");
     }
     const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
     for (double y : yticks) {
-        svg += line(left, py(y), right, py(y), "#e5e5e5");
+        const double at = area.y({0, fy(y)});
+        svg += line(left, at, right, at, "#e5e5e5");
         char buf[32];
         if (options.log_y) std::snprintf(buf, sizeof buf, "%g", y);
-        svg += text(left - 6, py(y) + 4, options.log_y ? std::string(buf) : tick_label(y, ystep), "end");
+        svg += text(left - 6, at + 4, options.log_y ? std::string(buf) : tick_label(y, ystep), "end",
+                    "class=\"ytick\"");
     }
-    svg += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(right - left) + "\" height=\"" +
-           num(bottom - top) + "\" fill=\"none\" stroke=\"#444\"/>\n";
-    if (!options.x_label.empty()) svg += text((left + right) / 2, height - 12, options.x_label, "middle");
+    svg += "<rect class=\"plot\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(right - left) +
+           "\" height=\"" + num(bottom - top) + "\" fill=\"none\" stroke=\"#444\"/>\n";
+    if (!options.x_label.empty())
+        svg += text((left + right) / 2, bottom + 38, options.x_label, "middle", "class=\"xlabel\"");
     if (!options.y_label.empty()) {
         const double cx = 16, cy = (top + bottom) / 2;
         svg += text(cx, cy, options.y_label, "middle",
-                    "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+                    "class=\"ylabel\" transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
     }
     if (empty) svg += text((left + right) / 2, (top + bottom) / 2, "no data", "middle", "fill=\"#888\"");
 
-    // One polyline per series; a skipped point starts a new piece ("M").
+    // One path per series, "M" starting each piece. A lone point would be
+    // invisible as a path: a series of one point is a dot.
     for (size_t k = 0; k < series.size(); ++k) {
-        const Series& s = series[k];
         const char* color = kPalette[k % 10];
         std::string d;
-        bool pen_down = false;
-        int points = 0;
-        for (size_t i = 0; i < s.x.size(); ++i) {
-            if (!usable(s.x[i], s.y[i])) {
-                pen_down = false;
-                continue;
-            }
-            d += (pen_down ? " L" : (d.empty() ? "M" : " M")) + num(px(s.x[i])) + " " + num(py(s.y[i]));
-            pen_down = true;
-            ++points;
-        }
+        size_t points = 0;
+        for (const Piece& piece : curves[k])
+            for (size_t i = 0; i < piece.size(); ++i, ++points)
+                d += (i > 0 ? " L" : d.empty() ? "M" : " M") + num(area.x(piece[i])) + " " + num(area.y(piece[i]));
         if (points > 1)
-            svg += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
-        // A lone point would be invisible as a path: mark it.
-        for (size_t i = 0; points <= 1 && i < s.x.size(); ++i)
-            if (usable(s.x[i], s.y[i]))
-                svg += "<circle cx=\"" + num(px(s.x[i])) + "\" cy=\"" + num(py(s.y[i])) + "\" r=\"3\" fill=\"" +
-                       color + "\"/>\n";
+            svg += "<path class=\"series\" d=\"" + d + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
+        else if (points == 1)
+            svg += "<circle class=\"series\" cx=\"" + num(area.x(curves[k][0][0])) + "\" cy=\"" +
+                   num(area.y(curves[k][0][0])) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
     }
-
-    // Legend in the top-right corner of the plot.
-    if (!series.empty()) {
-        double name_width = 0;
-        for (const Series& s : series) name_width = std::max(name_width, text_width(s.name));
-        const double box_w = name_width + 40, box_h = 18.0 * series.size() + 8;
-        const double bx = right - box_w - 8, by = top + 8;
-        svg += "<rect x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(box_w) + "\" height=\"" +
-               num(box_h) + "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n";
-        for (size_t k = 0; k < series.size(); ++k) {
-            const double y = by + 16 + 18.0 * k;
-            svg += "<line x1=\"" + num(bx + 8) + "\" y1=\"" + num(y - 4) + "\" x2=\"" + num(bx + 28) + "\" y2=\"" +
-                   num(y - 4) + "\" stroke=\"" + kPalette[k % 10] + "\" stroke-width=\"2\"/>\n";
-            svg += text(bx + 34, y, series[k].name);
-        }
-    }
+    if (!series.empty()) svg += legend_svg(series, legend);
     return svg + "</svg>\n";
 }
 

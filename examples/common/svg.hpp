@@ -41,7 +41,13 @@ struct LineChartOptions {
 };
 
 // Axes with "nice" tick values (1, 2 or 5 × 10^k), grid lines, axis labels,
-// and a legend naming each series in its colour.
+// and a legend naming each series in its colour. When every x is a whole
+// number (epochs, steps) so is every x tick. The legend never hides a curve:
+// it goes in the first corner of the plot (top right, top left, bottom
+// right, bottom left) that no curve passes through, else below the plot.
+// Elements carry classes for tests and styling: "plot" (the plot area's
+// frame), "series" (a curve's path or dot), "legend" (the legend's box),
+// "xtick", "ytick", "xlabel", "ylabel".
 std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options = {});
 
 // ---- heatmap -------------------------------------------------------------------
@@ -90,8 +96,9 @@ std::string xml_escape(std::string_view text);
 
 // Tick values covering [lo, hi]: multiples of a step of 1, 2 or 5 × 10^k
 // chosen so that there are about `target` of them; the first tick is <= lo
-// and the last >= hi (the axis is extended to them).
-std::vector<double> nice_ticks(double lo, double hi, int target = 5);
+// and the last >= hi (the axis is extended to them). With `whole_numbers`
+// the step is at least 1, for counts such as epochs (no tick at 1.5).
+std::vector<double> nice_ticks(double lo, double hi, int target = 5, bool whole_numbers = false);
 
 // The viridis colour map (perceptually uniform, readable in grayscale) at
 // t in [0, 1], as "#rrggbb".

@@ -62,31 +62,29 @@ std::string percent(double x) {
     return buf;
 }
 
-// Curves of the run, from its metrics.jsonl.
-void add_curves(HtmlReport& report, const std::string& dir, const std::string& metrics_path) {
-    const std::vector<Json> records = read_metrics(metrics_path);
-    auto series = [&](const std::string& name, const std::string& key) {
-        Series s{name, {}, {}};
-        for (const auto& [x, y] : metric_series(records, key, "epoch")) {
-            s.x.push_back(x);
-            s.y.push_back(y);
-        }
-        return s;
-    };
-    const std::string loss = line_chart_svg({series("train", "train_loss"), series("valid", "valid_loss")},
-                                            {.title = "loss", .x_label = "epoch", .y_label = "cross-entropy",
-                                             .log_y = true, .width = 420, .height = 300});
-    std::vector<Series> acc_series{series("valid accuracy", "valid_acc")};
-    if (!metric_series(records, "valid_key_sentence_precision", "epoch").empty())
-        acc_series.push_back(series("valid key-sentence precision", "valid_key_sentence_precision"));
-    const std::string acc = line_chart_svg(
-        acc_series, {.title = "validation", .x_label = "epoch", .y_label = "fraction", .width = 420, .height = 300});
-    write_svg(dir + "/loss.svg", loss);
-    write_svg(dir + "/valid.svg", acc);
-    report.figure_row({loss, acc}, {"training and validation loss per epoch", "validation accuracy per epoch"});
+Series epoch_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
+    Series s{name, {}, {}};
+    for (const auto& [x, y] : metric_series(records, key, "epoch")) {
+        s.x.push_back(x);
+        s.y.push_back(y);
+    }
+    return s;
 }
 
 }  // namespace
+
+DocclassCharts docclass_charts(const std::vector<Json>& records) {
+    DocclassCharts c;
+    c.loss = line_chart_svg({epoch_series(records, "train", "train_loss"), epoch_series(records, "valid", "valid_loss")},
+                            {.title = "loss", .x_label = "epoch", .y_label = "cross-entropy", .log_y = true,
+                             .width = 420, .height = 300});
+    std::vector<Series> valid{epoch_series(records, "valid accuracy", "valid_acc")};
+    if (!metric_series(records, "valid_key_sentence_precision", "epoch").empty())
+        valid.push_back(epoch_series(records, "valid key-sentence precision", "valid_key_sentence_precision"));
+    c.valid = line_chart_svg(valid, {.title = "validation", .x_label = "epoch", .y_label = "fraction",
+                                     .width = 420, .height = 300});
+    return c;
+}
 
 void write_docclass_report(const ReportInputs& in) {
     const Corpus& corpus = *in.corpus;
@@ -108,7 +106,11 @@ void write_docclass_report(const ReportInputs& in) {
         rows.push_back({"key-sentence precision", percent(test.key_sentence_precision())});
     rows.push_back({"test documents", static_cast<int64_t>(corpus.test.size())});
     report.table({"metric", "value"}, rows);
-    add_curves(report, dir, in.metrics_path);
+    const DocclassCharts charts = docclass_charts(read_metrics(in.metrics_path));
+    write_svg(dir + "/loss.svg", charts.loss);
+    write_svg(dir + "/valid.svg", charts.valid);
+    report.figure_row({charts.loss, charts.valid},
+                      {"training and validation loss per epoch", "validation accuracy per epoch"});
 
     report.subsection("confusion matrix (test; rows = true class, each row divided by its total)");
     const std::string cm = heatmap_svg(test.confusion.counts(true), corpus.class_names, corpus.class_names,
@@ -119,8 +121,10 @@ void write_docclass_report(const ReportInputs& in) {
 
     if (!test.sentence_weights.empty()) {
         report.subsection("what the model attended to (test documents)");
-        report.paragraph("Each sentence is shaded at its left edge by its sentence weight, each word by its weight "
-                         "within the sentence (as in the paper's Figure 5)." +
+        report.paragraph("Each sentence is shaded at its left edge by its sentence weight p_s, each word by "
+                         "√p_s · p_w, its weight within the sentence p_w scaled by its sentence's weight, as in "
+                         "the paper's Figure 5: the words of a sentence the model ignores stay pale, however their "
+                         "weight is shared out within it. Hover for the numbers." +
                          std::string(test.key_total > 0 ? " ▶ marks the key sentence the generator planted." : ""));
         const int64_t k = std::min<int64_t>(in.examples, static_cast<int64_t>(corpus.test.size()));
         for (int64_t i = 0; i < k; ++i) {

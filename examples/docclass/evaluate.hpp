@@ -7,6 +7,7 @@
 #include "examples/docclass/classification_metrics.hpp"
 #include "examples/docclass/docclass_data.hpp"
 #include "examples/docclass/docclass_models.hpp"
+#include "nn/json.hpp"
 
 namespace attn {
 
@@ -25,6 +26,12 @@ struct Evaluation {
 // Runs `model` (in eval mode, without gradients) over every document.
 Evaluation evaluate(DocModel& model, const std::vector<Document>& docs, int64_t num_classes, const Vocabulary& vocab,
                     int64_t max_sentences, int64_t max_words, int64_t batch_size);
+
+// The curves of a run, from its metrics records (one per epoch).
+struct DocclassCharts {
+    std::string loss, valid;
+};
+DocclassCharts docclass_charts(const std::vector<Json>& records);
 
 struct ReportInputs {
     std::string out, data_name, model_name, command;

@@ -19,6 +19,36 @@ AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_
     return p;
 }
 
+namespace {
+
+Series step_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
+    Series s{name, {}, {}};
+    for (const auto& [x, y] : metric_series(records, key, "step")) {
+        s.x.push_back(x);
+        s.y.push_back(y);
+    }
+    return s;
+}
+
+}  // namespace
+
+Seq2SeqCharts seq2seq_charts(const std::vector<Json>& records, bool g2p) {
+    // Two charts, not one with two kinds of number on a shared y axis: the
+    // loss is in nats per symbol, the error a fraction of the dev items. Both
+    // are drawn against the step.
+    Seq2SeqCharts c;
+    c.loss = line_chart_svg({step_series(records, "train loss (mean of 25 steps)", "recent_train_loss")},
+                            {.title = "training loss", .x_label = "step",
+                             .y_label = "cross-entropy per output symbol", .log_y = true, .width = 480,
+                             .height = 320});
+    const std::string error = g2p ? "dev WER" : "dev error (1 − exact match)";
+    // A linear axis for the error: 0, a perfect dev set, must stay on the chart.
+    c.dev = line_chart_svg({step_series(records, error, "dev_wer")},
+                           {.title = "dev error", .x_label = "step",
+                            .y_label = g2p ? "word error rate" : "1 − exact match", .width = 480, .height = 320});
+    return c;
+}
+
 void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
                           const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam) {
     HtmlReport rep("seq2seq");
@@ -34,22 +64,12 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
                   static_cast<long long>(test.words), train_seconds);
     rep.paragraph(line);
 
-    const auto records = read_metrics(run_dir + "/metrics.jsonl");
-    auto series = [&](const std::string& name, const std::string& key) {
-        Series s{name, {}, {}};
-        for (const auto& [x, y] : metric_series(records, key, "step")) {
-            s.x.push_back(x);
-            s.y.push_back(y);
-        }
-        return s;
-    };
-    // training loss every few dozen steps, the dev error after each epoch
-    const std::string dev_name = task.g2p ? "dev WER" : "dev error (1 − exact match)";
-    const std::string curve = line_chart_svg({series("train loss (mean of 25 steps)", "recent_train_loss"), series(dev_name, "dev_wer")},
-                                             {.title = "learning curves", .x_label = "step", .log_y = true});
-    write_svg(run_dir + "/curves.svg", curve);
+    const Seq2SeqCharts charts = seq2seq_charts(read_metrics(run_dir + "/metrics.jsonl"), task.g2p);
+    write_svg(run_dir + "/loss.svg", charts.loss);
+    write_svg(run_dir + "/dev.svg", charts.dev);
     rep.subsection("Learning curves");
-    rep.svg(curve);
+    rep.figure_row({charts.loss, charts.dev}, {"training loss, the mean of every 25 steps",
+                                               "dev error after each epoch (greedy decoding)"});
 
     // attention of a few test inputs, greedy
     rep.subsection("What the decoder attended to");

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "examples/seq2seq/edit_distance.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/task.hpp"
+#include "nn/json.hpp"
 
 namespace attn::seq2seq {
 
@@ -19,6 +21,13 @@ struct AlignmentPicture {
 };
 AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_t>& source, const Vocab& source_vocab,
                                    const Vocab& target_vocab);
+
+// The learning curves of a run, from its metrics records: the training loss
+// every 25 steps, the dev error after each epoch.
+struct Seq2SeqCharts {
+    std::string loss, dev;
+};
+Seq2SeqCharts seq2seq_charts(const std::vector<Json>& records, bool g2p);
 
 void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
                           const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam);
