@@ -113,6 +113,36 @@ std::string number_text(double v) {
     return s;
 }
 
+// Edge crossings in a top-to-bottom picture, counted from the paths: every
+// curve of an edge or trunk runs across one gap between layers, from y0 to
+// y1; two curves leaving the same gap's top cross when their ends come in
+// the other order at the bottom.
+int64_t count_crossings(const std::string& svg) {
+    static const std::regex path(R"re(<path class="(?:edge|trunk)"[^>]* d="([^"]*)")re");
+    static const std::regex curve(R"re(C[-0-9.]+,[-0-9.]+ [-0-9.]+,[-0-9.]+ ([-0-9.]+),([-0-9.]+))re");
+    static const std::regex point(R"re(([-0-9.]+),([-0-9.]+)\s*$)re");
+    std::map<std::string, std::vector<std::pair<double, double>>> gaps;  // top y → (x at top, x at bottom)
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path); it != std::sregex_iterator(); ++it) {
+        const std::string d = (*it)[1];
+        for (size_t c = d.find('C'); c != std::string::npos; c = d.find('C', c + 1)) {
+            std::smatch from, to;
+            const std::string before = d.substr(0, c);
+            REQUIRE(std::regex_search(before, from, point));
+            const std::string rest = d.substr(c);
+            REQUIRE(std::regex_search(rest, to, curve));
+            gaps[from[2]].emplace_back(std::stod(from[1]), std::stod(to[1]));
+        }
+    }
+    int64_t count = 0;
+    for (const auto& gap : gaps)
+        for (size_t a = 0; a < gap.second.size(); ++a)
+            for (size_t b = a + 1; b < gap.second.size(); ++b) {
+                const auto &p = gap.second[a], &q = gap.second[b];
+                count += (p.first - q.first) * (p.second - q.second) < 0;
+            }
+    return count;
+}
+
 // Well-formed XML, checked the simple way: every tag closed in order, one
 // root element, and every & in text or attributes starting an entity.
 void check_well_formed(const std::string& xml) {
@@ -320,6 +350,11 @@ TEST_CASE("graph_svg: one multi-head attention call, and an unrolled recurrence 
         INFO("recurrence, left_to_right = " << lr);
         check_picture(rnn, {.left_to_right = lr});
     }
+
+    // Crossings: barycentre sweeps, keeping the best order, leave few (the
+    // order in which the search met the nodes has 43 in the recurrence).
+    CHECK(count_crossings(graph_svg(attention)) <= 2);
+    CHECK(count_crossings(graph_svg(rnn)) <= 16);
 }
 
 TEST_CASE("graph_svg: thousands of nodes in linear time") {

@@ -224,14 +224,54 @@ void align_layer(Layout& L, const std::vector<int>& layer, bool use_before) {
     place_layer(L, layer, wanted);
 }
 
-// Sweeps `f(layer, use_before)` down the layers, then up, `rounds` times.
-template <class F>
-void sweep(Layout& L, int rounds, F f) {
-    const int n = static_cast<int>(L.layers.size());
-    for (int r = 0; r < rounds; ++r) {
-        for (int c = 1; c < n; ++c) f(L.layers[c], true);
-        for (int c = n - 2; c >= 0; --c) f(L.layers[c], false);
+// Where a link ends within the next layer, in units of positions: the rank
+// of the item it enters, shifted by its port (less than half a position).
+double link_key(const Layout& L, const Link& l) {
+    const Item& b = L.items[l.item];
+    return b.rank + l.there / (b.span + kRowGap);
+}
+
+// Pairs of links from layer c to layer c + 1 that cross: those whose ends come
+// in opposite orders. An inversion count by merge sort, O(E log E).
+int64_t count_crossings(const Layout& L, int c) {
+    std::vector<std::pair<double, double>> links;  // (start rank, end key)
+    for (int it : L.layers[c])
+        for (const Link& l : L.items[it].after) links.push_back({L.items[it].rank, link_key(L, l)});
+    std::sort(links.begin(), links.end());
+    std::vector<double> ends(links.size()), buffer(links.size());
+    for (size_t k = 0; k < links.size(); ++k) ends[k] = links[k].second;
+    int64_t count = 0;
+    for (size_t width = 1; width < ends.size(); width *= 2) {
+        for (size_t lo = 0; lo + width < ends.size(); lo += 2 * width) {
+            const size_t mid = lo + width, hi = std::min(lo + 2 * width, ends.size());
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                if (ends[j] < ends[i]) count += static_cast<int64_t>(mid - i), buffer[k++] = ends[j++];
+                else buffer[k++] = ends[i++];
+            }
+            while (i < mid) buffer[k++] = ends[i++];
+            while (j < hi) buffer[k++] = ends[j++];
+            std::copy(buffer.begin() + static_cast<long>(lo), buffer.begin() + static_cast<long>(hi),
+                      ends.begin() + static_cast<long>(lo));
+        }
     }
+    return count;
+}
+
+int64_t count_crossings(const Layout& L) {
+    int64_t total = 0;
+    for (int c = 0; c + 1 < static_cast<int>(L.layers.size()); ++c) total += count_crossings(L, c);
+    return total;
+}
+
+// Sweeps `f(layer, use_before)` down the layers, or up.
+template <class F>
+void sweep(Layout& L, bool down, F f) {
+    const int n = static_cast<int>(L.layers.size());
+    if (down)
+        for (int c = 1; c < n; ++c) f(L.layers[c], true);
+    else
+        for (int c = n - 2; c >= 0; --c) f(L.layers[c], false);
 }
 
 // Trunks: node u's long edges pass through the layers between u and its last
@@ -291,7 +331,7 @@ Layout layout_graph(const GraphSnapshot& graph, const std::vector<std::vector<st
     }
 
     // Order: first as the search met the nodes (a trunk point after its
-    // source), then barycentre sweeps down and up, twice.
+    // source), then barycentre sweeps down and up.
     L.layers.assign(static_cast<size_t>(*std::max_element(layer.begin(), layer.end()) + 1), {});
     std::vector<int> by_first_seen(L.items.size());
     std::iota(by_first_seen.begin(), by_first_seen.end(), 0);
@@ -301,12 +341,22 @@ Layout layout_graph(const GraphSnapshot& graph, const std::vector<std::vector<st
         L.items[it].rank = static_cast<double>(L.layers[L.items[it].layer].size());
         L.layers[L.items[it].layer].push_back(it);
     }
-    sweep(L, 2, [&](std::vector<int>& l, bool use_before) { order_by_barycentre(L, l, use_before); });
+    // Eight sweeps, down and up in turn, keeping the order with the fewest crossings.
+    std::vector<std::vector<int>> best = L.layers;
+    int64_t fewest = count_crossings(L);
+    for (int round = 0; round < 8 && fewest > 0; ++round) {
+        sweep(L, round % 2 == 0, [&](std::vector<int>& l, bool use_before) { order_by_barycentre(L, l, use_before); });
+        if (const int64_t crossings = count_crossings(L); crossings < fewest) fewest = crossings, best = L.layers;
+    }
+    L.layers = best;
+    for (const auto& l : L.layers)
+        for (size_t k = 0; k < l.size(); ++k) L.items[l[k]].rank = static_cast<double>(k);
 
     // Positions along the stack axis: packed, then pulled towards their
     // neighbours, sweeping down and up, so that most edges run nearly straight.
     for (const auto& l : L.layers) place_layer(L, l, std::vector<double>(l.size(), 0));
-    sweep(L, 2, [&](std::vector<int>& l, bool use_before) { align_layer(L, l, use_before); });
+    for (int round = 0; round < 4; ++round)
+        sweep(L, round % 2 == 0, [&](std::vector<int>& l, bool use_before) { align_layer(L, l, use_before); });
     double lo = INFINITY, hi = -INFINITY;
     for (const Item& item : L.items) lo = std::min(lo, item.start), hi = std::max(hi, item.start + item.span);
     L.stack_min = lo;

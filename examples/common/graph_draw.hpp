@@ -24,8 +24,8 @@
 // path, so that the output is the last layer and every node sits in the
 // layer just before its earliest consumer (leaves included); long edges run
 // through the layers between as points of their own, shared by the edges
-// from one node; two sweeps of barycentre ordering reduce crossings; within a
-// layer boxes keep their order and never overlap. Text is monospace and boxes
+// from one node; barycentre sweeps reduce crossings (the order with the
+// fewest is kept); within a layer boxes keep their order and never overlap. Text is monospace and boxes
 // are sized from it. Deterministic, and O((N + E) log N) for N nodes and E
 // edges: a few thousand nodes take milliseconds.
 #pragma once
