@@ -8,6 +8,7 @@
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
+#   make docs-graphs  redraw the autograd graphs of docs/images/ (docs/tour.md)
 #   make mutation-check   apply each deliberate mistake of tests/mutations/ to
 #                     the library and check that the tests catch it
 #   make fuzz         run each parser's libFuzzer target (fuzz/README.md) with
@@ -89,7 +90,7 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run data zoo mutation-check fuzz fuzz-run
+.PHONY: all test bench clean doctest run data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -156,6 +157,12 @@ zoo: $(B)/examples/zoo
 
 data:
 	@sh scripts/fetch-data.sh data
+
+# make docs-graphs: the pictures of the autograd graph in docs/images/
+# (examples/draw_graph/main.cpp), drawn by examples/common/graph_draw.hpp.
+docs-graphs: $(B)/examples/draw_graph
+	@mkdir -p docs/images
+	$(B)/examples/draw_graph docs/images
 
 # Builds in build/mutation/ and restores every file it mutates.
 mutation-check:

@@ -17,7 +17,8 @@
 // zero_grad()); intermediate nodes drop theirs unless retain_grad() was called,
 // as in PyTorch. docs/autograd.md walks through it.
 //
-// Ops live in autograd/ops.hpp; autograd/record.hpp is how an op is recorded.
+// Ops live in autograd/ops.hpp; autograd/record.hpp is how an op is recorded;
+// autograd/graph.hpp lists the graph behind a Var as data (to draw it).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,9 @@ public:
     // nullptr for an argument that does not (a constant, an index tensor).
     int num_inputs() const { return num_inputs_; }
     Node* input(int i) const { return slot(i).get(); }
+    // The same as a shared handle, for code that must keep input i alive
+    // after backward() unlinks the graph (GraphSnapshot, autograd/graph.hpp).
+    const std::shared_ptr<Node>& input_handle(int i) const { return slot(i); }
     void set_inputs(const Var* const* inputs, int n);  // used by record()
     void clear_inputs();
 

@@ -144,14 +144,14 @@ Outcome outcome(const std::string& dir, const LoopResult& result) {
 
 void check_same(const Outcome& a, const Outcome& b) {
     REQUIRE(a.last.size() == b.last.size());
-    for (const auto& [name, t] : a.last) {
-        INFO("last.safetensors: " << name);
-        CHECK(allclose(t, b.last.at(name), 0, 0));  // bit for bit
+    for (const auto& entry : a.last) {  // not a structured binding: clang 14 cannot capture one in INFO
+        INFO("last.safetensors: " << entry.first);
+        CHECK(allclose(entry.second, b.last.at(entry.first), 0, 0));  // bit for bit
     }
     REQUIRE(a.best.size() == b.best.size());
-    for (const auto& [name, t] : a.best) {
-        INFO("best.safetensors: " << name);
-        CHECK(allclose(t, b.best.at(name), 0, 0));
+    for (const auto& entry : a.best) {
+        INFO("best.safetensors: " << entry.first);
+        CHECK(allclose(entry.second, b.best.at(entry.first), 0, 0));
     }
     CHECK(a.last_extra == b.last_extra);
     CHECK(a.records == b.records);
@@ -300,9 +300,9 @@ TEST_CASE("train_loop: a non-finite loss stops the run, names the step, and keep
     // last.safetensors is the end of epoch 1 (step 5), all finite
     const SafetensorsFile last = load_safetensors(dir.path + "/last.safetensors");
     CHECK(last.metadata.at("step") == "5");
-    for (const auto& [name, t] : last.tensors) {
-        INFO(name);
-        for (int64_t i = 0; i < t.numel(); ++i) CHECK(std::isfinite(static_cast<double>(t.data()[i])));
+    for (const auto& entry : last.tensors) {
+        INFO(entry.first);
+        for (int64_t i = 0; i < entry.second.numel(); ++i) CHECK(std::isfinite(static_cast<double>(entry.second.data()[i])));
     }
 }
 
