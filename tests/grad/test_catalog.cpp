@@ -356,7 +356,7 @@ TEST_CASE("catalog 3: a masked key changes nothing; a fully masked example gets 
                                     FAIL_CHECK("with masked key " << l << " of example 0 set " << what << ", input "
                                                                   << i << " gets gradient " << gr[o] << " at "
                                                                   << index_str(gr.shape(), o)
-                                                                  << (masked_rows.count(o) ? " (a masked row)" : ""));
+                                                                  << (masked_rows.count(o) ? std::string(" (a masked row)") : std::string()));
                                     break;
                                 }
                             }
