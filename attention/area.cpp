@@ -108,9 +108,13 @@ AreaAttention::AreaAttention(const Options& options, Generator& gen) : options_(
     W_d = register_parameter("W_d", init::xavier_uniform(Shape{d, h}, gen));
 }
 
-AreaAttention::Output AreaAttention::forward(const Var& queries, const Var& keys, const Var& values,
+AreaAttention::Output AreaAttention::forward(const Var& queries, const Var& keys_in, const Var& values_in,
                                              const Tensor& mask) {
-    check_qkv(id(), queries, keys, values);
+    check_qkv(id(), queries, keys_in, values_in);
+    // Padded items are zeroed (by selection) before the area sums read them:
+    // every area holding one is masked, but its sum would still carry a NaN.
+    const Tensor item_keep = mask.defined() && mask.rank() == 2 ? key_mask(mask) : Tensor();
+    const Var keys = hide_unseen_keys(keys_in, item_keep), values = hide_unseen_keys(values_in, item_keep);
     if (queries.size(2) != keys.size(2) || (options_.rich_keys && keys.size(2) != options_.dim))
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
                                     " need the same width" +

@@ -45,6 +45,11 @@ std::pair<Var, Var> pool(const std::string& who, const Var& e, const Var& featur
     return {squeeze(attend(a, features), 1), squeeze(a, 1)};
 }
 
+// f with its padded rows zeroed, by selection (f itself if the mask is
+// undefined or f is finite): every forward below starts with it, so a NaN or
+// an inf at a padded position reaches no score, output or gradient.
+Var hide_padding(const Var& f, const Tensor& mask) { return mask.defined() ? hide_unseen_keys(f, key_mask(mask)) : f; }
+
 // The keep mask of an n1×n2 matrix: mask1_i · mask2_j  (B×n1×n2; undefined if neither mask is).
 Tensor outer_keep(const Tensor& mask1, const Tensor& mask2, int64_t B, int64_t n1, int64_t n2) {
     if (!mask1.defined() && !mask2.defined()) return {};
@@ -75,13 +80,15 @@ std::pair<Var, Var> guided_pool(const std::string& who, AdditiveScore& score, co
 
 }  // namespace
 
-AlternatingCoAttentionOutput AlternatingCoAttention::forward(const Var& features1, const Var& features2,
+AlternatingCoAttentionOutput AlternatingCoAttention::forward(const Var& features1_in, const Var& features2_in,
                                                              const Tensor& mask1, const Tensor& mask2) {
-    check_features(id(), "features1", features1, score1.W_2.size(1));
-    check_features(id(), "features2", features2, score2.W_2.size(1));
-    check_same_batch(id(), "features1", features1, "features2", features2);
-    check_key_mask(id(), "mask1", mask1, features1);
-    check_key_mask(id(), "mask2", mask2, features2);
+    check_features(id(), "features1", features1_in, score1.W_2.size(1));
+    check_features(id(), "features2", features2_in, score2.W_2.size(1));
+    check_same_batch(id(), "features1", features1_in, "features2", features2_in);
+    check_key_mask(id(), "mask1", mask1, features1_in);
+    check_key_mask(id(), "mask2", mask2, features2_in);
+    const Var features1 = hide_padding(features1_in, mask1);
+    const Var features2 = hide_padding(features2_in, mask2);
     AlternatingCoAttentionOutput out;
     // 1. c^(0) = A_1(F1; 0): a zero guide, so W_q g = 0   B×d1
     const Var no_guide(Tensor::zeros(Shape{features1.size(0), 1, score1.W_1.size(1)}));
@@ -119,13 +126,15 @@ InteractiveCoAttention::InteractiveCoAttention(std::unique_ptr<ScoreFunction> sc
     register_module("score_21", *score_21_);
 }
 
-CoAttentionOutput InteractiveCoAttention::forward(const Var& features1, const Var& features2, const Tensor& mask1,
+CoAttentionOutput InteractiveCoAttention::forward(const Var& features1_in, const Var& features2_in, const Tensor& mask1,
                                                   const Tensor& mask2) {
-    check_features(id(), "features1", features1, 0);
-    check_features(id(), "features2", features2, 0);
-    check_same_batch(id(), "features1", features1, "features2", features2);
-    check_key_mask(id(), "mask1", mask1, features1);
-    check_key_mask(id(), "mask2", mask2, features2);
+    check_features(id(), "features1", features1_in, 0);
+    check_features(id(), "features2", features2_in, 0);
+    check_same_batch(id(), "features1", features1_in, "features2", features2_in);
+    check_key_mask(id(), "mask1", mask1, features1_in);
+    check_key_mask(id(), "mask2", mask2, features2_in);
+    const Var features1 = hide_padding(features1_in, mask1);
+    const Var features2 = hide_padding(features2_in, mask2);
     // k̄^(i): the mean of the unmasked rows              B×1×d_i
     const Var mean1 = masked_mean(features1, mask1);
     const Var mean2 = masked_mean(features2, mask2);
@@ -217,13 +226,15 @@ ParallelCoAttention::ParallelCoAttention(std::unique_ptr<AffinityFunction> affin
     w_2 = register_parameter("w_2", init::uniform_fan_in(Shape{attention_dim}, attention_dim, gen));
 }
 
-CoAttentionOutput ParallelCoAttention::forward(const Var& features1, const Var& features2, const Tensor& mask1,
+CoAttentionOutput ParallelCoAttention::forward(const Var& features1_in, const Var& features2_in, const Tensor& mask1,
                                                const Tensor& mask2) {
-    check_features(id(), "features1", features1, W_1.size(1));
-    check_features(id(), "features2", features2, W_2.size(1));
-    check_same_batch(id(), "features1", features1, "features2", features2);
-    check_key_mask(id(), "mask1", mask1, features1);
-    check_key_mask(id(), "mask2", mask2, features2);
+    check_features(id(), "features1", features1_in, W_1.size(1));
+    check_features(id(), "features2", features2_in, W_2.size(1));
+    check_same_batch(id(), "features1", features1_in, "features2", features2_in);
+    check_key_mask(id(), "mask1", mask1, features1_in);
+    check_key_mask(id(), "mask2", mask2, features2_in);
+    const Var features1 = hide_padding(features1_in, mask1);
+    const Var features2 = hide_padding(features2_in, mask2);
     const int64_t B = features1.size(0), n1 = features1.size(1), n2 = features2.size(1);
     CoAttentionOutput out;
     // A = tanh(affinity(K1, K2)), padded rows and columns set to 0       B×n1×n2
@@ -254,19 +265,21 @@ Taxonomy ParallelCoAttention::taxonomy() const {
 
 // ---- 7. max_affinity_co_attention --------------------------------------------------------------
 
-CoAttentionOutput max_affinity_co_attention(const Var& affinity, const Var& values1, const Var& values2,
+CoAttentionOutput max_affinity_co_attention(const Var& affinity, const Var& values1_in, const Var& values2_in,
                                             const Tensor& mask1, const Tensor& mask2) {
     const std::string who = "max_affinity_co_attention";
-    check_features(who, "values1", values1, 0);
-    check_features(who, "values2", values2, 0);
+    check_features(who, "values1", values1_in, 0);
+    check_features(who, "values2", values2_in, 0);
     check_rank(who, "affinity", affinity, 3);
     const int64_t B = affinity.size(0), n1 = affinity.size(1), n2 = affinity.size(2);
-    if (values1.size(0) != B || values1.size(1) != n1 || values2.size(0) != B || values2.size(1) != n2)
+    if (values1_in.size(0) != B || values1_in.size(1) != n1 || values2_in.size(0) != B || values2_in.size(1) != n2)
         throw std::invalid_argument(who + ": affinity " + affinity.shape().str() + " does not fit values1 " +
-                                    values1.shape().str() + " and values2 " + values2.shape().str() +
+                                    values1_in.shape().str() + " and values2 " + values2_in.shape().str() +
                                     ": it needs B×n1×n2");
-    check_key_mask(who, "mask1", mask1, values1);
-    check_key_mask(who, "mask2", mask2, values2);
+    check_key_mask(who, "mask1", mask1, values1_in);
+    check_key_mask(who, "mask2", mask2, values2_in);
+    const Var values1 = hide_padding(values1_in, mask1);
+    const Var values2 = hide_padding(values2_in, mask2);
     CoAttentionOutput out;
     out.affinity = affinity;
     // masked entries of A become −∞, so they never win a max
@@ -303,14 +316,16 @@ MultiGrainedCoAttention::MultiGrainedCoAttention(int64_t dim, Generator& gen) {
     register_module("fine", *fine_);
 }
 
-MultiGrainedCoAttentionOutput MultiGrainedCoAttention::forward(const Var& context, const Var& aspect,
+MultiGrainedCoAttentionOutput MultiGrainedCoAttention::forward(const Var& context_in, const Var& aspect_in,
                                                                const Tensor& context_mask,
                                                                const Tensor& aspect_mask) {
-    check_features(id(), "context", context, 0);
-    check_features(id(), "aspect", aspect, context.size(2));
-    check_same_batch(id(), "context", context, "aspect", aspect);
-    check_key_mask(id(), "context mask", context_mask, context);
-    check_key_mask(id(), "aspect mask", aspect_mask, aspect);
+    check_features(id(), "context", context_in, 0);
+    check_features(id(), "aspect", aspect_in, context_in.size(2));
+    check_same_batch(id(), "context", context_in, "aspect", aspect_in);
+    check_key_mask(id(), "context mask", context_mask, context_in);
+    check_key_mask(id(), "aspect mask", aspect_mask, aspect_in);
+    const Var context = hide_padding(context_in, context_mask);
+    const Var aspect = hide_padding(aspect_in, aspect_mask);
     MultiGrainedCoAttentionOutput out;
     // coarse: C-A2C and C-C2A are entry 4 with bilinear scores      B×d each
     const CoAttentionOutput coarse = coarse_->forward(context, aspect, context_mask, aspect_mask);
@@ -354,17 +369,20 @@ RotatoryAttention::RotatoryAttention(int64_t left_dim, int64_t target_dim, int64
     register_module("score_target_right", score_target_right);
 }
 
-RotatoryAttentionOutput RotatoryAttention::forward(const Var& left, const Var& target, const Var& right,
+RotatoryAttentionOutput RotatoryAttention::forward(const Var& left_in, const Var& target_in, const Var& right_in,
                                                    const Tensor& left_mask, const Tensor& target_mask,
                                                    const Tensor& right_mask) {
-    check_features(id(), "left context", left, score_left.W.size(0));
-    check_features(id(), "target", target, score_target_left.W.size(0));
-    check_features(id(), "right context", right, score_right.W.size(0));
-    check_same_batch(id(), "left context", left, "target", target);
-    check_same_batch(id(), "right context", right, "target", target);
-    check_key_mask(id(), "left mask", left_mask, left);
-    check_key_mask(id(), "target mask", target_mask, target);
-    check_key_mask(id(), "right mask", right_mask, right);
+    check_features(id(), "left context", left_in, score_left.W.size(0));
+    check_features(id(), "target", target_in, score_target_left.W.size(0));
+    check_features(id(), "right context", right_in, score_right.W.size(0));
+    check_same_batch(id(), "left context", left_in, "target", target_in);
+    check_same_batch(id(), "right context", right_in, "target", target_in);
+    check_key_mask(id(), "left mask", left_mask, left_in);
+    check_key_mask(id(), "target mask", target_mask, target_in);
+    check_key_mask(id(), "right mask", right_mask, right_in);
+    const Var left = hide_padding(left_in, left_mask);
+    const Var target = hide_padding(target_in, target_mask);
+    const Var right = hide_padding(right_in, right_mask);
     // Attn(q; F) = Σ_i softmax_i(tanh(f_iᵀ W q + b)) f_i;  q B×1×d_q → B×d, B×n
     auto attn = [&](ActivatedGeneralScore& score, const Var& query, const Var& features, const Tensor& mask) {
         return pool(id(), score.score(query, features), features, mask);

@@ -52,11 +52,14 @@ Var MultiHopAttention::transform(int64_t hop, const Var& q, const Var& c) {
     throw std::invalid_argument("multi_hop_attention: unknown transform");
 }
 
-MultiHopAttention::Output MultiHopAttention::forward(const Var& queries, const Var& keys, const Var& values,
+MultiHopAttention::Output MultiHopAttention::forward(const Var& queries, const Var& keys_in, const Var& values_in,
                                                      const Tensor& mask) {
-    check_qkv(id(), queries, keys, values);
-    const int64_t B = queries.size(0), m = queries.size(1), d_v = values.size(2);
-    const Tensor keep = scores_keep_mask(id(), mask, keys.size(0), keys.size(1));
+    check_qkv(id(), queries, keys_in, values_in);
+    const int64_t B = queries.size(0), m = queries.size(1), d_v = values_in.size(2);
+    const Tensor keep = scores_keep_mask(id(), mask, keys_in.size(0), keys_in.size(1));
+    // Padded keys and values are zeroed (by selection) before any hop reads
+    // them: a NaN there must not reach the output or a gradient.
+    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
     // c⁽⁰⁾ = (1/n) Σ_l v_l, one per query                     B×m×d_v
     Var c = expand(masked_mean(values, mask), Shape{B, m, d_v});
     Var q = queries;
@@ -90,9 +93,12 @@ CapsuleAttention::CapsuleAttention(int64_t num_classes, int64_t key_dim, int64_t
     b = register_parameter("b", biases);
 }
 
-CapsuleAttention::Output CapsuleAttention::forward(const Var& keys, const Var& values, const Tensor& mask) {
-    check_rank(id(), "keys", keys, 3);
-    check_rank(id(), "values", values, 3);
+CapsuleAttention::Output CapsuleAttention::forward(const Var& keys_in, const Var& values_in, const Tensor& mask) {
+    check_rank(id(), "keys", keys_in, 3);
+    check_rank(id(), "values", values_in, 3);
+    const Tensor keep = scores_keep_mask(id(), mask, keys_in.size(0), keys_in.size(1));
+    // Padded positions are zeroed (by selection) before the products read them.
+    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
     if (keys.size(0) != values.size(0) || keys.size(1) != values.size(1) || keys.size(2) != q.size(1) ||
         values.size(2) != w.size(1))
         throw std::invalid_argument(id() + ": keys " + keys.shape().str() + " and values " + values.shape().str() +
@@ -101,7 +107,7 @@ CapsuleAttention::Output CapsuleAttention::forward(const Var& keys, const Var& v
     // e_{c,l} = q_cᵀ k_l                 C×d_k · (B×n×d_k)ᵀ → B×C×n
     const Var e = matmul(q, keys, false, true);
     // a_c = softmax(e_c)                 B×C×n
-    const Var a = masked_softmax(e, scores_keep_mask(id(), mask, keys.size(0), keys.size(1)));
+    const Var a = masked_softmax(e, keep);
     // v_c = Σ_l a_{c,l} v_l               B×C×d_v
     const Var v = attend(a, values);
     // p_c = σ(w_cᵀ v_c + b_c)             B×C

@@ -34,8 +34,11 @@ Var PointerAttention::scores(const Var& decoder_states, const Var& projected) {
 }
 
 AttentionOutput PointerAttention::forward(const Var& encoder_states, const Var& decoder_states, const Tensor& mask) {
-    const Var u = scores(decoder_states, project(encoder_states));
+    check_rank(id(), "encoder states", encoder_states, 3);
     const Tensor keep = scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1));
+    // Padded encoder states are zeroed (by selection) before W_2 reads them:
+    // a NaN there reaches neither a score nor the gradient of W_2.
+    const Var u = scores(decoder_states, project(hide_unseen_keys(encoder_states, keep)));
     // p(C_i = j) = softmax_j(u^i_j)                       B×m×n
     const Var p = masked_softmax(u, keep);
     return {p, p};

@@ -24,12 +24,16 @@ DoublyStochasticSoftAttention::DoublyStochasticSoftAttention(int64_t annotation_
     }
 }
 
-DoublyStochasticSoftAttention::Memory DoublyStochasticSoftAttention::precompute(const Var& annotations,
+DoublyStochasticSoftAttention::Memory DoublyStochasticSoftAttention::precompute(const Var& annotations_in,
                                                                                 const Tensor& mask) {
-    check_width(id(), "annotations", annotations, score.W_2.size(1), 3);
+    check_width(id(), "annotations", annotations_in, score.W_2.size(1), 3);
+    const Tensor keep = scores_keep_mask(id(), mask, annotations_in.size(0), annotations_in.size(1));
+    // Padded locations are zeroed (by selection) before anything reads them,
+    // so a NaN there reaches no output and no gradient.
+    const Var annotations = hide_unseen_keys(annotations_in, keep);
     // W_2 a_i for every location, once per image      B×L×d_w
     const Var projected = score.project_keys(annotations);
-    return {annotations, projected, scores_keep_mask(id(), mask, annotations.size(0), annotations.size(1))};
+    return {annotations, projected, keep};
 }
 
 Var DoublyStochasticSoftAttention::scores(const Var& previous_hidden, const Memory& memory) {
@@ -70,9 +74,12 @@ Var doubly_stochastic_penalty(const Var& weights, real lambda, const Tensor& ste
     if (step_mask.defined() && step_mask.shape() != Shape{weights.size(0), weights.size(1)})
         throw std::invalid_argument("doubly_stochastic_penalty: step mask " + step_mask.shape().str() +
                                     " does not fit weights " + weights.shape().str() + " (it needs B×T)");
-    const Var alphas =
-        step_mask.defined() ? mul(weights, Var(step_mask.reshape(Shape{weights.size(0), weights.size(1), 1})))
-                            : weights;
+    // Padded steps count for nothing: their rows are zeroed by selection first
+    // (0·NaN would be NaN), then by the mask's product.
+    const Var alphas = step_mask.defined()
+                           ? mul(hide_unseen_keys(weights, key_mask(step_mask)),
+                                 Var(step_mask.reshape(Shape{weights.size(0), weights.size(1), 1})))
+                           : weights;
     // Σ_t α_ti: the attention location i received over the caption   B×L
     const Var received = sum(alphas, 1);
     // λ Σ_i (1 − Σ_t α_ti)²                                         B → mean over the batch
@@ -86,12 +93,14 @@ FeedForwardAttention::FeedForwardAttention(int64_t dim, Generator& gen) {
     b = register_parameter("b", init::uniform_fan_in({1}, dim, gen));
 }
 
-AttentionOutput FeedForwardAttention::forward(const Var& states, const Tensor& mask) {
-    check_width(id(), "states", states, w.size(0), 3);
+AttentionOutput FeedForwardAttention::forward(const Var& states_in, const Tensor& mask) {
+    check_width(id(), "states", states_in, w.size(0), 3);
+    const Tensor keep = scores_keep_mask(id(), mask, states_in.size(0), states_in.size(1));
+    const Var states = hide_unseen_keys(states_in, keep);  // padded steps zeroed, by selection
     // e_t = tanh(wᵀ h_t + b)                        B×1×T
     const Var e = tanh(add(matmul(as_row(w), states, false, true), b));
     // α = softmax(e)                                B×1×T
-    const Var alpha = masked_softmax(e, scores_keep_mask(id(), mask, states.size(0), states.size(1)));
+    const Var alpha = masked_softmax(e, keep);
     return {attend(alpha, states), alpha};  // c = Σ_t α_t h_t   B×1×d
 }
 
@@ -109,14 +118,16 @@ StructuredSelfAttention::StructuredSelfAttention(int64_t dim, int64_t attention_
     W_s2 = register_parameter("W_s2", init::xavier_uniform({rows, attention_dim}, gen));
 }
 
-StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& states, const Tensor& mask) {
-    check_width(id(), "states", states, W_s1.size(1), 3);
+StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& states_in, const Tensor& mask) {
+    check_width(id(), "states", states_in, W_s1.size(1), 3);
+    const Tensor keep = scores_keep_mask(id(), mask, states_in.size(0), states_in.size(1));
+    const Var states = hide_unseen_keys(states_in, keep);  // padded steps zeroed, by selection
     // tanh(W_s1 Hᵀ), in rows: tanh(H W_s1ᵀ)          B×n×d_a
     const Var hidden = tanh(matmul(states, W_s1, false, true));
     // W_s2 tanh(W_s1 Hᵀ)                              r×d_a · (B×n×d_a)ᵀ → B×r×n
     const Var e = matmul(W_s2, hidden, false, true);
     // A = softmax_row(⋯)                              B×r×n
-    const Var A = masked_softmax(e, scores_keep_mask(id(), mask, states.size(0), states.size(1)));
+    const Var A = masked_softmax(e, keep);
     // M = A H                                         B×r×d
     return {attend(A, states), A, structured_penalty(A)};
 }

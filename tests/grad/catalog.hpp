@@ -105,6 +105,9 @@ struct KeySet {
     std::vector<std::string> weights;
     std::vector<std::string> zero_when_empty = {};
     bool self = false;
+    // Non-empty: the masked rows are changed by random values only, not set to
+    // NaN or inf, for the reason given (printed when the test runs).
+    std::string finite_only = {};
 };
 
 // ---- properties (generic test 4) ---------------------------------------------------------

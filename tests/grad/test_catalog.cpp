@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -269,6 +270,10 @@ TEST_CASE("catalog 3: a masked key changes nothing; a fully masked example gets 
 
             // (a) Mask the last key of example 0 (if that leaves one), then
             // change that key's rows: nothing may move, its weight is exactly 0.
+            // The rows are changed three ways: by random values, to NaN and to
+            // +inf ("masked positions never leak, whatever they hold"); with
+            // the non-finite ones every gradient must stay finite, and the
+            // masked rows themselves must get exactly 0.
             if (n >= 2) {
                 const int64_t l = n - 1;
                 mask[l] = 0;
@@ -276,38 +281,94 @@ TEST_CASE("catalog 3: a masked key changes nothing; a fully masked example gets 
                 for (int64_t k = 0; k < n; ++k) any = any || mask[k] != 0;
                 if (any) {
                     const Evaluation before = p.evaluate(p.inputs, masks);
-                    std::vector<Tensor> changed = p.inputs;
-                    Generator g(99);
-                    for (int i : ks.inputs) {
-                        Tensor& t = changed[static_cast<size_t>(i)] = changed[static_cast<size_t>(i)].clone();
-                        for (int64_t o : row_offsets(t, 0, l)) t[o] += real(3 * g.normal());
-                    }
-                    const Evaluation after = p.evaluate(changed, masks);
-                    for (size_t k = 0; k < before.outputs.size(); ++k) {
-                        const Named& o = before.outputs[k];
-                        const Tensor& a = o.value.value();
-                        const Tensor& c = after.outputs[k].value.value();
-                        const int64_t per_b = a.numel() / a.size(0);
-                        // In self-attention, query l of example 0 is the changed row itself.
-                        auto own_query = [&](int64_t i) {
-                            return ks.self && i < per_b && at_axis(a.shape(), i, is_weights(o.name) ? -2 : 1, l);
-                        };
-                        for (int64_t i = 0; i < a.numel(); ++i) {
-                            if (own_query(i)) continue;
-                            if (!(std::abs(a[i] - c[i]) <= 1e-9 * (1 + std::abs(a[i])))) {
-                                FAIL_CHECK("changing masked key " << l << " of example 0 changed " << o.name << " at "
-                                                                  << index_str(a.shape(), i) << ": " << a[i]
-                                                                  << " → " << c[i]);
-                                break;
-                            }
+                    enum class Fill { random, nan, inf };
+                    if (!ks.finite_only.empty()) MESSAGE("masked rows not set to NaN or inf: " << ks.finite_only);
+                    for (Fill fill : {Fill::random, Fill::nan, Fill::inf}) {
+                        if (fill != Fill::random && !ks.finite_only.empty()) continue;
+                        const std::string what = fill == Fill::random ? "by random values"
+                                           : fill == Fill::nan  ? "to NaN"
+                                                                : "to +inf";
+                        std::vector<Tensor> changed = p.inputs;
+                        Generator g(99);
+                        for (int i : ks.inputs) {
+                            Tensor& t = changed[static_cast<size_t>(i)] = changed[static_cast<size_t>(i)].clone();
+                            for (int64_t o : row_offsets(t, 0, l))
+                                t[o] = fill == Fill::random ? t[o] + real(3 * g.normal())
+                                       : fill == Fill::nan  ? std::numeric_limits<real>::quiet_NaN()
+                                                            : std::numeric_limits<real>::infinity();
                         }
-                        if (is_weights(o.name))
-                            for (int64_t i = 0; i < per_b; ++i)
-                                if (at_axis(a.shape(), i, -1, l) && a[i] != 0) {
-                                    FAIL_CHECK(o.name << " at " << index_str(a.shape(), i) << " is " << a[i]
-                                                      << " for a masked key");
+                        const Evaluation after = p.evaluate(changed, masks);
+                        for (size_t k = 0; k < before.outputs.size(); ++k) {
+                            const Named& o = before.outputs[k];
+                            const Tensor& a = o.value.value();
+                            const Tensor& c = after.outputs[k].value.value();
+                            const int64_t per_b = a.numel() / a.size(0);
+                            // In self-attention, query l of example 0 is the changed row itself.
+                            auto own_query = [&](int64_t i) {
+                                return ks.self && i < per_b && at_axis(a.shape(), i, is_weights(o.name) ? -2 : 1, l);
+                            };
+                            for (int64_t i = 0; i < a.numel(); ++i) {
+                                if (own_query(i)) continue;
+                                if (!(std::abs(a[i] - c[i]) <= 1e-9 * (1 + std::abs(a[i])))) {
+                                    FAIL_CHECK("changing masked key " << l << " of example 0 " << what << " changed "
+                                                                      << o.name << " at " << index_str(a.shape(), i)
+                                                                      << ": " << a[i] << " → " << c[i]);
                                     break;
                                 }
+                            }
+                            // (The own query of `self` holds the changed row: a
+                            // NaN query's whole row of weights is NaN, IEEE.)
+                            if (is_weights(o.name))
+                                for (const Tensor* w : {&a, &c})
+                                    for (int64_t i = 0; i < per_b; ++i)
+                                        if (at_axis(w->shape(), i, -1, l) && !own_query(i) && (*w)[i] != 0) {
+                                            FAIL_CHECK(o.name << " at " << index_str(w->shape(), i) << " is "
+                                                              << (*w)[i] << " for a masked key"
+                                                              << (w == &c ? " changed " + what : std::string()));
+                                            break;
+                                        }
+                        }
+                        // Gradients of the changed run. Not for `self`, as in
+                        // (b): the masked position's own query holds the
+                        // non-finite row and may attend the other keys.
+                        if (fill == Fill::random || ks.self) continue;
+                        std::vector<Var> xv;
+                        for (const Tensor& t : changed) xv.emplace_back(t, true);
+                        if (p.module) p.module->zero_grad();
+                        const Outputs outs = p.run(xv, masks);
+                        Generator gl(5);
+                        Var loss;
+                        for (const Named& o : outs) {
+                            if (!o.differentiable) continue;
+                            const Var term = sum(o.value * Var(Tensor::normal(o.value.shape(), 0, 1, gl)));
+                            loss = loss.defined() ? loss + term : term;
+                        }
+                        if (!loss.defined()) continue;
+                        loss.backward();
+                        for (size_t i = 0; i < xv.size(); ++i) {
+                            if (!xv[i].grad().defined()) continue;
+                            const Tensor gr = xv[i].grad();
+                            std::set<int64_t> masked_rows;
+                            for (int j : ks.inputs)
+                                if (static_cast<size_t>(j) == i)
+                                    for (int64_t o : row_offsets(gr, 0, l)) masked_rows.insert(o);
+                            for (int64_t o = 0; o < gr.numel(); ++o) {
+                                const bool bad = masked_rows.count(o) ? gr[o] != 0 : !std::isfinite(gr[o]);
+                                if (bad) {
+                                    FAIL_CHECK("with masked key " << l << " of example 0 set " << what << ", input "
+                                                                  << i << " gets gradient " << gr[o] << " at "
+                                                                  << index_str(gr.shape(), o)
+                                                                  << (masked_rows.count(o) ? std::string(" (a masked row)") : std::string()));
+                                    break;
+                                }
+                            }
+                        }
+                        if (p.module)
+                            for (const auto& [pname, pv] : p.module->named_parameters())
+                                if (pv.grad().defined() && !all_finite(pv.grad()))
+                                    FAIL_CHECK("with masked key " << l << " of example 0 set " << what
+                                                                  << ", parameter " << pname
+                                                                  << " gets a NaN or inf gradient");
                     }
                 }
                 mask[l] = p.c.masks[mi][l];

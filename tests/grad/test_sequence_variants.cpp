@@ -276,7 +276,11 @@ const RegisterEntry doubly_stochastic_entry(53, "doubly_stochastic_soft_attentio
      .reference = [](const Ref& r) {
          return std::vector<Expected>{{"penalty", scalar(penalty_reference(softmax_rows(r.x[0]), 0.7, r.masks[0]))}};
      },
-     .masking = {{.mask = 0, .inputs = {0}, .weights = {}}}},
+     .masking = {{.mask = 0,
+                  .inputs = {0},
+                  .weights = {},
+                  .finite_only = "the case's own softmax (before the penalty) turns a NaN step into NaN weights"
+                                 " and sends that step NaN; the penalty itself hides it"}}},
     {.variant = "the penalty alone, T 5 > L 3, λ 1, batch 3",
      .inputs = {Shape{3, 5, 3}},
      .run = [](Module*, In x, Masks) { return Outputs{{"penalty", as_vector(doubly_stochastic_penalty(softmax(x[0], -1)))}}; },
