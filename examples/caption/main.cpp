@@ -110,21 +110,20 @@ int main(int argc, char** argv) try {
     flags.add("--length-penalty", &length_penalty,
               "beam search ranks captions by log p / length^this (0: the total log p, 1: the mean per word)", 0);
     flags.add("--clip", &clip, "gradient norm clipping (0: off)", 0);
-    CaptionPredictOptions predict;
-    bool predicting = false;
-    flags.add("--predict", &predicting, "caption the PGM/PNG files named as arguments with a checkpoint, showing the attention");
-    flags.add("--checkpoint", &predict.checkpoint, "checkpoint for --predict (default OUT/caption/best.safetensors)");
-    flags.add("--svg", &predict.svg, "--predict: write the attention overlays as SVG to this file (FILE-2.svg, ... for more pictures)");
-    flags.add("--show", &predict.show, "--predict: draw the maps also when stdout is not a terminal");
-    flags.add("--invert", &predict.invert, "--predict: the picture has dark items on a light background");
-    flags.add("--samples", &predict.samples, "--predict, hard attention: draw this many locations per word from α_t", 0, 100000);
+    PredictFlags predict;
+    flags.add_predict(predict, "caption the PGM/PNG files named as arguments");
+    CaptionPredictOptions picture;  // what only pictures need
+    flags.add("--invert", &picture.invert, "--predict: the picture has dark items on a light background");
+    flags.add("--samples", &picture.samples, "--predict, hard attention: draw this many locations per word from α_t", 0, 100000);
     if (!flags.parse(argc, argv)) return 0;
     if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
-    if (predicting) {
-        if (predict.checkpoint.empty()) predict.checkpoint = common.out + "/caption/best.safetensors";
-        predict.images = flags.positional();
-        predict.seed = static_cast<uint64_t>(common.seed);
-        return predict_captions(predict);
+    if (predict.on) {
+        picture.checkpoint = predict.checkpoint_or_best(common, "caption");
+        picture.images = flags.positional();
+        picture.svg = predict.svg;
+        picture.show = predict.show;
+        picture.seed = static_cast<uint64_t>(common.seed);
+        return predict_captions(picture);
     }
     std::cerr << "seed " << common.seed << "\n";
     for (const auto& [name, id] : {std::pair<std::string, std::string>{"soft_alignment", "soft"},

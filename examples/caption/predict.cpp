@@ -82,6 +82,24 @@ CaptionSetup load_caption_setup(const std::map<std::string, std::string>& m, con
     return s;
 }
 
+namespace {
+
+// The terminal columns a line takes: its UTF-8 characters, not counting
+// ANSI escape sequences (ESC ... m), which take none.
+size_t columns_of(const std::string& line) {
+    size_t cells = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\033') {
+            while (i < line.size() && line[i] != 'm') ++i;
+        } else if ((static_cast<unsigned char>(line[i]) & 0xc0) != 0x80) {
+            ++cells;
+        }
+    }
+    return cells;
+}
+
+}  // namespace
+
 std::string maps_side_by_side(const std::vector<std::string>& words, const std::vector<std::string>& maps) {
     std::vector<std::vector<std::string>> columns;
     size_t rows = 0;
@@ -92,38 +110,17 @@ std::string maps_side_by_side(const std::vector<std::string>& words, const std::
         rows = std::max(rows, lines.size());
         columns.push_back(lines);
     }
-    // each column is as wide as its map (two characters a cell) or its word, whichever is wider
+    // each column is as wide as its map's first line or its word, whichever is wider
     std::vector<size_t> width(maps.size());
-    for (size_t k = 0; k < maps.size(); ++k) {
-        size_t cells = 0;
-        if (!columns[k].empty()) {
-            const std::string& first = columns[k][0];
-            // count characters, not bytes: block characters and escape sequences take more than one byte
-            for (size_t i = 0; i < first.size(); ++i) {
-                if (first[i] == '\033') {
-                    while (i < first.size() && first[i] != 'm') ++i;
-                } else if ((static_cast<unsigned char>(first[i]) & 0xc0) != 0x80) {
-                    ++cells;
-                }
-            }
-        }
-        width[k] = std::max(cells, words[k].size());
-    }
+    for (size_t k = 0; k < maps.size(); ++k)
+        width[k] = std::max(columns[k].empty() ? 0 : columns_of(columns[k][0]), columns_of(words[k]));
     std::ostringstream os;
-    for (size_t k = 0; k < words.size(); ++k) os << words[k] << std::string(width[k] - words[k].size() + 2, ' ');
+    for (size_t k = 0; k < words.size(); ++k) os << words[k] << std::string(width[k] - columns_of(words[k]) + 2, ' ');
     os << "\n";
     for (size_t r = 0; r < rows; ++r) {
         for (size_t k = 0; k < maps.size(); ++k) {
             const std::string& line = r < columns[k].size() ? columns[k][r] : std::string();
-            size_t cells = 0;
-            for (size_t i = 0; i < line.size(); ++i) {
-                if (line[i] == '\033') {
-                    while (i < line.size() && line[i] != 'm') ++i;
-                } else if ((static_cast<unsigned char>(line[i]) & 0xc0) != 0x80) {
-                    ++cells;
-                }
-            }
-            os << line << std::string(width[k] - std::min(width[k], cells) + 2, ' ');
+            os << line << std::string(width[k] - std::min(width[k], columns_of(line)) + 2, ' ');
         }
         os << "\n";
     }

@@ -125,6 +125,13 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
 }
 
+void FlagParser::add_predict(PredictFlags& f, const std::string& what) {
+    add("--predict", &f.on, what + " with a trained checkpoint, and show the attention");
+    add("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)");
+    add("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)");
+    add("--show", &f.show, "--predict: draw the attention also when stdout is not a terminal");
+}
+
 const FlagParser::Flag* FlagParser::find(const std::string& name) const {
     for (const Flag& f : flags_)
         if (f.name == name) return &f;

@@ -40,6 +40,18 @@ struct CommonFlags {
     bool eval_only = false;    // evaluate OUT/NAME/best.safetensors, no training
 };
 
+// --predict --checkpoint --svg --show: a trained model on the user's own
+// input, the same four flags in every trainer.
+struct PredictFlags {
+    bool on = false;          // --predict
+    std::string checkpoint;   // empty: OUT/NAME/best.safetensors
+    std::string svg;          // write the pictures here (FILE-2.svg, ... for more inputs)
+    bool show = false;        // draw on stdout also when it is not a terminal
+    std::string checkpoint_or_best(const CommonFlags& common, const std::string& name) const {
+        return checkpoint.empty() ? common.out + "/" + name + "/best.safetensors" : checkpoint;
+    }
+};
+
 class FlagParser {
 public:
     FlagParser(std::string program, std::string summary);
@@ -59,6 +71,9 @@ public:
     // --data (help: `data_choices`, e.g. "dates | cmudict | a lexicon file") --epochs --steps
     // --time-budget --patience --schedule --seed --threads --out --save/--no-save --resume --eval-only
     void add_common(CommonFlags& flags, const std::string& data_choices);
+    // --predict (help: `what`, e.g. "classify the arguments (or stdin lines)"),
+    // --checkpoint, --svg, --show
+    void add_predict(PredictFlags& flags, const std::string& what);
 
     // Parses argv. Returns false after printing the usage for --help (the
     // caller should exit 0). Arguments that are not flags are kept in

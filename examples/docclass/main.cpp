@@ -80,19 +80,13 @@ int main(int argc, char** argv) try {
     flags.add("--needle-train", &needle_train, "training documents of the needle corpus", 1);
     flags.add("--fortune-classes", &fortune_classes, "the largest fortune categories used as classes", 2);
     flags.add("--examples", &examples, "highlighted test documents in the report", 0);
-    PredictOptions predict;
-    bool predicting = false;
-    flags.add("--predict", &predicting, "classify the arguments (or stdin lines) with a checkpoint and show the attention");
-    flags.add("--checkpoint", &predict.checkpoint, "checkpoint for --predict (default OUT/docclass/best.safetensors)");
-    flags.add("--svg", &predict.svg, "--predict: write the weights as SVG to this file (FILE-2.svg, ... for more inputs)");
-    flags.add("--show", &predict.show, "--predict: draw the weights also when stdout is not a terminal");
+    PredictFlags predict;
+    flags.add_predict(predict, "classify the arguments (or stdin lines)");
     if (!flags.parse(argc, argv)) return 0;
     if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
-    if (predicting) {
-        if (predict.checkpoint.empty()) predict.checkpoint = common.out + "/docclass/best.safetensors";
-        predict.inputs = flags.positional();
-        return predict_documents(predict);
-    }
+    if (predict.on)
+        return predict_documents({.checkpoint = predict.checkpoint_or_best(common, "docclass"),
+                                  .inputs = flags.positional(), .svg = predict.svg, .show = predict.show});
     const bool needle = common.data == "needle";
     if (common.epochs <= 0) common.epochs = model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
     if (min_count <= 0) min_count = needle ? 1 : 2;

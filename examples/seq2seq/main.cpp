@@ -40,10 +40,7 @@ struct Settings {
     double clip = 5;
     int64_t beam = 1;            // 1: greedy
     double length_penalty = 1.0;
-    bool predict = false;
-    std::string checkpoint;      // --predict: default OUT/seq2seq/best.safetensors
-    std::string svg;             // --predict: write each alignment as an SVG heatmap
-    bool show = false;           // --predict: draw the alignment even when stdout is not a terminal
+    PredictFlags predict;        // --predict --checkpoint --svg --show
 };
 
 // The defaults that depend on the task: small and quick for dates, W2 for G2P.
@@ -99,7 +96,7 @@ void checkpoint_extra(std::map<std::string, std::string>& extra, const TaskData&
 
 // --predict: read a checkpoint's config and vocabularies, transliterate the inputs.
 int predict(const Settings& s, const std::vector<std::string>& args) {
-    const std::string path = s.checkpoint.empty() ? s.common.out + "/seq2seq/best.safetensors" : s.checkpoint;
+    const std::string path = s.predict.checkpoint_or_best(s.common, "seq2seq");
     const SafetensorsFile file = load_safetensors(path);
     auto meta = [&](const std::string& key) {
         const auto it = file.metadata.find(key);
@@ -125,18 +122,18 @@ int predict(const Settings& s, const std::vector<std::string>& args) {
             if (!line.empty()) inputs.push_back(line);
     // On a terminal (or with --show) each answer comes with what the decoder
     // attended to while writing it: one row per output symbol.
-    const bool draw = s.show || stdout_is_terminal();
+    const bool draw = s.predict.show || stdout_is_terminal();
     for (size_t k = 0; k < inputs.size(); ++k) {
         const std::string& text = inputs[k];
         const auto ids = source_vocab.encode(source_symbols(text, g2p));
         const auto hyp = beam_decode(model, ids, std::max<int64_t>(1, s.beam), s.length_penalty);
         const std::string answer = join(target_vocab.decode(hyp.tokens), g2p ? " " : "");
         std::cout << text << "\t" << answer << "\n";
-        if (!draw && s.svg.empty()) continue;
+        if (!draw && s.predict.svg.empty()) continue;
         const AlignmentPicture p = alignment_picture(hyp, ids, source_vocab, target_vocab);
         if (draw) std::cout << heatmap_text(p.weights, p.rows, p.cols, {.colour = colour_terminal()}) << "\n";
-        if (!s.svg.empty()) {
-            const std::string svg_path = numbered_path(s.svg, k, inputs.size());
+        if (!s.predict.svg.empty()) {
+            const std::string svg_path = numbered_path(s.predict.svg, k, inputs.size());
             write_svg(svg_path, heatmap_svg(p.weights, p.rows, p.cols,
                                         {.title = text + " → " + answer, .x_label = "input", .y_label = "output",
                                          .cell_size = 18}));
@@ -174,13 +171,10 @@ int main(int argc, char** argv) try {
     flags.add("--train", &s.task.train_file, "lexicon file for training (with --dev and --test)");
     flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping");
     flags.add("--test", &s.task.test_file, "lexicon file for the final score");
-    flags.add("--predict", &s.predict, "transliterate the arguments (or stdin lines) with a checkpoint");
-    flags.add("--checkpoint", &s.checkpoint, "checkpoint for --predict (default OUT/seq2seq/best.safetensors)");
-    flags.add("--svg", &s.svg, "--predict: write the alignment as an SVG heatmap to this file (FILE-2.svg, ... for more inputs)");
-    flags.add("--show", &s.show, "--predict: draw the alignment also when stdout is not a terminal");
+    flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
-    if (s.predict) return predict(s, flags.positional());
+    if (s.predict.on) return predict(s, flags.positional());
 
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
