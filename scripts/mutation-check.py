@@ -92,7 +92,10 @@ def run_tests(m, log):
     passed = True
     for binary in binaries:
         try:
-            out = subprocess.run([binary], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+            # The mutation-lists test fails for any change to a file a mutation reads,
+            # so it would "kill" every mutation: it is left out here.
+            out = subprocess.run([binary, "-tce=mutation lists*"], cwd=ROOT, env=env, capture_output=True, text=True,
+                                 timeout=600)
         except subprocess.TimeoutExpired:
             return False, f"{binary}: timed out"
         log.write(out.stdout + out.stderr)
