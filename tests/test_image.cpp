@@ -78,6 +78,12 @@ TEST_CASE("image: damaged and unsupported files are refused, naming the file and
     CHECK(error_of("P5\n13 7\n255\n" + std::string(10, 'a'), "t.pgm") ==
           "t.pgm: truncated PGM: expected 91 bytes of pixels, found 10");
     CHECK(error_of("P2\n2 1\n10\n3 11\n", "t.pgm") == "t.pgm: PGM pixel 1 exceeds the maximum value");
+    // found by fuzzing: a 14-byte file declaring 60 million pixels was allocated
+    // (and filled) before its pixels were looked for, 10 s under the sanitizers
+    CHECK(error_of("P524534 2449 3", "t.pgm") == "t.pgm: PGM ends after its header");
+    CHECK(error_of("P524534 2449 3\nab", "t.pgm") == "t.pgm: truncated PGM: expected 60083766 bytes of pixels, found 2");
+    CHECK(error_of("P224534 2449 3 1 2 3", "t.pgm") ==
+          "t.pgm: truncated PGM: expected at least 120167531 bytes of pixels, found 6");
     CHECK(error_of("P5\n0 7\n255\n", "t.pgm") == "t.pgm: an image of 0×7 pixels");
     CHECK(error_of("P5\n100000 100000\n255\n", "t.pgm") == "t.pgm: an image of 100000×100000 pixels is too large");
     CHECK_THROWS_WITH(read_image("tests/fixtures/images"), doctest::Contains("is a directory"));

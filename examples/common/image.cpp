@@ -345,13 +345,20 @@ GrayImage parse_pgm(std::string_view b, const std::string& name) {
     const int64_t width = number("width"), height = number("height"), max_value = number("maximum value");
     check_size(name, width, height);
     if (max_value < 1 || max_value > 65535) fail(name, "PGM maximum value " + std::to_string(max_value) + " is not in 1..65535");
-    GrayImage img{height, width, std::vector<float>(static_cast<size_t>(width * height))};
+    // The file must hold every pixel the header declares before the image is
+    // allocated: a 14-byte header may declare 60 million pixels.
+    const auto count = static_cast<size_t>(width * height);
     if (binary) {
         if (at >= b.size()) fail(name, "PGM ends after its header");
         ++at;  // the single whitespace after the maximum value
-        const size_t bytes_per = max_value > 255 ? 2 : 1, need = img.pixels.size() * bytes_per;
-        if (b.size() - at < need)
-            fail(name, "truncated PGM: expected " + std::to_string(need) + " bytes of pixels, found " + std::to_string(b.size() - at));
+    }
+    const size_t bytes_per = max_value > 255 ? 2 : 1;
+    const size_t need = binary ? count * bytes_per : 2 * count - 1;  // text: a digit each, spaces between
+    if (b.size() - at < need)
+        fail(name, "truncated PGM: expected " + std::string(binary ? "" : "at least ") + std::to_string(need) +
+                       " bytes of pixels, found " + std::to_string(b.size() - at));
+    GrayImage img{height, width, std::vector<float>(count)};
+    if (binary) {
         for (size_t i = 0; i < img.pixels.size(); ++i) {
             const auto hi = static_cast<uint8_t>(b[at + i * bytes_per]);
             const double v = bytes_per == 2 ? hi * 256.0 + static_cast<uint8_t>(b[at + i * bytes_per + 1]) : hi;
