@@ -71,6 +71,7 @@ struct Outcome {
     std::map<std::string, Tensor> last, best;
     std::map<std::string, std::string> last_extra;
     std::vector<std::string> records;
+    std::vector<std::string> snapshots;  // attention.jsonl
     LoopResult result;
 };
 
@@ -123,7 +124,10 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
         if (interrupt_in_validation) std::raise(SIGINT);
         model.eval();
         const double mse = loss::mse(model(Var(valid.x)), valid.y).item();
-        return Validation{constant_validation ? 0.0 : -mse, Json::object({{"valid_mse", mse}}), {{"valid_mse", mse}}};
+        // The snapshot (what a trainer keeps for the report's epoch slider):
+        // the model's first weight (all its digits: JSON numbers round-trip).
+        return Validation{constant_validation ? 0.0 : -mse, Json::object({{"valid_mse", mse}}), {{"valid_mse", mse}},
+                          Json::object({{"w", static_cast<double>(model.parameters()[0].value()[0])}})};
     };
     parts.learning_rate = [&](int64_t step) { return schedule.lr(step); };
     parts.save_extra = [&](std::map<std::string, std::string>& extra) { extra["task.counter"] = std::to_string(task_counter); };
@@ -132,13 +136,14 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
 }
 
 Outcome outcome(const std::string& dir, const LoopResult& result) {
-    Outcome o{tensors(dir + "/last.safetensors"), tensors(dir + "/best.safetensors"), {}, {}, result};
+    Outcome o{tensors(dir + "/last.safetensors"), tensors(dir + "/best.safetensors"), {}, {}, {}, result};
     o.last_extra = load_safetensors(dir + "/last.safetensors").metadata;
     o.last_extra.erase("loop.train_seconds");
     for (Json r : read_metrics(dir + "/metrics.jsonl")) {
         if (r.contains("seconds")) r.set("seconds", 0.0);
         o.records.push_back(r.dump());
     }
+    for (const Json& r : read_metrics(dir + "/attention.jsonl")) o.snapshots.push_back(r.dump());
     return o;
 }
 
@@ -155,6 +160,7 @@ void check_same(const Outcome& a, const Outcome& b) {
     }
     CHECK(a.last_extra == b.last_extra);
     CHECK(a.records == b.records);
+    CHECK(a.snapshots == b.snapshots);
     CHECK(a.result.state.step == b.result.state.step);
     CHECK(a.result.state.epoch == b.result.state.epoch);
 }
@@ -184,6 +190,15 @@ TEST_CASE("train_loop: the straight run trains, validates each epoch and writes 
     // training helps: the last validation error is below the first
     CHECK(records.back()["valid_mse"].as_double() < records[1]["valid_mse"].as_double());
     CHECK(a.last_extra.at("task.counter") == std::to_string(3 * batches));
+    // one snapshot per epoch, after it: the epoch, the step, what validate returned
+    const std::vector<Json> snapshots = read_metrics(dir.path + "/attention.jsonl");
+    REQUIRE(snapshots.size() == 3);
+    for (int64_t e = 0; e < 3; ++e) {
+        CHECK(snapshots[static_cast<size_t>(e)]["epoch"].as_int() == e + 1);
+        CHECK(snapshots[static_cast<size_t>(e)]["step"].as_int() == (e + 1) * batches);
+        CHECK(snapshots[static_cast<size_t>(e)]["snapshot"].contains("w"));
+    }
+    CHECK(snapshots[0].dump() != snapshots[2].dump());  // the model moved
 }
 
 TEST_CASE("train_loop: --steps inside an epoch, then --resume, is the straight run") {
@@ -200,6 +215,23 @@ TEST_CASE("train_loop: --steps inside an epoch, then --resume, is the straight r
         rest.resume = true;
         check_same(a, outcome(dir.path, invoke(rest)));
     }
+}
+
+TEST_CASE("train_loop: a run killed after its checkpoint resumes to the straight run, no record twice") {
+    // kill -9 leaves the files as they were at the kill: the history written
+    // after the last checkpoint is there, the checkpoint is older. Made here
+    // by putting back a checkpoint of step 7 after the run went on to the end.
+    TempDir straight_dir("loop_straight"), dir("loop_killed");
+    const Outcome a = straight(straight_dir);
+    LoopOptions first = base(dir.path);
+    first.steps = 7;
+    invoke(first);
+    std::filesystem::copy_file(dir / "last.safetensors", dir / "step7.safetensors");
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    invoke(rest);  // epochs 2 and 3 in metrics.jsonl and attention.jsonl
+    std::filesystem::rename(dir / "step7.safetensors", dir / "last.safetensors");
+    check_same(a, outcome(dir.path, invoke(rest)));
 }
 
 TEST_CASE("train_loop: --steps N then --resume --steps M is --steps M") {
@@ -336,6 +368,7 @@ TEST_CASE("train_loop: a run that validated nothing does not test with a best ch
     CHECK(r.reason == StopReason::steps);
     CHECK_FALSE(r.loaded_best);
     CHECK(read_metrics(dir.path + "/metrics.jsonl").empty());  // a new run's history
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/attention.jsonl"));  // not the earlier run's epochs
 }
 
 TEST_CASE("train_loop: resuming a checkpoint without the loop's position names the file and the key") {

@@ -189,9 +189,38 @@ HtmlReport& HtmlReport::highlighted_document(const std::vector<std::vector<std::
     return *this;
 }
 
+namespace {
+
+std::string explorer_div(const Json& e) {
+    return "<div class=\"explorer\" data-explorer=\"" + html_escape(e.dump()) + "\"><p>" +
+           html_escape(e.contains("title") ? e["title"].as_string() : std::string()) +
+           " (an interactive picture: it needs JavaScript)</p></div>\n";
+}
+
+}  // namespace
+
+HtmlReport& HtmlReport::explorer(const Explorer& e) {
+    body_ += explorer_div(explorer_json(e));
+    return *this;
+}
+
+HtmlReport& HtmlReport::explorers(const std::vector<Explorer>& es) {
+    std::vector<Json> json;
+    for (const Explorer& e : es) json.push_back(explorer_json(e));
+    return explorers_json(json);
+}
+
+HtmlReport& HtmlReport::explorers_json(const std::vector<Json>& es) {
+    body_ += "<div class=\"explorers\">\n";
+    for (const Json& e : es) body_ += explorer_div(e);
+    body_ += "</div>\n";
+    return *this;
+}
+
 std::string HtmlReport::html() const {
     std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
-                       html_escape(title_) + "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
+                       html_escape(title_) + "</title>\n<style>\n" + kStyle + explorer_style() +
+                       "</style>\n<script>" + explorer_script() + "</script>\n</head>\n<body>\n<h1>" +
                        html_escape(title_) + "</h1>\n";
     if (sections_.size() > 1) {
         page += "<ul class=\"contents\">\n";

@@ -1,6 +1,7 @@
-// A small HTML report: one self-contained page (no scripts, no external
-// files) with headings, paragraphs, inline SVG charts, tables of numbers, and
-// text shaded by attention weights. `make run` writes out/report.html with it.
+// A small HTML report: one self-contained page (no external files) with
+// headings, paragraphs, inline SVG charts, tables of numbers, text shaded by
+// attention weights, and attention explorers (examples/common/explorer.hpp),
+// drawn by a small script inside the page. `make run` writes out/report.html.
 //
 //   HtmlReport report("attn: what the models learned");
 //   report.section("seq2seq: date normalisation");
@@ -19,6 +20,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "examples/common/explorer.hpp"
 
 namespace attn {
 
@@ -65,6 +68,14 @@ public:
     HtmlReport& highlighted_document(const std::vector<std::vector<std::string>>& sentences,
                                      const std::vector<double>& sentence_weights,
                                      const std::vector<std::vector<double>>& word_weights);
+
+    // An attention explorer: click a row token, move through the frames,
+    // choose a map or a view (examples/common/explorer.hpp). Several in one
+    // call are laid side by side (e.g. soft and hard attention on one image).
+    HtmlReport& explorer(const Explorer& explorer);
+    HtmlReport& explorers(const std::vector<Explorer>& explorers);
+    // The same from explorer_json's output (e.g. read back from another run).
+    HtmlReport& explorers_json(const std::vector<Json>& explorers);
 
     // The complete page.
     std::string html() const;

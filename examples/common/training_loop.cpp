@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -177,6 +178,12 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     // what a killed run wrote after it); a new run starts a new history.
     MetricsLog metrics(o.dir + "/metrics.jsonl", o.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
                        state.step);
+    // The attention history likewise, opened at the first snapshot (a trainer
+    // that keeps none leaves no empty file).
+    std::optional<MetricsLog> snapshots;
+    const int64_t start_step = state.step;
+    std::error_code no_file;  // a new run starts a new history (a missing file is fine)
+    if (!o.resume) std::filesystem::remove(o.dir + "/attention.jsonl", no_file);
 
     const auto start = std::chrono::steady_clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -254,6 +261,12 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         for (const auto& [key, value] : v.record.as_object()) record.set(key, value);
         record.set("seconds", seconds_before + seconds());
         metrics.write(record);
+        if (!v.snapshot.is_null()) {
+            if (!snapshots)
+                snapshots.emplace(o.dir + "/attention.jsonl",
+                                  o.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate, start_step);
+            snapshots->write({{"epoch", epoch + 1}, {"step", state.step}, {"snapshot", v.snapshot}});
+        }
 
         state.epoch = epoch + 1;
         position = 0;

@@ -80,6 +80,11 @@ struct Validation {
     double score = 0;                // higher is better: picks best.safetensors, drives early stopping
     Json record = Json::object();    // fields for the epoch's metrics record ("valid_acc": ...)
     ProgressFields shown{};          // what the epoch's progress line ends with
+    // What the report's epoch slider shows (e.g. the attention of a few fixed
+    // test items, as frames of examples/common/explorer.hpp); when not null,
+    // one line {"epoch", "step", "snapshot"} of DIR/attention.jsonl, kept
+    // consistent on resume as metrics.jsonl is.
+    Json snapshot{};
 };
 
 struct TrainerParts {
