@@ -1,7 +1,10 @@
 #include "examples/seq2seq/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
+#include "examples/common/explorer.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
@@ -17,6 +20,35 @@ AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_
     for (size_t r = 0; r < h.attention.size(); ++r)
         for (int64_t j = 0; j < n; ++j) p.weights[static_cast<int64_t>(r) * n + j] = h.attention[r][static_cast<size_t>(j)];
     return p;
+}
+
+namespace {
+
+constexpr size_t kShownItems = 4;  // test items drawn in the report (and kept each epoch)
+
+ExplorerFrame alignment_frame(Seq2SeqModel& model, const TaskData& task, const EvalItem& item) {
+    const int64_t n = static_cast<int64_t>(item.source.size());
+    Tensor src = Tensor::zeros(Shape{1, n});
+    for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
+    const AlignmentPicture p =
+        alignment_picture(greedy_decode(model, src, {n})[0], item.source, task.source_vocab, task.target_vocab);
+    AttentionMap map;
+    for (size_t r = 0; r < p.rows.size(); ++r)
+        map.weights.emplace_back(p.weights.data() + static_cast<int64_t>(r) * n,
+                                 p.weights.data() + static_cast<int64_t>(r + 1) * n);
+    return ExplorerFrame{.label = "", .rows = p.rows, .cols = p.cols, .maps = {std::move(map)}};
+}
+
+}  // namespace
+
+Json alignment_snapshot(Seq2SeqModel& model, const TaskData& task) {
+    const bool training = model.is_training();
+    model.eval();
+    Json frames = Json::array();
+    for (size_t i = 0; i < std::min(kShownItems, task.test.size()); ++i)
+        frames.push_back(frame_json(alignment_frame(model, task, task.test[i])));
+    if (training) model.train();
+    return frames;
 }
 
 namespace {
@@ -71,28 +103,48 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     rep.figure_row({charts.loss, charts.dev}, {"training loss, the mean of every 25 steps",
                                                "dev error after each epoch (greedy decoding)"});
 
-    // attention of a few test inputs, greedy
+    // The attention of a few test inputs, greedy: one explorer each, its
+    // frames the epochs of training (attention.jsonl) and then the tested
+    // model, where it opens. The same pictures as SVG files in the run's folder.
     rep.subsection("What the decoder attended to");
     rep.paragraph("Each row is one output symbol, each column one input symbol; a cell is the attention weight "
-                  "the decoder gave that input when it wrote that output.");
-    const size_t count = std::min<size_t>(task.test.size(), 4);
-    std::vector<std::string> svgs, captions;
+                  "the decoder gave that input when it wrote that output. Click an output symbol to see its "
+                  "weights over the input, switch to lines to see every alignment at once, and move the slider "
+                  "to watch the alignment emerge over the epochs of training.");
+    std::vector<Json> history;
+    if (std::filesystem::exists(run_dir + "/attention.jsonl")) history = read_metrics(run_dir + "/attention.jsonl");
+    std::vector<Explorer> explorers;
+    const size_t count = std::min(task.test.size(), kShownItems);
     model.eval();
     for (size_t i = 0; i < count; ++i) {
         const EvalItem& item = task.test[i];
-        const int64_t n = static_cast<int64_t>(item.source.size());
-        Tensor src = Tensor::zeros(Shape{1, n});
-        for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
-        const Hypothesis h = greedy_decode(model, src, {n})[0];
-        const AlignmentPicture p = alignment_picture(h, item.source, task.source_vocab, task.target_vocab);
-        const std::string svg = heatmap_svg(p.weights, p.rows, p.cols, {.title = item.text, .x_label = "input", .y_label = "output",
-                                                            .cell_size = 18});
-        write_svg(run_dir + "/attention_" + std::to_string(i) + ".svg", svg);
-        svgs.push_back(svg);
-        captions.push_back(item.text + " → " + join(task.target_vocab.decode(h.tokens), task.g2p ? " " : ""));
+        Explorer e;
+        e.title = item.text;
+        for (const Json& record : history)
+            if (record["snapshot"].as_array().size() > i) {
+                ExplorerFrame f = frame_from_json(record["snapshot"][i]);
+                f.label = "epoch " + std::to_string(record["epoch"].as_int());
+                e.frames.push_back(std::move(f));
+            }
+        ExplorerFrame tested = alignment_frame(model, task, item);
+        tested.label = "the tested model (best checkpoint)";
+        Tensor weights = Tensor::zeros(Shape{static_cast<int64_t>(tested.rows.size()),
+                                             static_cast<int64_t>(tested.cols.size())});
+        for (size_t r = 0; r < tested.rows.size(); ++r)
+            for (size_t j = 0; j < tested.cols.size(); ++j)
+                weights[static_cast<int64_t>(r * tested.cols.size() + j)] = static_cast<real>(tested.maps[0].weights[r][j]);
+        write_svg(run_dir + "/attention_" + std::to_string(i) + ".svg",
+                  heatmap_svg(weights, tested.rows, tested.cols,
+                              {.title = item.text, .x_label = "input", .y_label = "output", .cell_size = 18}));
+        std::string answer;
+        for (size_t r = 0; r < tested.rows.size(); ++r)
+            if (tested.rows[r] != "</s>") answer += (answer.empty() || !task.g2p ? "" : " ") + tested.rows[r];
+        e.title = item.text + " → " + answer;
+        e.frames.push_back(std::move(tested));
+        explorers.push_back(std::move(e));
     }
     model.train();
-    rep.figure_row(svgs, captions);
+    rep.explorers(explorers);
     write_report_part(out_dir, "seq2seq", rep);
 }
 

@@ -22,6 +22,11 @@ struct AlignmentPicture {
 AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_t>& source, const Vocab& source_vocab,
                                    const Vocab& target_vocab);
 
+// The alignments greedy decoding gives the report's test items (the first
+// four) now, one explorer frame each (examples/common/explorer.hpp), as JSON:
+// what the trainer keeps after every epoch for the report's epoch slider.
+Json alignment_snapshot(Seq2SeqModel& model, const TaskData& task);
+
 // The learning curves of a run, from its metrics records: the training loss
 // every 25 steps, the dev error after each epoch.
 struct Seq2SeqCharts {
