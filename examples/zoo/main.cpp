@@ -41,6 +41,7 @@ const std::vector<std::pair<std::string, std::string>>& families() {
         {"SP", "SP: sentence pairs and paired inputs"},
         {"CV", "CV: attention in CNNs"},
         {"RO", "RO: pooling, set functions and gates"},
+        {"TR", "TR: the Transformer (multi-head self-attention, positions)"},
     };
     return names;
 }
