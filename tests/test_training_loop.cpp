@@ -118,7 +118,9 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
         const double abs_error = sum(abs(prediction.value() - y)).item() / static_cast<double>(count);
         if (on_step) on_step(step, loss);
         ++task_counter;
-        return StepLoss{loss, static_cast<double>(count), {{"abs", abs_error}}};
+        const double signed_error = sum(prediction.value() - y).item() / static_cast<double>(count);
+        // two named terms, not in alphabetical order: a resumed run must list them as the straight run
+        return StepLoss{loss, static_cast<double>(count), {{"signed", signed_error}, {"abs", abs_error}}};
     };
     parts.validate = [&] {
         if (interrupt_in_validation) std::raise(SIGINT);

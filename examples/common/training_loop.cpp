@@ -170,6 +170,14 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         sums.curve_steps = static_cast<int64_t>(state.number("loop.curve_steps"));
         for (const auto& [key, value] : state.extra)
             if (key.rfind(sum_prefix, 0) == 0) sums.named.push_back({key.substr(sum_prefix.size()), state.number(key)});
+        // back in first-seen order (the metadata map is sorted by name), so a
+        // resumed run's records and progress lines list the terms as the straight run's
+        if (state.extra.count("loop.sum_order")) {
+            const std::string& order = state.extra.at("loop.sum_order");
+            auto rank = [&](const std::string& name) { return order.find("," + name + ","); };
+            std::stable_sort(sums.named.begin(), sums.named.end(),
+                             [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+        }
         if (parts.load_extra) parts.load_extra(state);
         log << "resumed from " << last_path << " at epoch " << state.epoch + 1 << ", batch " << position << ", step "
             << state.step << "\n";
@@ -196,7 +204,12 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         state.extra["loop.weight_sum"] = exact(sums.weight);
         state.extra["loop.curve_sum"] = exact(sums.curve);
         state.extra["loop.curve_steps"] = exact(static_cast<double>(sums.curve_steps));
-        for (const auto& [name, sum] : sums.named) state.extra[sum_prefix + name] = exact(sum);
+        std::string order = ",";
+        for (const auto& [name, sum] : sums.named) {
+            state.extra[sum_prefix + name] = exact(sum);
+            order += name + ",";
+        }
+        state.extra["loop.sum_order"] = order;
         if (parts.save_extra) parts.save_extra(state.extra);
         if (o.save) save_checkpoint(path, model, optimizer, state);
     };
