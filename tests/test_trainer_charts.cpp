@@ -131,7 +131,8 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
         MetricsLog log(dir / "caption/metrics.jsonl", MetricsLog::Mode::truncate);
         for (const Json& r : caption_records(false)) log.write(r);
     }
-    write_caption_report(dir.path, dir / "caption", data, {}, "soft", 1.0, CaptionMetrics{}, CaptionMetrics{}, 3);
+    write_caption_report(dir.path, dir / "caption", data, {}, "soft", "caption", 1.0, CaptionMetrics{}, CaptionMetrics{},
+                         3);
     const std::string part = read_file(dir / "report-parts/caption.html");
     INFO("the report part: " << part.substr(0, part.find("<svg")));
     CHECK(part.find("T = 5 words and the grid L = 64 locations") != std::string::npos);
@@ -139,4 +140,66 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
     CHECK(part.find("<td>penalty</td><td class=\"num\">54.4</td>") != std::string::npos);
     CHECK(part.find("<td>cross-entropy</td><td class=\"num\">0.1</td>") != std::string::npos);
     CHECK(read_file(dir / "caption/loss.svg").find("class=\"ylabel\"") != std::string::npos);
+}
+
+namespace {
+
+size_t occurrences(const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+}
+
+// A decoded caption for a test image: its reference words, each looking at
+// one location (`at` + t) with weight 0.9, the rest spread evenly.
+Decoded looking_at(const CaptionExample& ex, int64_t locations, int64_t at) {
+    Decoded d;
+    d.words = ex.caption;
+    for (size_t t = 0; t < ex.caption.size(); ++t) {
+        std::vector<real> alpha(static_cast<size_t>(locations), static_cast<real>(0.1 / static_cast<double>(locations - 1)));
+        alpha[static_cast<size_t>(at + static_cast<int64_t>(t))] = static_cast<real>(0.9);
+        d.alphas.push_back(alpha);
+    }
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("trainer charts: soft and hard attention side by side, for the same test images only") {
+    TempDir dir("side_by_side");
+    const CaptionDataset data = make_shape_dataset({.rows = 2, .cols = 2, .cell_size = 16, .num_shapes = 4}, 2, 1, 3);
+    std::vector<Decoded> soft, hard;
+    for (const CaptionExample& ex : data.test) {
+        soft.push_back(looking_at(ex, 64, 0));
+        hard.push_back(looking_at(ex, 64, 10));
+    }
+    for (const char* run : {"caption", "caption-hard"}) {
+        std::filesystem::create_directories(dir / run);
+        MetricsLog log(dir / (std::string(run) + "/metrics.jsonl"), MetricsLog::Mode::truncate);
+        for (const Json& r : caption_records(std::string(run) == "caption-hard")) log.write(r);
+    }
+    write_caption_report(dir.path, dir / "caption", data, soft, "soft", "caption", 1.0, {}, {}, 3);
+    const std::string soft_part = read_file(dir / "report-parts/caption.html");
+    CHECK(occurrences(soft_part, "data-explorer=") == 3);  // alone: one explorer per test image
+    CHECK(soft_part.find("side by side") == std::string::npos);
+
+    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {}, {}, 3);
+    const std::string hard_part = read_file(dir / "report-parts/caption-hard.html");
+    CHECK(hard_part.find("the attention kinds side by side") != std::string::npos);
+    CHECK(occurrences(hard_part, "<div class=\"explorers\">") == 3);  // a row per image
+    CHECK(occurrences(hard_part, "data-explorer=") == 6);             // hard, then soft, in each
+    // the hard run marks each word's most likely location: 10, 11, ... (the soft run marks none)
+    const Json hard_json = parse_json(read_file(dir / "caption-hard/explorers.json"));
+    const Json& marks = hard_json[0]["frames"][0]["maps"][0]["marks"];
+    for (size_t t = 0; t < marks.as_array().size(); ++t) CHECK(marks[t].as_int() == 10 + static_cast<int64_t>(t));
+    CHECK_FALSE(parse_json(read_file(dir / "caption/explorers.json"))[0]["frames"][0]["maps"][0].contains("marks"));
+
+    // other images (scenes of other shapes): not put beside these
+    const CaptionDataset other =
+        make_shape_dataset({.rows = 2, .cols = 2, .cell_size = 16, .num_shapes = 4, .first_shape = 2}, 2, 1, 3);
+    std::vector<Decoded> other_soft;
+    for (const CaptionExample& ex : other.test) other_soft.push_back(looking_at(ex, 64, 0));
+    write_caption_report(dir.path, dir / "caption", other, other_soft, "soft", "caption", 1.0, {}, {}, 3);
+    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {}, {}, 3);
+    CHECK(occurrences(read_file(dir / "report-parts/caption-hard.html"), "data-explorer=") == 3);
 }

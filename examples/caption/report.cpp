@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
+#include "examples/common/explorer.hpp"
 #include "examples/common/metrics.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
+#include "nn/atomic_file.hpp"
 
 namespace attn {
 
@@ -26,7 +31,41 @@ std::string fixed(double v, int decimals) {
     return buf;
 }
 
+constexpr size_t kShownImages = 3;  // test images drawn in the report (and kept each epoch)
+
+ExplorerFrame caption_frame(const Decoded& d, const CaptionVocab& vocab, const std::string& kind) {
+    ExplorerFrame f;
+    AttentionMap& map = f.maps.emplace_back();
+    map.label = kind + " attention";
+    for (size_t t = 0; t < d.words.size(); ++t) {
+        const bool known = d.words[t] >= 0 && d.words[t] < vocab.size();  // the model's V may exceed the data's
+        f.rows.push_back(known ? vocab.words[static_cast<size_t>(d.words[t])] : "<?>");
+        map.weights.emplace_back(d.alphas[t].begin(), d.alphas[t].end());
+        if (kind != "soft")  // the location hard attention reads when it takes the most likely one
+            map.marks.push_back(std::max_element(d.alphas[t].begin(), d.alphas[t].end()) - d.alphas[t].begin());
+        if (d.words[t] == CaptionVocab::end) break;
+    }
+    return f;
+}
+
+ExplorerImage explorer_image(const Tensor& image, int64_t grid_h, int64_t grid_w) {
+    ExplorerImage e{.height = image.size(0), .width = image.size(1), .grid_h = grid_h, .grid_w = grid_w, .pixels = {}};
+    for (int64_t k = 0; k < image.numel(); ++k) e.pixels.push_back(image[k]);
+    return e;
+}
+
 }  // namespace
+
+Json caption_snapshot(Captioner& model, const CaptionDataset& data, const std::string& kind) {
+    std::vector<int64_t> idx;
+    for (size_t i = 0; i < std::min(kShownImages, data.test.size()); ++i) idx.push_back(static_cast<int64_t>(i));
+    Json frames = Json::array();
+    if (idx.empty()) return frames;
+    const CaptionBatch batch = make_caption_batch(data.test, idx);
+    for (const Decoded& d : greedy_decode(model, batch.images, batch.captions.size(1)))
+        frames.push_back(frame_json(caption_frame(d, data.vocab, kind)));
+    return frames;
+}
 
 CaptionCharts caption_charts(const std::vector<Json>& records) {
     CaptionCharts c;
@@ -52,6 +91,7 @@ CaptionCharts caption_charts(const std::vector<Json>& records) {
 
 void write_caption_report(const std::string& out_root, const std::string& dir, const CaptionDataset& data,
                           const std::vector<Decoded>& test_decoded, const std::string& attention_kind,
+                          const std::string& run_name,
                           double penalty, const CaptionMetrics& greedy, const CaptionMetrics& beam,
                           int64_t beam_width) {
     HtmlReport report("caption");
@@ -111,25 +151,77 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
                   {"beam " + std::to_string(beam_width), beam.word_accuracy, beam.exact, beam.bleu[0], beam.bleu[3],
                    beam.localization}});
 
-    report.subsection("where the model looked, word by word (test images)");
+    // Where the model looked: one explorer per test image, its frames the
+    // epochs of training (attention.jsonl) and then the tested model. The
+    // tested model's overlays also go to DIR as SVG files.
     const int64_t gh = data.height / 4, gw = data.width / 4;
-    for (size_t i = 0; i < 3 && i < test_decoded.size(); ++i) {
+    std::vector<Json> history;
+    if (std::filesystem::exists(dir + "/attention.jsonl")) history = read_metrics(dir + "/attention.jsonl");
+    Json mine = Json::array();
+    for (size_t i = 0; i < kShownImages && i < test_decoded.size(); ++i) {
         const Decoded& d = test_decoded[i];
-        std::vector<std::string> svgs, captions;
+        Explorer e;
+        e.title = attention_kind + " attention: \"" + data.vocab.text(d.words) + "\"";
+        e.rows_label = "caption";
+        e.cols_label = "image";
+        e.image = explorer_image(data.test[i].image, gh, gw);
+        for (const Json& record : history)
+            if (record["snapshot"].as_array().size() > i) {
+                ExplorerFrame f = frame_from_json(record["snapshot"][i]);
+                f.label = "epoch " + std::to_string(record["epoch"].as_int());
+                e.frames.push_back(std::move(f));
+            }
+        ExplorerFrame tested = caption_frame(d, data.vocab, attention_kind);
+        tested.label = "the tested model (best checkpoint)";
+        e.frames.push_back(std::move(tested));
+        mine.push_back(explorer_json(e));
         for (size_t t = 0; t < d.words.size(); ++t) {
-            const bool known = d.words[t] >= 0 && d.words[t] < data.vocab.size();  // the model's V may exceed the data's
-            const std::string word = known ? data.vocab.words[static_cast<size_t>(d.words[t])] : "<?>";
-            const Tensor weights = Tensor::from(d.alphas[t], Shape{gh, gw});
-            svgs.push_back(attention_overlay_svg(data.test[i].image, weights, {.title = word}));
-            captions.push_back(word);
-            write_svg(dir + "/overlay_" + std::to_string(i) + "_" + std::to_string(t) + ".svg", svgs.back());
+            const std::string& word = e.frames.back().rows[t];
+            write_svg(dir + "/overlay_" + std::to_string(i) + "_" + std::to_string(t) + ".svg",
+                      attention_overlay_svg(data.test[i].image, Tensor::from(d.alphas[t], Shape{gh, gw}),
+                                            {.title = word}));
             if (d.words[t] == CaptionVocab::end) break;
         }
-        report.paragraph("generated \"" + data.vocab.text(d.words) + "\", reference \"" +
-                         data.vocab.text(data.test[i].caption) + "\"");
-        report.figure_row(svgs, captions);
     }
-    write_report_part(out_root, "caption", report);
+    write_file_atomic(dir + "/explorers.json", mine.dump() + "\n", "write_caption_report");
+
+    // The other attention kinds' latest runs beside this one, when they drew
+    // the same images (the same data and seed): soft and hard side by side.
+    std::vector<Json> columns{mine};
+    std::vector<std::string> kinds{attention_kind};
+    const std::filesystem::path root(out_root);
+    for (const char* other : {"caption", "caption-hard", "caption-gumbel-st"}) {
+        const std::filesystem::path file = root / other / "explorers.json";
+        if (other == run_name || !std::filesystem::exists(file)) continue;
+        std::ifstream in(file);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        Json theirs;
+        try {
+            theirs = parse_json(text);
+        } catch (const std::exception&) {
+            continue;  // a file a killed run left half-written: not drawn
+        }
+        bool same = theirs.is_array() && theirs.as_array().size() == mine.as_array().size();
+        for (size_t i = 0; same && i < mine.as_array().size(); ++i)
+            same = theirs[i].contains("image") && theirs[i]["image"].dump() == mine[i]["image"].dump();
+        if (same) columns.push_back(std::move(theirs));
+    }
+    report.subsection(columns.size() > 1 ? "where the models looked, word by word: the attention kinds side by side"
+                                         : "where the model looked, word by word (test images)");
+    report.paragraph("Click a word of the caption to see where the model looked when it wrote it (orange: the "
+                     "attention weight of each location of the grid; a red square: the location hard attention "
+                     "reads when it takes the most likely one). The slider goes through the epochs of training." +
+                     std::string(columns.size() > 1 ? " Each row is one test image, each column one attention kind's "
+                                                      "latest run on the same images."
+                                                    : ""));
+    for (size_t i = 0; i < mine.as_array().size(); ++i) {
+        std::vector<Json> row;
+        for (const Json& c : columns) row.push_back(c[i]);
+        report.paragraph("test image " + std::to_string(i + 1) + ", reference \"" +
+                         data.vocab.text(data.test[i].caption) + "\"");
+        report.explorers_json(row);
+    }
+    write_report_part(out_root, run_name, report);
 }
 
 }  // namespace attn

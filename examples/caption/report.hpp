@@ -1,6 +1,9 @@
 // The caption trainer's part of out/report.html: the loss and validation
-// curves, the test metrics, and for a few test images one attention overlay
-// per generated word (like Figure 2 of Xu et al. 2015). SVGs also go to DIR.
+// curves, the test metrics, and for a few test images an explorer of the
+// attention per generated word (click a word; slide over the epochs), beside
+// the other attention kinds' latest runs on the same images (soft and hard
+// side by side). One SVG overlay per word (like Figure 2 of Xu et al. 2015)
+// also goes to DIR, and the explorers' data to DIR/explorers.json.
 #pragma once
 
 #include <string>
@@ -20,10 +23,18 @@ struct CaptionCharts {
 };
 CaptionCharts caption_charts(const std::vector<Json>& records);
 
+// Where greedy decoding looks now, word by word, on the report's test images
+// (the first three): one explorer frame each (examples/common/explorer.hpp),
+// as JSON. `kind` (soft, hard, gumbel-st) labels the map; hard kinds also
+// mark each word's most likely location. What the trainer keeps after every
+// epoch for the report's epoch slider.
+Json caption_snapshot(Captioner& model, const CaptionDataset& data, const std::string& kind);
+
 // `penalty` is λ of the doubly stochastic penalty, for the text that explains
 // what the training loss is made of.
 void write_caption_report(const std::string& out_root, const std::string& dir, const CaptionDataset& data,
                           const std::vector<Decoded>& test_decoded, const std::string& attention_kind,
+                          const std::string& run_name,
                           double penalty, const CaptionMetrics& greedy, const CaptionMetrics& beam,
                           int64_t beam_width);
 
