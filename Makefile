@@ -4,6 +4,7 @@
 #   make test         build and run every test (installs doctest if it is missing)
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make run          train the example models on built-in data; out/report.html
+#   make check-report click through out/report.html in headless Chromium
 #   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
@@ -90,7 +91,7 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test bench clean doctest run check-report data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -150,6 +151,12 @@ $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(TASK_LIBS) $(LIB
 # and writes out/report.html. make data: the real data sets, into data/.
 run: $(EXAMPLE_BINS)
 	@sh scripts/run-examples.sh "$(B)"
+
+# make check-report: the page of make run in headless Chromium (Debian's
+# chromium): every explorer clicked through, no JavaScript error allowed;
+# screenshots in out/report-check/ (scripts/check-report.sh).
+check-report:
+	@sh scripts/check-report.sh out/report.html seq2seq,caption,caption-hard
 
 # make zoo: every family of the attention catalog on a task that needs it.
 zoo: $(B)/examples/zoo

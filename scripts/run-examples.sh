@@ -15,5 +15,6 @@ run() {
 }
 run seq2seq --data dates
 run caption --data shapes
+run caption --data shapes --align hard    # beside the soft model, on the same images
 run docclass --data needle
-echo "report: out/report.html"
+echo "report: out/report.html (make check-report clicks through it in headless Chromium)"
