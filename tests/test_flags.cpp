@@ -136,6 +136,19 @@ TEST_CASE("report parts: each trainer adds its part; the page holds all, in a fi
     CHECK(page2.find("seq2seq results") == std::string::npos);
     CHECK(page2.find("seq2seq rerun") != std::string::npos);
     CHECK(page2.find("docclass results") != std::string::npos);
+    // A trainer's run of another kind follows its own part, before the next trainer's.
+    HtmlReport soft("caption"), hard("caption-hard");
+    soft.set_anchor_prefix("caption-").section("soft captions");
+    hard.set_anchor_prefix("caption-hard-").section("hard captions");
+    write_report_part(dir.string(), "caption-hard", hard);
+    write_report_part(dir.string(), "caption", soft);
+    std::ifstream in3(dir / "report.html");
+    const std::string page3((std::istreambuf_iterator<char>(in3)), std::istreambuf_iterator<char>());
+    const size_t q = page3.find("seq2seq rerun"), c = page3.find("soft captions"), h = page3.find("hard captions"),
+                 d3 = page3.find("docclass results");
+    CHECK(q < c);
+    CHECK(c < h);
+    CHECK(h < d3);
     fs::remove_all(dir);
 }
 

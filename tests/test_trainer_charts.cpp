@@ -140,6 +140,21 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
     CHECK(part.find("<td>penalty</td><td class=\"num\">54.4</td>") != std::string::npos);
     CHECK(part.find("<td>cross-entropy</td><td class=\"num\">0.1</td>") != std::string::npos);
     CHECK(read_file(dir / "caption/loss.svg").find("class=\"ylabel\"") != std::string::npos);
+    CHECK(part.find("dropped the penalty") == std::string::npos);
+
+    // hard attention that dropped the penalty once it sampled (after epoch 3): said, with the epoch
+    std::filesystem::create_directories(dir / "caption-hard");
+    {
+        MetricsLog log(dir / "caption-hard/metrics.jsonl", MetricsLog::Mode::truncate);
+        for (Json r : caption_records(true)) {
+            if (r["epoch"].as_int() > 3) r.set("train_penalty", 0.0);
+            log.write(r);
+        }
+    }
+    write_caption_report(dir.path, dir / "caption-hard", data, {}, "hard", "caption-hard", 1.0, CaptionMetrics{},
+                         CaptionMetrics{}, 3);
+    CHECK(read_file(dir / "report-parts/caption-hard.html")
+              .find("This run dropped the penalty once it started sampling, after epoch 3") != std::string::npos);
 }
 
 namespace {

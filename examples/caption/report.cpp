@@ -124,6 +124,21 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
         "), reached when attention is spread evenly. So the penalty sits near its floor and dwarfs the "
         "cross-entropy: their sum looks flat while the cross-entropy falls. The chart shows each term on its own, "
         "on a log scale.";
+    // Hard attention drops the penalty once it samples (--sampling-penalty 0):
+    // its line then ends, which needs saying.
+    int64_t dropped_after = 0;
+    for (size_t r = 1; r < records.size(); ++r)
+        if (records[r].contains("train_penalty") && records[r - 1].contains("train_penalty") &&
+            records[r]["train_penalty"].as_double() == 0 && records[r - 1]["train_penalty"].as_double() > 0) {
+            dropped_after = records[r - 1]["epoch"].as_int();
+            break;
+        }
+    if (dropped_after > 0)
+        explanation += " This run dropped the penalty once it started sampling, after epoch " +
+                       std::to_string(dropped_after) +
+                       " (--sampling-penalty 0: on a sampled location the penalty only spreads α over the item's "
+                       "cell): from there the penalty is 0, off the log scale, and the total is the cross-entropy "
+                       "plus the REINFORCE term and the entropy bonus.";
     report.paragraph(explanation);
     if (!records.empty() && records.back().contains("train_penalty")) {
         const Json& last = records.back();
@@ -208,9 +223,15 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
     }
     report.subsection(columns.size() > 1 ? "where the models looked, word by word: the attention kinds side by side"
                                          : "where the model looked, word by word (test images)");
+    bool marked = false;  // a hard kind among the columns: its red squares need a word
+    for (const Json& c : columns)
+        marked = marked || (!c.as_array().empty() && c[0]["frames"][0]["maps"][0].contains("marks"));
     report.paragraph("Click a word of the caption to see where the model looked when it wrote it (orange: the "
-                     "attention weight of each location of the grid; a red square: the location hard attention "
-                     "reads when it takes the most likely one). The slider goes through the epochs of training." +
+                     "attention weight of each location of the grid" +
+                     std::string(marked ? "; a red square: the location hard attention reads when it takes the "
+                                          "most likely one"
+                                        : "") +
+                     "). The slider goes through the epochs of training." +
                      std::string(columns.size() > 1 ? " Each row is one test image, each column one attention kind's "
                                                       "latest run on the same images."
                                                     : ""));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <stdexcept>
 
 #include "examples/common/svg.hpp"
@@ -245,10 +246,11 @@ void HtmlReport::write(const std::string& path) const {
 
 namespace {
 
+// A trainer's runs of other kinds (caption-hard beside caption) follow its own.
 int part_rank(const std::string& name) {
     const char* order[] = {"seq2seq", "caption", "docclass", "zoo"};
     for (int i = 0; i < 4; ++i)
-        if (name == order[i]) return i;
+        if (name == order[i] || name.rfind(std::string(order[i]) + "-", 0) == 0) return i;
     return 4;
 }
 
@@ -262,16 +264,18 @@ void write_report_part(const std::string& dir, const std::string& name, const Ht
     if (ec) throw std::runtime_error("write_report_part: cannot create '" + parts.string() + "': " + ec.message());
     write_file_atomic((parts / (name + ".html")).string(), part.body(), "write_report_part");
 
-    std::vector<std::pair<int, fs::path>> files;
+    // by rank, then by name ("caption" before "caption-hard": not by file name,
+    // where "caption-hard.html" sorts before "caption.html")
+    std::vector<std::tuple<int, std::string, fs::path>> files;
     for (const auto& e : fs::directory_iterator(parts))
-        if (e.path().extension() == ".html") files.emplace_back(part_rank(e.path().stem().string()), e.path());
+        if (e.path().extension() == ".html")
+            files.emplace_back(part_rank(e.path().stem().string()), e.path().stem().string(), e.path());
     std::sort(files.begin(), files.end());
 
     std::string contents, body;
-    for (const auto& [rank, file] : files) {
+    for (const auto& [rank, stem, file] : files) {
         std::ifstream in(file, std::ios::binary);
         const std::string part_body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const std::string stem = file.stem().string();
         contents += "<li><a href=\"#" + stem + "\">" + html_escape(stem) + "</a></li>\n";
         body += "<div id=\"" + stem + "\">\n" + part_body + "</div>\n";
     }
