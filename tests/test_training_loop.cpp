@@ -126,10 +126,13 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
         if (interrupt_in_validation) std::raise(SIGINT);
         model.eval();
         const double mse = loss::mse(model(Var(valid.x)), valid.y).item();
-        // The snapshot (what a trainer keeps for the report's epoch slider):
-        // the model's first weight (all its digits: JSON numbers round-trip).
-        return Validation{constant_validation ? 0.0 : -mse, Json::object({{"valid_mse", mse}}), {{"valid_mse", mse}},
-                          Json::object({{"w", static_cast<double>(model.parameters()[0].value()[0])}})};
+        return Validation{constant_validation ? 0.0 : -mse, Json::object({{"valid_mse", mse}}), {{"valid_mse", mse}}};
+    };
+    // The snapshot (what a trainer keeps for the report's epoch slider): the
+    // model's first weight (all its digits: JSON numbers round-trip).
+    parts.snapshot = [&] {
+        model.eval();
+        return Json::object({{"w", static_cast<double>(model.parameters()[0].value()[0])}});
     };
     parts.learning_rate = [&](int64_t step) { return schedule.lr(step); };
     parts.save_extra = [&](std::map<std::string, std::string>& extra) { extra["task.counter"] = std::to_string(task_counter); };
@@ -192,15 +195,16 @@ TEST_CASE("train_loop: the straight run trains, validates each epoch and writes 
     // training helps: the last validation error is below the first
     CHECK(records.back()["valid_mse"].as_double() < records[1]["valid_mse"].as_double());
     CHECK(a.last_extra.at("task.counter") == std::to_string(3 * batches));
-    // one snapshot per epoch, after it: the epoch, the step, what validate returned
+    // a snapshot before training, then one after each epoch: the epoch, the step, what it returned
     const std::vector<Json> snapshots = read_metrics(dir.path + "/attention.jsonl");
-    REQUIRE(snapshots.size() == 3);
-    for (int64_t e = 0; e < 3; ++e) {
-        CHECK(snapshots[static_cast<size_t>(e)]["epoch"].as_int() == e + 1);
-        CHECK(snapshots[static_cast<size_t>(e)]["step"].as_int() == (e + 1) * batches);
+    REQUIRE(snapshots.size() == 4);
+    for (int64_t e = 0; e <= 3; ++e) {
+        CHECK(snapshots[static_cast<size_t>(e)]["epoch"].as_int() == e);
+        CHECK(snapshots[static_cast<size_t>(e)]["step"].as_int() == e * batches);
         CHECK(snapshots[static_cast<size_t>(e)]["snapshot"].contains("w"));
     }
-    CHECK(snapshots[0].dump() != snapshots[2].dump());  // the model moved
+    CHECK(snapshots[0].dump() != snapshots[1].dump());  // the model moved
+    CHECK(snapshots[1].dump() != snapshots[3].dump());
 }
 
 TEST_CASE("train_loop: --steps inside an epoch, then --resume, is the straight run") {
@@ -370,7 +374,9 @@ TEST_CASE("train_loop: a run that validated nothing does not test with a best ch
     CHECK(r.reason == StopReason::steps);
     CHECK_FALSE(r.loaded_best);
     CHECK(read_metrics(dir.path + "/metrics.jsonl").empty());  // a new run's history
-    CHECK_FALSE(std::filesystem::exists(dir.path + "/attention.jsonl"));  // not the earlier run's epochs
+    const std::vector<Json> snapshots = read_metrics(dir.path + "/attention.jsonl");  // not the earlier run's epochs
+    REQUIRE(snapshots.size() == 1);
+    CHECK(snapshots[0]["epoch"].as_int() == 0);
 }
 
 TEST_CASE("train_loop: resuming a checkpoint without the loop's position names the file and the key") {

@@ -239,9 +239,9 @@ int main(int argc, char** argv) try {
             std::cerr << "validation word accuracy " << m.word_accuracy << " ≥ " << expected_until
                       << ": hard attention samples from the next epoch on\n";
         }
-        v.snapshot = caption_snapshot(model, data, attention_kind);  // the report's epoch slider
         return v;
     };
+    parts.snapshot = [&] { return caption_snapshot(model, data, attention_kind); };  // the report's epoch slider
     parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch);
     // what --predict needs besides the weights, in every checkpoint
     const CaptionSetup setup{.config = config, .words = data.vocab.words, .height = data.height, .width = data.width,

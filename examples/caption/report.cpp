@@ -183,7 +183,8 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
         for (const Json& record : history)
             if (record["snapshot"].as_array().size() > i) {
                 ExplorerFrame f = frame_from_json(record["snapshot"][i]);
-                f.label = "epoch " + std::to_string(record["epoch"].as_int());
+                const int64_t epoch = record["epoch"].as_int();
+                f.label = epoch == 0 ? "before training" : "epoch " + std::to_string(epoch);
                 e.frames.push_back(std::move(f));
             }
         ExplorerFrame tested = caption_frame(d, data.vocab, attention_kind);

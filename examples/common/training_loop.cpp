@@ -186,12 +186,21 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     // what a killed run wrote after it); a new run starts a new history.
     MetricsLog metrics(o.dir + "/metrics.jsonl", o.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
                        state.step);
-    // The attention history likewise, opened at the first snapshot (a trainer
-    // that keeps none leaves no empty file).
+    // The attention history likewise (only for a trainer that keeps one); a
+    // new run starts it with the untrained model, epoch 0.
     std::optional<MetricsLog> snapshots;
-    const int64_t start_step = state.step;
-    std::error_code no_file;  // a new run starts a new history (a missing file is fine)
-    if (!o.resume) std::filesystem::remove(o.dir + "/attention.jsonl", no_file);
+    auto take_snapshot = [&](int64_t epoch) {
+        snapshots->write({{"epoch", epoch}, {"step", state.step}, {"snapshot", parts.snapshot()}});
+        model.train();
+    };
+    if (parts.snapshot) {
+        snapshots.emplace(o.dir + "/attention.jsonl", o.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate,
+                          state.step);
+        if (!o.resume) take_snapshot(0);
+    } else if (!o.resume) {
+        std::error_code no_file;  // an earlier run's history would not be this run's
+        std::filesystem::remove(o.dir + "/attention.jsonl", no_file);
+    }
 
     const auto start = std::chrono::steady_clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -274,12 +283,7 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         for (const auto& [key, value] : v.record.as_object()) record.set(key, value);
         record.set("seconds", seconds_before + seconds());
         metrics.write(record);
-        if (!v.snapshot.is_null()) {
-            if (!snapshots)
-                snapshots.emplace(o.dir + "/attention.jsonl",
-                                  o.resume ? MetricsLog::Mode::append : MetricsLog::Mode::truncate, start_step);
-            snapshots->write({{"epoch", epoch + 1}, {"step", state.step}, {"snapshot", v.snapshot}});
-        }
+        if (parts.snapshot) take_snapshot(epoch + 1);
 
         state.epoch = epoch + 1;
         position = 0;

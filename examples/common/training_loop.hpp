@@ -80,11 +80,6 @@ struct Validation {
     double score = 0;                // higher is better: picks best.safetensors, drives early stopping
     Json record = Json::object();    // fields for the epoch's metrics record ("valid_acc": ...)
     ProgressFields shown{};          // what the epoch's progress line ends with
-    // What the report's epoch slider shows (e.g. the attention of a few fixed
-    // test items, as frames of examples/common/explorer.hpp); when not null,
-    // one line {"epoch", "step", "snapshot"} of DIR/attention.jsonl, kept
-    // consistent on resume as metrics.jsonl is.
-    Json snapshot{};
 };
 
 struct TrainerParts {
@@ -101,6 +96,13 @@ struct TrainerParts {
     // The task's own state in checkpoints (e.g. a reward baseline), by key.
     std::function<void(std::map<std::string, std::string>& extra)> save_extra{};
     std::function<void(const TrainingState& state)> load_extra{};
+    // What the report's epoch slider shows (e.g. the attention of a few fixed
+    // test items, as frames of examples/common/explorer.hpp), taken before
+    // training (epoch 0) and after each epoch's validation. Each is one line
+    // {"epoch", "step", "snapshot"} of DIR/attention.jsonl, kept consistent on
+    // resume as metrics.jsonl is. It must draw no random number (the run
+    // would change); the loop restores training mode after it.
+    std::function<Json()> snapshot{};
 };
 
 // The options the common flags set: OUT/NAME, the seed, --epochs, --steps,

@@ -208,9 +208,9 @@ int main(int argc, char** argv) try {
         const ErrorRates dev = score(task.dev, decode_all(model, task, task.dev, 1, s.length_penalty));
         return Validation{.score = 1 - dev.wer(),  // exact match: the best checkpoint has the lowest dev WER
                           .record = Json::object({{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}),
-                          .shown = {{"dev_wer", dev.wer()}, {"dev_per", dev.per()}},
-                          .snapshot = alignment_snapshot(model, task)};  // the report's epoch slider
+                          .shown = {{"dev_wer", dev.wer()}, {"dev_per", dev.per()}}};
     };
+    parts.snapshot = [&] { return alignment_snapshot(model, task); };  // the report's epoch slider
     parts.learning_rate = learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches_per_epoch);
     parts.save_extra = [&](std::map<std::string, std::string>& extra) { checkpoint_extra(extra, task, model); };
 

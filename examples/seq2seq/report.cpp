@@ -123,7 +123,8 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
         for (const Json& record : history)
             if (record["snapshot"].as_array().size() > i) {
                 ExplorerFrame f = frame_from_json(record["snapshot"][i]);
-                f.label = "epoch " + std::to_string(record["epoch"].as_int());
+                const int64_t epoch = record["epoch"].as_int();
+                f.label = epoch == 0 ? "before training" : "epoch " + std::to_string(epoch);
                 e.frames.push_back(std::move(f));
             }
         ExplorerFrame tested = alignment_frame(model, task, item);
