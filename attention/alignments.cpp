@@ -190,9 +190,11 @@ ReinforcedAlignment::Sampler::Sampler(int64_t token_dim, int64_t hidden_dim, Gen
 }
 
 // The sampler's logit s_l = MLP([x_l; x̄]); π_l = σ(s_l).
-Var ReinforcedAlignment::Sampler::logits(const Var& tokens, const Tensor& valid) {
-    const int64_t B = tokens.size(0), n = tokens.size(1), d = tokens.size(2);
+Var ReinforcedAlignment::Sampler::logits(const Var& tokens_in, const Tensor& valid) {
+    const int64_t B = tokens_in.size(0), n = tokens_in.size(1), d = tokens_in.size(2);
     const Tensor valid_col = reshape(valid, {B, n, 1});
+    // padding zeroed (by selection) first: x̄ would carry its NaN (0·NaN) to every logit
+    const Var tokens = hide_unseen_keys(tokens_in, key_mask(valid));
     const Tensor count = maximum(sum(valid_col, 1, true), Tensor::scalar(1));   // B×1×1
     const Var x_bar = sum(tokens * Var(valid_col), 1, true) / Var(count);       // x̄ over the real tokens  B×1×d
     const Var features = concat({tokens, expand(x_bar, Shape{B, n, d})}, 2);     // [x_l; x̄]   B×n×2d

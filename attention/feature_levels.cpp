@@ -21,26 +21,29 @@ AttentionViaAttention::AttentionViaAttention(int64_t query_dim, int64_t characte
     register_module("character_score", character_score);
 }
 
-AttentionViaAttentionOutput AttentionViaAttention::forward(const Var& queries, const Var& characters,
-                                                           const Var& words, const Tensor& character_mask,
+AttentionViaAttentionOutput AttentionViaAttention::forward(const Var& queries, const Var& characters_in,
+                                                           const Var& words_in, const Tensor& character_mask,
                                                            const Tensor& word_mask) {
     check_width(id(), "queries", queries, word_score.W_1.size(1), 3);
-    check_width(id(), "characters", characters, character_score.W_2.size(1), 3);
-    check_width(id(), "words", words, word_score.W_2.size(1), 3);
-    if (queries.size(0) != characters.size(0) || queries.size(0) != words.size(0))
+    check_width(id(), "characters", characters_in, character_score.W_2.size(1), 3);
+    check_width(id(), "words", words_in, word_score.W_2.size(1), 3);
+    if (queries.size(0) != characters_in.size(0) || queries.size(0) != words_in.size(0))
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", characters " +
-                                    characters.shape().str() + " and words " + words.shape().str() +
+                                    characters_in.shape().str() + " and words " + words_in.shape().str() +
                                     " need the same batch size");
+    const Tensor word_keep = scores_keep_mask(id(), word_mask, words_in.size(0), words_in.size(1));
+    const Tensor character_keep =
+        scores_keep_mask(id(), character_mask, characters_in.size(0), characters_in.size(1));
+    // padded words and characters zeroed (by selection) before the scores and the sums read them
+    const Var words = hide_unseen_keys(words_in, word_keep);
+    const Var characters = hide_unseen_keys(characters_in, character_keep);
     AttentionViaAttentionOutput out;
     // the word level: c^(w) = Σ_l softmax_l(score(q^(c), f^(w)_l)) f^(w)_l       B×m×d_w
-    out.word_weights = masked_softmax(word_score.score(queries, words),
-                                      scores_keep_mask(id(), word_mask, words.size(0), words.size(1)));
+    out.word_weights = masked_softmax(word_score.score(queries, words), word_keep);
     out.word_context = attend(out.word_weights, words);
     // the character level, queried by [q^(c); c^(w)]                              B×m×d_c
     const Var via = concat({queries, out.word_context}, -1);  // B×m×(d_q + d_w)
-    out.character_weights =
-        masked_softmax(character_score.score(via, characters),
-                       scores_keep_mask(id(), character_mask, characters.size(0), characters.size(1)));
+    out.character_weights = masked_softmax(character_score.score(via, characters), character_keep);
     out.character_context = attend(out.character_weights, characters);
     out.output = concat({out.character_context, out.word_context}, -1);  // B×m×(d_c + d_w)
     return out;

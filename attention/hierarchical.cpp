@@ -18,22 +18,28 @@ HierarchicalAttention::HierarchicalAttention(int64_t word_dim, int64_t word_atte
 HierarchicalAttention::HierarchicalAttention(int64_t dim, int64_t attention_dim, Generator& gen)
     : HierarchicalAttention(dim, attention_dim, dim, attention_dim, gen) {}
 
-HierarchicalAttention::Output HierarchicalAttention::forward(const Var& words, const Tensor& word_mask,
+HierarchicalAttention::Output HierarchicalAttention::forward(const Var& words_in, const Tensor& word_mask,
                                                              const Tensor& sentence_mask) {
-    check_rank(id(), "words", words, 4);
-    const int64_t B = words.size(0), n_S = words.size(1), n_max = words.size(2), d = words.size(3);
+    check_rank(id(), "words", words_in, 4);
+    const int64_t B = words_in.size(0), n_S = words_in.size(1), n_max = words_in.size(2), d = words_in.size(3);
     if (d != word.W.size(1))
-        throw std::invalid_argument(id() + ": words " + words.shape().str() + " need width " +
+        throw std::invalid_argument(id() + ": words " + words_in.shape().str() + " need width " +
                                     std::to_string(word.W.size(1)));
     if (word_mask.defined() && word_mask.shape() != Shape{B, n_S, n_max})
         throw std::invalid_argument(id() + ": word mask " + word_mask.shape().str() + " does not fit words " +
-                                    words.shape().str() + " (it needs B×n_S×n_max)");
+                                    words_in.shape().str() + " (it needs B×n_S×n_max)");
     if (sentence_mask.defined() && sentence_mask.shape() != Shape{B, n_S})
         throw std::invalid_argument(id() + ": sentence mask " + sentence_mask.shape().str() +
-                                    " does not fit words " + words.shape().str() + " (it needs B×n_S)");
+                                    " does not fit words " + words_in.shape().str() + " (it needs B×n_S)");
     // A sentence is real when it has a real word, unless the caller says otherwise.
     const Tensor sentence_keep =
         sentence_mask.defined() ? sentence_mask : word_mask.defined() ? max(word_mask, -1) : Tensor();
+    // The words of a padded sentence are padding too: they, and the padded
+    // words, are zeroed (by selection) before the word level reads them, so a
+    // NaN there reaches neither c⁽ˢ⁾ nor the sentence level (keep B×n_S×1×n_max).
+    const Var words = hide_unseen_keys(
+        words_in, combine_masks(word_mask.defined() ? word_mask.reshape(Shape{B, n_S, 1, n_max}) : Tensor(),
+                                sentence_keep.defined() ? sentence_keep.reshape(Shape{B, n_S, 1, 1}) : Tensor()));
 
     // Word level, every sentence of every document at once: B·n_S sequences.
     //   α_t = softmax_t(u_wᵀ tanh(W_w h_t + b_w)),  c⁽ˢ⁾ = Σ_t α_t h_t

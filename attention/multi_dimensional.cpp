@@ -18,14 +18,18 @@ MultiDimensionalAttention::MultiDimensionalAttention(int64_t query_dim, int64_t 
     W_d = register_parameter("W_d", init::xavier_uniform(Shape{hidden_dim, value_dim}, gen));
 }
 
-AttentionOutput MultiDimensionalAttention::forward(const Var& queries, const Var& keys, const Var& values,
+AttentionOutput MultiDimensionalAttention::forward(const Var& queries_in, const Var& keys_in, const Var& values_in,
                                                    const Tensor& mask) {
-    check_qkv(id(), queries, keys, values);
-    if (queries.size(2) != W_1.size(1) || keys.size(2) != W_2.size(1) || values.size(2) != W_d.size(1))
-        throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", keys " + keys.shape().str() +
-                                    " and values " + values.shape().str() + " need widths d_q = " +
-                                    std::to_string(W_1.size(1)) + ", d_k = " + std::to_string(W_2.size(1)) +
-                                    ", d_v = " + std::to_string(W_d.size(1)));
+    check_qkv(id(), queries_in, keys_in, values_in);
+    if (queries_in.size(2) != W_1.size(1) || keys_in.size(2) != W_2.size(1) || values_in.size(2) != W_d.size(1))
+        throw std::invalid_argument(id() + ": queries " + queries_in.shape().str() + ", keys " +
+                                    keys_in.shape().str() + " and values " + values_in.shape().str() +
+                                    " need widths d_q = " + std::to_string(W_1.size(1)) + ", d_k = " +
+                                    std::to_string(W_2.size(1)) + ", d_v = " + std::to_string(W_d.size(1)));
+    // keys no query may attend, and queries that may attend none, zeroed (by
+    // selection) before the products read them (attention/general.hpp)
+    const Var keys = hide_unseen_keys(keys_in, mask), values = hide_unseen_keys(values_in, mask);
+    const Var queries = hide_fully_masked_queries(queries_in, mask);
     const Var Wq = matmul(queries, W_1, false, true);          // W_1 q    B×m×d_w
     const Var Wk = matmul(keys, W_2, false, true);             // W_2 k_l  B×n×d_w
     const Var H = additive_features(Wq, Wk, b, act_);          // act(W_1 q + W_2 k_l + b)   B×m×n×d_w

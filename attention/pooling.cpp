@@ -30,6 +30,11 @@ std::vector<int64_t> kept_positions(const Tensor& mask, int64_t b, int64_t n) {
 // B×n mask → B×n×1, to broadcast over the features.
 Tensor per_row(const Tensor& mask) { return reshape(mask, {mask.size(0), mask.size(1), 1}); }
 
+// X B×n×d with its dropped rows replaced by zeros, by selection (X itself
+// without a mask or when X is finite): m_i X_i with m_i = 0 would keep a NaN
+// or an inf (0·NaN = NaN), in the sum and in the gradients.
+Var hide_dropped(const Var& X, const Tensor& mask) { return mask.defined() ? hide_unseen_keys(X, key_mask(mask)) : X; }
+
 // A B×n mask with, for each row, the given positions kept.
 Tensor mask_of(const std::vector<std::vector<int64_t>>& positions, int64_t n) {
     const auto B = static_cast<int64_t>(positions.size());
@@ -45,8 +50,8 @@ Tensor mask_of(const std::vector<std::vector<int64_t>>& positions, int64_t n) {
 
 Var sum_pooling(const Var& X, const Tensor& mask) {
     check_set("sum_pooling", X, mask);
-    // Σ_i m_i X_i                                                      B×d
-    return sum(mask.defined() ? mul(X, Var(per_row(mask))) : X, 1);
+    // Σ_i m_i X_i, the dropped rows zeroed by selection first            B×d
+    return sum(mask.defined() ? mul(hide_dropped(X, mask), Var(per_row(mask))) : X, 1);
 }
 
 Var mean_pooling(const Var& X, const Tensor& mask) {
@@ -60,7 +65,8 @@ Var mean_pooling(const Var& X, const Tensor& mask) {
 Var max_pooling(const Var& X, const Tensor& mask) {
     check_set("max_pooling", X, mask);
     if (!mask.defined()) return max(X, 1);
-    // dropped rows become the lowest real, so they never win a max
+    // dropped rows become the lowest real (a selection, whatever they held),
+    // so they never win a max
     const Tensor dropped = per_row(sub(Tensor::ones(mask.shape()), mask));
     const Var best = max(masked_fill(X, dropped, std::numeric_limits<real>::lowest()), 1);
     // an empty set gives 0                                             B×d
@@ -244,11 +250,12 @@ DeepSetsPooling::DeepSetsPooling(int64_t in_dim, int64_t hidden, int64_t out_dim
     register_module("rho2", rho2);
 }
 
-Var DeepSetsPooling::forward(const Var& X, const Tensor& mask) {
-    check_set(id(), X, mask);
-    if (X.size(2) != phi1.in_features())
-        throw std::invalid_argument(id() + ": set " + X.shape().str() + " needs items of width " +
+Var DeepSetsPooling::forward(const Var& X_in, const Tensor& mask) {
+    check_set(id(), X_in, mask);
+    if (X_in.size(2) != phi1.in_features())
+        throw std::invalid_argument(id() + ": set " + X_in.shape().str() + " needs items of width " +
                                     std::to_string(phi1.in_features()));
+    const Var X = hide_dropped(X_in, mask);  // before φ reads them: φ(NaN) is NaN, and so are φ's gradients
     // φ(x_i) for every item                                           B×n×h
     const Var phi = relu(phi2.forward(relu(phi1.forward(X))));
     // ⊕_i φ(x_i)                                                      B×h
@@ -271,8 +278,9 @@ DeepSetsEquivariant::DeepSetsEquivariant(int64_t in_dim, int64_t out_dim, Genera
     Gamma = register_parameter("Gamma", init::uniform_fan_in(Shape{in_dim, out_dim}, in_dim, gen));
 }
 
-Var DeepSetsEquivariant::forward(const Var& X, const Tensor& mask) {
-    check_set("deep_sets_equivariant", X, mask);
+Var DeepSetsEquivariant::forward(const Var& X_in, const Tensor& mask) {
+    check_set("deep_sets_equivariant", X_in, mask);
+    const Var X = hide_dropped(X_in, mask);  // before Λ and Γ read them
     // X Λ                                                             B×n×d'
     const Var own = matmul(X, Lambda);
     // 1 1ᵀ X Γ: the set's sum (or max) times Γ, added to every row     B×1×d'
@@ -318,10 +326,13 @@ GruGatingOutput GruGating::forward(const Var& X, const Var& h0, const Tensor& ma
     if (mask.defined() && mask.shape() != Shape{B, T})
         throw std::invalid_argument(id() + ": inputs " + X.shape().str() + " need a B×T mask, got " +
                                     mask.shape().str());
+    // Masked steps zeroed (by selection) before the gates read them: the state
+    // is kept by selection below, but W's gradient would still get x_t·0 = NaN.
+    const Var inputs = hide_dropped(X, mask);
     Var h = h0.defined() ? h0 : Var(Tensor::zeros({B, hidden_dim_}));
     std::vector<Var> states, zs, rs;
     for (int64_t t = 0; t < T; ++t) {
-        Step s = step(squeeze(narrow(X, 1, t, 1), 1), h);
+        Step s = step(squeeze(narrow(inputs, 1, t, 1), 1), h);
         if (mask.defined()) {
             // a masked step keeps the state and shows zero gates
             const Tensor keep = reshape(slice(mask, 1, t, t + 1), {B, 1});

@@ -219,14 +219,14 @@ Taxonomy SpecializedQueryAttention::taxonomy() const {
 
 // ---- 34. attention_over_attention --------------------------------------------------------------------
 
-AttentionOverAttentionOutput attention_over_attention(const Var& document, const Var& query,
+AttentionOverAttentionOutput attention_over_attention(const Var& document_in, const Var& query_in,
                                                       const Tensor& document_mask, const Tensor& query_mask) {
     const std::string who = "attention_over_attention";
-    check_qkv(who, query, document, document);
-    if (document.size(2) != query.size(2))
-        throw std::invalid_argument(who + ": document " + document.shape().str() + " and query " +
-                                    query.shape().str() + " need the same width");
-    const int64_t B = document.size(0), n = document.size(1), m = query.size(1);
+    check_qkv(who, query_in, document_in, document_in);
+    if (document_in.size(2) != query_in.size(2))
+        throw std::invalid_argument(who + ": document " + document_in.shape().str() + " and query " +
+                                    query_in.shape().str() + " need the same width");
+    const int64_t B = document_in.size(0), n = document_in.size(1), m = query_in.size(1);
     for (const Tensor* mask : {&document_mask, &query_mask})
         if (mask->defined() && mask->rank() != 2)
             throw std::invalid_argument(who + ": masks must be B×n (document) and B×m (query), got " +
@@ -236,6 +236,9 @@ AttentionOverAttentionOutput attention_over_attention(const Var& document, const
     const Tensor query_keep = scores_keep_mask(who, query_mask, B, m);   // B×1×m
     const Tensor keep = combine_masks(doc_keep.defined() ? doc_keep.reshape(Shape{B, n, 1}) : Tensor(), query_keep);
     const SoftmaxMask softmax_mask = keep.defined() ? SoftmaxMask::keep(keep) : SoftmaxMask{};
+    // padded words of both zeroed (by selection) before M reads them: M's
+    // gradient is H_q for a document word and H_d for a query word
+    const Var document = hide_unseen_keys(document_in, doc_keep), query = hide_unseen_keys(query_in, query_keep);
 
     // M = H_d H_qᵀ                                      B×n×m
     const Var M = matmul(document, query, false, true);
@@ -282,11 +285,14 @@ Var ConstantQuerySelfAttention::scores(const Var& keys) {
     return matmul(as_row(w), u, false, true);
 }
 
-AttentionOutput ConstantQuerySelfAttention::forward(const Var& keys, const Var& values, const Tensor& mask) {
-    check_keys_values(id(), keys, values, W.size(1));
+AttentionOutput ConstantQuerySelfAttention::forward(const Var& keys_in, const Var& values_in, const Tensor& mask) {
+    check_keys_values(id(), keys_in, values_in, W.size(1));
+    const Tensor keep = scores_keep_mask(id(), mask, keys_in.size(0), keys_in.size(1));
+    // padded keys and values zeroed (by selection) before W and the sum read them
+    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
     const Var e = scores(keys);  // B×1×n
     // a = softmax(e)                        B×1×n
-    const Var a = masked_softmax(e, scores_keep_mask(id(), mask, keys.size(0), keys.size(1)));
+    const Var a = masked_softmax(e, keep);
     return {attend(a, values), a};  // c = Σ_l a_l v_l   B×1×d_v
 }
 
@@ -308,13 +314,16 @@ LearnedQuerySelfAttention::LearnedQuerySelfAttention(int64_t key_dim, Generator&
     q = register_parameter("q", init::uniform_fan_in({key_dim}, key_dim, gen));
 }
 
-AttentionOutput LearnedQuerySelfAttention::forward(const Var& keys, const Var& values, const Tensor& mask) {
-    check_keys_values(id(), keys, values, q.size(0));
+AttentionOutput LearnedQuerySelfAttention::forward(const Var& keys_in, const Var& values_in, const Tensor& mask) {
+    check_keys_values(id(), keys_in, values_in, q.size(0));
+    const Tensor keep = scores_keep_mask(id(), mask, keys_in.size(0), keys_in.size(1));
+    // padded keys and values zeroed (by selection) before q and the sum read them
+    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
     // e_l = qᵀ k_l                          B×1×n
     Var e = matmul(as_row(q), keys, false, true);
     // (optionally / √d_k)
     if (scaled_) e = mul(e, real(1) / std::sqrt(static_cast<real>(q.size(0))));
-    const Var a = masked_softmax(e, scores_keep_mask(id(), mask, keys.size(0), keys.size(1)));  // B×1×n
+    const Var a = masked_softmax(e, keep);  // B×1×n
     return {attend(a, values), a};  // c = Σ_l a_l v_l   B×1×d_v
 }
 

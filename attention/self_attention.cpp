@@ -64,12 +64,15 @@ AttentionOutput plain_self_attention(const Var& x, const Tensor& mask, bool scal
     const int64_t n = x.size(1), d = x.size(2);
     const real inv_tau = scaled ? real(1) / std::sqrt(static_cast<real>(d)) : real(1);
     const Tensor M = combine_masks(mask, causal ? causal_mask(n, n) : Tensor());
+    // X as the keys and values with the padded rows zeroed (by selection), as
+    // the queries with the rows that may attend nothing zeroed (attention/general.hpp)
+    const Var keys = hide_unseen_keys(x, M), queries = hide_fully_masked_queries(x, M);
     // E = X Xᵀ / τ                                                       B×n×n
-    const Var scores = matmul(x, x, false, true) * inv_tau;
+    const Var scores = matmul(queries, keys, false, true) * inv_tau;
     // A = softmax_row(E + M)                                             B×n×n
     const Var weights = softmax(scores, -1, M.defined() ? SoftmaxMask::keep(M) : SoftmaxMask{});
     // Y = A X                                                            B×n×d
-    return {matmul(weights, x), weights};
+    return {matmul(weights, keys), weights};
 }
 
 }  // namespace attn

@@ -40,20 +40,30 @@ Var keep_rows(const Var& x, const Tensor& mask) {
     return mask.defined() ? mul(x, Var(mask.reshape(Shape{mask.size(0), mask.size(1), 1}))) : x;
 }
 
+// x B×s×d with the rows its mask pads replaced by zeros, by selection (x
+// itself without a mask or when x is finite): every forward below starts with
+// it, so a NaN or an inf at a padded token reaches no score, output or
+// gradient (a product with a zero weight or keep_rows' 0 would keep it).
+Var hide_padding(const std::string& who, const Var& x, const Tensor& mask) {
+    return hide_unseen_keys(x, scores_keep_mask(who, mask, x.size(0), x.size(1)));
+}
+
 
 }  // namespace
 
 // ---- ABCNN ------------------------------------------------------------------------------------------
 
-Var abcnn_match_scores(const Var& F0, const Var& F1, const Tensor& mask0, const Tensor& mask1) {
-    check_sentence_pair("abcnn_match_scores", F0, F1);
+Var abcnn_match_scores(const Var& F0_in, const Var& F1_in, const Tensor& mask0, const Tensor& mask1) {
+    const std::string who = "abcnn_match_scores";
+    check_sentence_pair(who, F0_in, F1_in);
+    const Var F0 = hide_padding(who, F0_in, mask0), F1 = hide_padding(who, F1_in, mask1);
     // F_0[i] − F_1[j] for every pair                       B×s_0×s_1×d
     const Var diff = sub(unsqueeze(F0, 2), unsqueeze(F1, 1));
     // ‖F_0[i] − F_1[j]‖₂                                    B×s_0×s_1
     const Var distance = sqrt(add(sum(square(diff), -1), real(1e-12)));
     // A_ij = 1 / (1 + ‖·‖), zero where either unit is padding
     const Var A = real(1) / (distance + real(1));
-    return masked(A, pair_keep("abcnn_match_scores", mask0, mask1, F0.size(0), F0.size(1), F1.size(1)));
+    return masked(A, pair_keep(who, mask0, mask1, F0.size(0), F0.size(1), F1.size(1)));
 }
 
 AbcnnOneAttention::AbcnnOneAttention(int64_t max_length, int64_t dim, Generator& gen) {
@@ -61,12 +71,13 @@ AbcnnOneAttention::AbcnnOneAttention(int64_t max_length, int64_t dim, Generator&
     W_1 = register_parameter("W_1", init::xavier_uniform(Shape{max_length, dim}, gen));
 }
 
-AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0, const Var& F1, const Tensor& mask0,
+AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0_in, const Var& F1_in, const Tensor& mask0,
                                                      const Tensor& mask1) {
-    check_sentence_pair(id(), F0, F1);
-    if (F0.size(1) != W_0.size(0) || F1.size(1) != W_0.size(0) || F0.size(2) != W_0.size(1))
-        throw std::invalid_argument(id() + ": sentences " + F0.shape().str() + " and " + F1.shape().str() +
+    check_sentence_pair(id(), F0_in, F1_in);
+    if (F0_in.size(1) != W_0.size(0) || F1_in.size(1) != W_0.size(0) || F0_in.size(2) != W_0.size(1))
+        throw std::invalid_argument(id() + ": sentences " + F0_in.shape().str() + " and " + F1_in.shape().str() +
                                     " need the fixed shape B×" + W_0.shape().str() + " (pad to the maximum length)");
+    const Var F0 = hide_padding(id(), F0_in, mask0), F1 = hide_padding(id(), F1_in, mask1);
     Output out;
     out.weights = abcnn_match_scores(F0, F1, mask0, mask1);  // A   B×s×s
     out.features0 = matmul(out.weights, W_0);                // F_{0,a} = A W_0    B×s×d
@@ -106,8 +117,12 @@ Var window_average_pool(const Var& conv, int64_t width) {
     return attention_weighted_pool(conv, Var(uniform), width);
 }
 
-AbcnnPooled abcnn2_attention(const Var& conv0, const Var& conv1, int64_t width, const Tensor& mask0,
+AbcnnPooled abcnn2_attention(const Var& conv0_in, const Var& conv1_in, int64_t width, const Tensor& mask0,
                              const Tensor& mask1) {
+    check_sentence_pair("abcnn2_attention", conv0_in, conv1_in);
+    // padded units zeroed (by selection) before the match scores and the pooling sums read them
+    const Var conv0 = hide_padding("abcnn2_attention", conv0_in, mask0);
+    const Var conv1 = hide_padding("abcnn2_attention", conv1_in, mask1);
     AbcnnPooled out;
     out.weights = abcnn_match_scores(conv0, conv1, mask0, mask1);  // A   B×(s_0+w−1)×(s_1+w−1)
     out.unit0 = sum(out.weights, 2);                               // a_{0,j} = Σ_r A_jr
@@ -148,7 +163,10 @@ AbcnnLayer::AbcnnLayer(Kind kind, int64_t max_length, int64_t dim, int64_t out_d
     register_module("conv", conv);
 }
 
-AbcnnLayer::Output AbcnnLayer::forward(const Var& F0, const Var& F1, const Tensor& mask0, const Tensor& mask1) {
+AbcnnLayer::Output AbcnnLayer::forward(const Var& F0_in, const Var& F1_in, const Tensor& mask0, const Tensor& mask1) {
+    check_sentence_pair(id(), F0_in, F1_in);
+    // padded tokens zeroed (by selection) before the input attention and the convolution read them
+    const Var F0 = hide_padding(id(), F0_in, mask0), F1 = hide_padding(id(), F1_in, mask1);
     Output out;
     // one channel, padding rows zero: B×1×s×d
     Var x0 = unsqueeze(keep_rows(F0, mask0), 1), x1 = unsqueeze(keep_rows(F1, mask1), 1);
@@ -239,12 +257,14 @@ Var DecomposableAttention::intra_attend(const Var& a, const Tensor& mask) {
     return concat({a, attend(weights, a)}, -1);  // ā_i = [a_i; a′_i]
 }
 
-DecomposableAttention::Output DecomposableAttention::forward(const Var& a, const Var& b, const Tensor& mask_a,
+DecomposableAttention::Output DecomposableAttention::forward(const Var& a_in, const Var& b_in, const Tensor& mask_a,
                                                              const Tensor& mask_b) {
-    check_sentence_pair(id(), a, b);
-    const int64_t B = a.size(0), la = a.size(1), lb = b.size(1);
+    check_sentence_pair(id(), a_in, b_in);
+    const int64_t B = a_in.size(0), la = a_in.size(1), lb = b_in.size(1);
     const Tensor keep_a = scores_keep_mask(id(), mask_a, B, la);  // B×1×ℓ_a
     const Tensor keep_b = scores_keep_mask(id(), mask_b, B, lb);  // B×1×ℓ_b
+    // padded tokens zeroed (by selection) before F, G and the sums read them
+    const Var a = hide_unseen_keys(a_in, keep_a), b = hide_unseen_keys(b_in, keep_b);
     // a pair (i, j) counts only when both tokens are real: a padding token
     // attends to nothing and is attended by nothing        B×ℓ_a×ℓ_b
     const Tensor keep_ab = pair_keep(id(), mask_a, mask_b, B, la, lb);
@@ -297,10 +317,12 @@ CodaOutput coda(const std::string& who, const Var& EA, const Var& EB, const Var&
 
 }  // namespace
 
-CodaOutput compositional_de_attention(const Var& A, const Var& B, real alpha, real beta, const Tensor& mask_a,
+CodaOutput compositional_de_attention(const Var& A_in, const Var& B_in, real alpha, real beta, const Tensor& mask_a,
                                       const Tensor& mask_b) {
-    check_sentence_pair("compositional_de_attention", A, B);
-    return coda("compositional_de_attention", A, B, A, B, A, B, alpha, beta, mask_a, mask_b);
+    const std::string who = "compositional_de_attention";
+    check_sentence_pair(who, A_in, B_in);
+    const Var A = hide_padding(who, A_in, mask_a), B = hide_padding(who, B_in, mask_b);
+    return coda(who, A, B, A, B, A, B, alpha, beta, mask_a, mask_b);
 }
 
 CompositionalDeAttention::CompositionalDeAttention(int64_t dim, int64_t projection_dim, Generator& gen, real alpha,
@@ -310,8 +332,11 @@ CompositionalDeAttention::CompositionalDeAttention(int64_t dim, int64_t projecti
     register_module("F_N", F_N);
 }
 
-CodaOutput CompositionalDeAttention::forward(const Var& A, const Var& B, const Tensor& mask_a, const Tensor& mask_b) {
-    check_sentence_pair(id(), A, B);
+CodaOutput CompositionalDeAttention::forward(const Var& A_in, const Var& B_in, const Tensor& mask_a,
+                                             const Tensor& mask_b) {
+    check_sentence_pair(id(), A_in, B_in);
+    // padded tokens zeroed (by selection) before F_E and F_N read them
+    const Var A = hide_padding(id(), A_in, mask_a), B = hide_padding(id(), B_in, mask_b);
     return coda(id(), F_E.forward(A), F_E.forward(B), F_N.forward(A), F_N.forward(B), A, B, alpha_, beta_, mask_a,
                 mask_b);
 }

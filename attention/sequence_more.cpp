@@ -29,17 +29,21 @@ LatentAttention::LatentAttention(int64_t dim, int64_t max_length, Generator& gen
     V = register_parameter("V", init::xavier_uniform(Shape{dim, max_length}, gen));
 }
 
-LatentAttention::Output LatentAttention::forward(const Var& D1, const Var& D2, const Var& D3, const Tensor& mask) {
+LatentAttention::Output LatentAttention::forward(const Var& D1_in, const Var& D2_in, const Var& D3_in,
+                                                 const Tensor& mask) {
     const int64_t d = V.size(0), J = V.size(1);
-    for (const auto& [what, D] : {std::pair{"D_1", &D1}, std::pair{"D_2", &D2}, std::pair{"D_3", &D3}}) {
+    for (const auto& [what, D] : {std::pair{"D_1", &D1_in}, std::pair{"D_2", &D2_in}, std::pair{"D_3", &D3_in}}) {
         check_width(id(), what, *D, d, 3);
-        if (D->size(1) != J || D->size(0) != D1.size(0))
+        if (D->size(1) != J || D->size(0) != D1_in.size(0))
             throw std::invalid_argument(id() + ": " + what + " " + D->shape().str() + " needs shape " +
-                                        std::to_string(D1.size(0)) + "×" + std::to_string(J) + "×" +
+                                        std::to_string(D1_in.size(0)) + "×" + std::to_string(J) + "×" +
                                         std::to_string(d) + " (B × the fixed length J × d)");
     }
-    const int64_t B = D1.size(0);
+    const int64_t B = D1_in.size(0);
     const Tensor keep = scores_keep_mask(id(), mask, B, J);  // B×1×J, or undefined
+    // padded tokens zeroed (by selection) in all three before u, V and the sum read them
+    const Var D1 = hide_unseen_keys(D1_in, keep), D2 = hide_unseen_keys(D2_in, keep);
+    const Var D3 = hide_unseen_keys(D3_in, keep);
     // l = softmax(D_1 u)                                    B×1×J
     const Var l = masked_softmax(matmul(reshape(u, {1, d}), D1, false, true), keep);
     // A = softmax_col(D_2 V): column j normalised over the tokens i   B×J×J
@@ -103,11 +107,13 @@ AttentionOutput NeuralTransducerAttention::forward(const Var& frames, int64_t bl
         throw std::invalid_argument(id() + ": decoder states " + decoder_states.shape().str() + " and frames " +
                                     frames.shape().str() + " need the same batch size");
     // h_{(b−1)W+1} .. h_{bW}: only the current block                 B×W×d
-    const Var h = block_frames(frames, block);
+    const Var block_in = block_frames(frames, block);
+    const Tensor keep = key_mask(block_mask(frames, block, mask));  // the block's real frames   B×1×W
+    const Var h = hide_unseen_keys(block_in, keep);  // its padded frames zeroed (by selection) before f_att reads them
     // e_{m,j} = f_att(s_m, h_{(b−1)W+j})                              B×m×W
     const Var e = score_->score(decoder_states, h);
     // α_m = softmax(e_m) over the block's real frames                 B×m×W
-    const Var alpha = masked_softmax(e, key_mask(block_mask(frames, block, mask)));
+    const Var alpha = masked_softmax(e, keep);
     return {attend(alpha, h), alpha};  // c_m = Σ_j α_{m,j} h_j     B×m×d
 }
 

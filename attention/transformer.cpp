@@ -153,25 +153,31 @@ Tensor window_mask(int64_t B, int64_t n, int64_t r, const Tensor& key_padding) {
 
 }  // namespace
 
-AttentionOutput restricted_self_attention(const Var& queries, const Var& keys, const Var& values, int64_t r,
+AttentionOutput restricted_self_attention(const Var& queries_in, const Var& keys_in, const Var& values_in, int64_t r,
                                           const Tensor& key_padding) {
     const std::string who = "restricted_self_attention";
-    check_qkv(who, queries, keys, values);
-    const int64_t B = queries.size(0), n = queries.size(1), d_k = queries.size(2), d_v = values.size(2);
-    if (keys.size(1) != n || keys.size(2) != d_k)
-        throw std::invalid_argument(who + ": queries " + queries.shape().str() + " and keys " + keys.shape().str() +
-                                    " need the same positions and width (self-attention)");
+    check_qkv(who, queries_in, keys_in, values_in);
+    const int64_t B = queries_in.size(0), n = queries_in.size(1), d_k = queries_in.size(2), d_v = values_in.size(2);
+    if (keys_in.size(1) != n || keys_in.size(2) != d_k)
+        throw std::invalid_argument(who + ": queries " + queries_in.shape().str() + " and keys " +
+                                    keys_in.shape().str() + " need the same positions and width (self-attention)");
     if (r < 0) throw std::invalid_argument(who + ": the radius r = " + std::to_string(r) + " must be >= 0");
     if (key_padding.defined() && key_padding.shape() != Shape{B, n})
         throw std::invalid_argument(who + ": key_padding " + key_padding.shape().str() + " must be B×n = " +
                                     Shape{B, n}.str());
     const int64_t w = 2 * r + 1;
+    const Tensor window_keep = window_mask(B, n, r, key_padding);  // B×n×(2r+1)
+    // padded keys and values, and queries whose window keeps nothing, zeroed
+    // (by selection) before the windows' products read them
+    const Tensor keep = key_padding.defined() ? key_mask(key_padding) : Tensor();
+    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
+    const Var queries = hide_fully_masked_queries(queries_in, window_keep);
     // W_i = (k_{i−r}, …, k_{i+r}),  W^V_i = (v_{i−r}, …, v_{i+r})          B×n×(2r+1)×d
     const Var key_windows = windows(keys, r), value_windows = windows(values, r);
     // e_i = W_i q_i / √d_k                                                B×n×(2r+1)
     const Var scores = reshape(matmul(key_windows, unsqueeze(queries, -1)), {B, n, w}) * inv_sqrt(d_k);
     // a_i = softmax(e_i) over the window's keys inside the sequence       B×n×(2r+1)
-    const Var weights = softmax(scores, -1, SoftmaxMask::keep(window_mask(B, n, r, key_padding)));
+    const Var weights = softmax(scores, -1, SoftmaxMask::keep(window_keep));
     // y_i = W^Vᵢᵀ a_i                                                     B×n×d_v
     const Var output = reshape(matmul(unsqueeze(weights, 2), value_windows), {B, n, d_v});
     return {output, weights};
@@ -218,8 +224,11 @@ AttentionOutput RelativePositionSelfAttention::forward(const Var& x, const Tenso
     if (x.size(2) != d_)
         throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs width d = " + std::to_string(d_));
     const int64_t n = x.size(1);
+    // padded positions zeroed (by selection) before W^K and W^V read them, and
+    // a position that may attend nothing before W^Q (attention/general.hpp)
+    const Var x_q = hide_fully_masked_queries(x, mask), x_kv = hide_unseen_keys(x, mask);
     // Q = X W^Q,  K = X W^K,  V = X W^V                                  B×n×d_z
-    const Var Q = matmul(x, W_Q), K = matmul(x, W_K), V = matmul(x, W_V);
+    const Var Q = matmul(x_q, W_Q), K = matmul(x_kv, W_K), V = matmul(x_kv, W_V);
     // a^K_ij = w^K[clip(j − i, k) + k],  a^V_ij likewise                 n×n×d_z
     const Var aK = relative_keys(n), aV = relative_values(n);
     // e_ij = (q_i·k_j + q_i·a^K_ij) / √d_z. The second term is a product
@@ -262,8 +271,8 @@ AttentionOutput RandomSynthesizerAttention::forward(const Var& x, const Tensor& 
     const Var R_n = expand(unsqueeze(slice(slice(R, 0, 0, n), 1, 0, n), 0), Shape{B, n, n});
     // A = softmax_row(R_n + M)                                          B×n×n
     const Var weights = softmax(R_n, -1, keep(mask));
-    // Y = A (X W_Vᵀ)                                                    B×n×d_v
-    return {matmul(weights, matmul(x, W_V, false, true)), weights};
+    // Y = A (X W_Vᵀ), padded rows of X zeroed (by selection) first      B×n×d_v
+    return {matmul(weights, matmul(hide_unseen_keys(x, mask), W_V, false, true)), weights};
 }
 
 Taxonomy RandomSynthesizerAttention::taxonomy() const {

@@ -227,12 +227,15 @@ const RegisterEntry soft_entry(22, "soft_alignment", {
 // ---- 23. hard_alignment ------------------------------------------------------------------------
 // Outputs: the weights, the context c = onehot(m) V (x[1]), and the REINFORCE
 // pieces of last(): a, m, log a_m, H[a], and which rows took the expected context.
+// The context is composed as general_attention composes it: the padded values
+// hidden first (attention/general.hpp), since an alignment sees only scores.
 
 Outputs hard_outputs(Module* m, In x, Masks masks) {
     auto& hard = as<HardAlignment>(m);
-    const Var w = hard.align({x[0], key_mask_of(masks), Var(), Tensor()});
+    const Tensor keep = key_mask_of(masks);
+    const Var w = hard.align({x[0], keep, Var(), Tensor()});
     const HardAlignment::Sample& s = hard.last();
-    return {{"weights", w, false},        {"output", attend(w, x[1])},      {"probs", s.probs},
+    return {{"weights", w, false},        {"output", attend(w, hide_unseen_keys(x[1], keep))}, {"probs", s.probs},
             {"indices", Var(s.indices), false}, {"log_prob", s.log_prob}, {"entropy", s.entropy},
             {"soft", Var(s.soft), false}};
 }
