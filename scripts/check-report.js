@@ -59,7 +59,8 @@
         slider.value = f;
         fire(slider, "input");
         ++clicks;
-        if (!root.querySelector(".explorer-picture svg, .explorer-picture canvas")) fail(name, "no picture at frame " + f);
+        if (!root.querySelector(".explorer-picture svg, .explorer-picture canvas, .explorer-empty"))
+          fail(name, "no picture (and no word that there is no output) at frame " + f);
       }
       if (root.querySelector(".explorer-frame-label").textContent === label) fail(name, "the frame label did not change");
       slider.value = slider.max;
@@ -91,13 +92,19 @@
   }
 
   // Leaves the part `id` alone on the page, its explorers showing something
-  // worth a look: the second output token, the lines view for the first one.
-  function showOnly(id) {
+  // worth a look: the second output token, the lines view for the first one;
+  // with `first`, every slider at its first frame (before training).
+  function showOnly(id, first) {
     const part = document.getElementById(id);
     if (!part) return fail("screenshot", "no part with id '" + id + "'");
     for (const child of Array.from(document.body.children))
       if (child !== part && child.id !== "check-result") child.style.display = "none";
     part.querySelectorAll(".explorer").forEach((root, k) => {
+      const slider = root.querySelector("input.explorer-frame");
+      if (first && slider) {
+        slider.value = 0;
+        fire(slider, "input");
+      }
       const rows = root.querySelectorAll(".explorer-row");
       if (rows.length > 1) rows[1].click();
       if (k === 0) {
@@ -119,7 +126,7 @@
     explorers.forEach(checkExplorer);
     for (const e of window.__errors || []) fail("JavaScript error", e);
     const shot = /shot=([\w-]+)/.exec(location.hash);
-    if (shot) showOnly(shot[1]);
+    if (shot) showOnly(shot[1], /frame=first/.test(location.hash));
     const verdict = failures.length === 0
       ? "CHECK OK: " + explorers.length + " explorers, " + clicks + " interactions"
       : "CHECK FAILED:\n" + failures.join("\n");

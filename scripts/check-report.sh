@@ -72,10 +72,13 @@ EOF
 )
 printf '%s\n' "$RESULT"
 
-# One screenshot per part, the part alone on the page.
+# Two screenshots per part, the part alone on the page: as it opens (the
+# tested models), and with every slider at its first frame (before training).
 for id in $(grep -o '<div id="[a-z0-9-]*">' "$PAGE" | sed 's/<div id="\(.*\)">/\1/'); do
     run_browser --window-size=1150,2400 --screenshot="$DIR/$id.png" "file://$CHECKED#shot=$id" >/dev/null || true
-    [ -f "$DIR/$id.png" ] && echo "screenshot: $DIR/$id.png"
+    run_browser --window-size=1150,2400 --screenshot="$DIR/$id-first.png" "file://$CHECKED#shot=$id&frame=first" \
+        >/dev/null || true
+    [ -f "$DIR/$id.png" ] && echo "screenshot: $DIR/$id.png, $DIR/$id-first.png"
 done
 
 case "$RESULT" in

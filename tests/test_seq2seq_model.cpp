@@ -9,6 +9,7 @@
 
 #include "attention/by_id.hpp"
 #include "autograd/ops.hpp"
+#include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
@@ -221,4 +222,23 @@ TEST_CASE("seq2seq checkpoint: a round trip reproduces the predictions exactly")
         CHECK(a[i].attention == c[i].attention);
     }
     std::filesystem::remove(path);
+}
+
+// An untrained model writes <pad> and <s> as well: the picture of its
+// alignment labelled rows by decode(), which drops them, so the labels and the
+// rows of weights no longer matched (the report's explorer of the untrained
+// model drew an item with no row at all).
+TEST_CASE("seq2seq alignment picture: one row label per decoding step, special symbols included") {
+    const Vocab source({"a", "b"}), target({"x", "y"});
+    const int64_t x = target.id("x"), a = source.id("a"), b = source.id("b");
+    Hypothesis h;
+    h.tokens = {kPad, x, kBos};
+    h.attention = {{0.5f, 0.5f}, {1, 0}, {0, 1}, {0.25f, 0.75f}};  // the 4th step wrote </s>
+    const AlignmentPicture p = alignment_picture(h, {a, b}, source, target);
+    CHECK(p.rows == std::vector<std::string>{"<pad>", "x", "<s>", "</s>"});
+    CHECK(p.cols == std::vector<std::string>{"a", "b"});
+    REQUIRE(p.weights.shape() == Shape{4, 2});
+    CHECK(p.weights.at({3, 1}) == doctest::Approx(0.75));
+    h.attention.pop_back();  // ran out of steps: no </s> row
+    CHECK(alignment_picture(h, {a, b}, source, target).rows == std::vector<std::string>{"<pad>", "x", "<s>"});
 }

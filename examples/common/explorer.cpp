@@ -292,7 +292,10 @@ const char* explorer_script() {
         const b = make("button", {type: "button", class: "explorer-row" + (i === state.row ? " selected" : "")}, rowLine, t);
         b.addEventListener("click", () => choose(i));
       });
-      if (rows.length === 0) return;
+      if (rows.length === 0) {
+        make("p", {class: "explorer-empty"}, picture, "(no output at this point)");
+        return;
+      }
       const weights = map.weights.map(r => r.map(w => (w === null ? 0 : w)));
       if (data.image) {
         drawImage(picture, data.image, weights[state.row], map.marks ? map.marks[state.row] : -1);

@@ -14,7 +14,11 @@ namespace attn::seq2seq {
 AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_t>& source, const Vocab& source_vocab,
                                    const Vocab& target_vocab) {
     const auto n = static_cast<int64_t>(source.size());
-    AlignmentPicture p{Tensor::zeros(Shape{static_cast<int64_t>(h.attention.size()), n}), target_vocab.decode(h.tokens), {}};
+    // One row label per decoding step, by its token's own symbol: decode()
+    // would drop <pad> and <s>, which an untrained model does write, and the
+    // labels would no longer match the rows of weights.
+    AlignmentPicture p{Tensor::zeros(Shape{static_cast<int64_t>(h.attention.size()), n}), {}, {}};
+    for (int64_t id : h.tokens) p.rows.push_back(target_vocab.symbol(id));
     if (h.attention.size() > h.tokens.size()) p.rows.push_back("</s>");  // not when it ran out of steps
     for (int64_t id : source) p.cols.push_back(source_vocab.symbol(id) == " " ? "␣" : source_vocab.symbol(id));
     for (size_t r = 0; r < h.attention.size(); ++r)
