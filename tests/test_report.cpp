@@ -32,7 +32,8 @@ size_t count(const std::string& s, const std::string& what) {
 
 // A small well-formedness check for our XML/HTML: every tag closed in order
 // (void elements excepted), attribute values quoted, and every '&' starting
-// one of the entities we emit. Returns "" or what is wrong.
+// one of the entities we emit; the text of <script> and <style> is raw (HTML
+// reads it up to its closing tag), so it is skipped. Returns "" or what is wrong.
 std::string check_markup(const std::string& s) {
     static const std::set<std::string> void_elements = {"meta", "br", "hr", "img"};
     std::vector<std::string> open;
@@ -62,6 +63,12 @@ std::string check_markup(const std::string& s) {
         }
         const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
         if (tag.ends_with("/") || void_elements.count(name)) continue;
+        if (name == "script" || name == "style") {
+            const size_t close = s.find("</" + name + ">", i);
+            if (close == std::string::npos) return "<" + name + "> is never closed";
+            i = close + name.size() + 2;  // at the closing tag's '>'
+            continue;
+        }
         open.push_back(name);
     }
     return open.empty() ? "" : "<" + open.back() + "> is never closed";
