@@ -7,7 +7,7 @@
 #   make check-report click through out/report.html in headless Chromium
 #   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
-#   make bench        the workloads of shared/bench/WORKLOADS.md, as JSON lines
+#   make bench        the workloads of docs/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
 #   make docs-graphs  redraw the autograd graphs of docs/images/ (docs/tour.md)
 #   make mutation-check   apply each deliberate mistake of tests/mutations/ to

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make bench: runs the workloads of shared/bench/WORKLOADS.md and prints one JSON
+# make bench: runs the workloads of docs/WORKLOADS.md and prints one JSON
 # object per line.
 #
 #   bench/run.sh BUILD_DIR [W0,W1,...]

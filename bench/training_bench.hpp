@@ -1,4 +1,4 @@
-// What the training workloads W2–W5 of shared/bench/WORKLOADS.md share: time a
+// What the training workloads W2–W5 of docs/WORKLOADS.md share: time a
 // training step (forward + backward + update) at 1 and 2 threads, each thread
 // count in its own forked child process so that its peak memory is its own,
 // and print one JSON line per thread count:

@@ -1,4 +1,4 @@
-// Workload W0 of shared/bench/WORKLOADS.md: the engine's own cost per graph
+// Workload W0 of docs/WORKLOADS.md: the engine's own cost per graph
 // node. A chain of 1,000 tiny ops on 1×8 tensors, cycling add, mul and tanh
 // (h ← h + a, h ← h ⊙ b, h ← tanh h), forward then backward; one step is
 // both. At least 5 warm-up steps, then 101 timed steps; the median is reported,

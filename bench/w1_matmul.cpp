@@ -1,4 +1,4 @@
-// Workload W1 of shared/bench/WORKLOADS.md: SGEMM on every shape of its table,
+// Workload W1 of docs/WORKLOADS.md: SGEMM on every shape of its table,
 // as C = A·B (NN), Aᵀ·B (TN) and A·Bᵀ (NT), at 1 and 2 threads; one JSON line
 // per measurement. When libopenblas can be loaded (dlopen; the library never
 // links it) the same products go through its cblas_sgemm in the same run,

@@ -1,4 +1,4 @@
-// Workload W2 of shared/bench/WORKLOADS.md: one training step of the seq2seq
+// Workload W2 of docs/WORKLOADS.md: one training step of the seq2seq
 // example's model with additive (Bahdanau) attention, Seq2SeqModel(ModelConfig{})
 // of examples/seq2seq/seq2seq_model.hpp (819,760 parameters): batch 64, source
 // and target length 16, no padding, teacher forcing; Adam (lr 1e-3) after

@@ -1,4 +1,4 @@
-// Workload W3 of shared/bench/WORKLOADS.md: one training step of the docclass
+// Workload W3 of docs/WORKLOADS.md: one training step of the docclass
 // example's hierarchical attention network, HierarchicalAttentionNetwork(
 // DocModelConfig{}) of examples/docclass/docclass_models.hpp (4,142,610
 // parameters, Yang et al. 2016's sizes): 32 documents of 8 sentences × 16

@@ -1,4 +1,4 @@
-// Workload W4 of shared/bench/WORKLOADS.md: one training step of the caption
+// Workload W4 of docs/WORKLOADS.md: one training step of the caption
 // example's show-attend-tell model, Captioner(CaptionerConfig{}) of
 // examples/caption/caption_model.hpp (496,017 parameters): 32 grayscale 56×56
 // images, captions of 5 words, the loss of caption_loss (cross-entropy plus

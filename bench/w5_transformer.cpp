@@ -1,4 +1,4 @@
-// Workload W5 of shared/bench/WORKLOADS.md: one training step of a one-layer
+// Workload W5 of docs/WORKLOADS.md: one training step of a one-layer
 // transformer classifier (327,562 parameters): tokens 32×64 from a vocabulary
 // of 1,000 → Embedding(1000, 128) + sinusoidal position encoding (no √d
 // scaling) → TransformerEncoderLayer(128, 4 heads, 512) of

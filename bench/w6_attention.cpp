@@ -1,4 +1,4 @@
-// Workload W6 of shared/bench/WORKLOADS.md: scaled dot-product attention alone,
+// Workload W6 of docs/WORKLOADS.md: scaled dot-product attention alone,
 // forward + backward. q, k, v are 128×L×64 (batch·heads 128, head width 64),
 // L ∈ {64, 256, 1024}, with and without a causal mask; one step is the forward
 // and the backward of a fixed random upstream gradient (no optimiser).

@@ -1,4 +1,4 @@
-// The 80 ids of the attention catalog (shared/ATTENTION_CATALOG.md), in its
+// The 80 ids of the attention catalog (docs/ATTENTION_CATALOG.md), in its
 // order: kCatalogIds[k − 1] is entry k. The registry test requires an entry for
 // each, and the docs index test a row for each; entries added in coursework
 // take numbers after 80 and need no change here.

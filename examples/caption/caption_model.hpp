@@ -19,7 +19,7 @@
 //     (h_t, c_t) = LSTMCell([E y_{t−1} ; ẑ_t], (h_{t−1}, c_{t−1}))
 //     logits_t = W_o [h_t ; ẑ_t ; E y_{t−1}] + b_o                             B×V
 //
-// With the default sizes (workload W4 of shared/bench/WORKLOADS.md: 56×56
+// With the default sizes (workload W4 of docs/WORKLOADS.md: 56×56
 // images, channels 32 and 64, d_h 256, E 64, attention 128, V 16) the model has
 // 496,017 parameters.
 //
