@@ -22,6 +22,13 @@
 # NATIVE=1 adds -march=native (never the default: the SIMD kernels are chosen at
 # run time, so one binary runs on any x86-64).
 
+# Every core by default: -jN on the command line still decides (-j1: one job).
+NPROC := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(NPROC)
+# When this make started, for the time `make test` and `make run` report.
+START_TIME := $(shell date +%s)
+elapsed = echo "$1: $$(( $$(date +%s) - $(START_TIME) )) s, build included"
+
 CXX ?= g++
 ifeq ($(origin CXX),default)
 CXX := g++
@@ -127,7 +134,7 @@ $(GRAD_BIN): $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
 test: $(UNIT_BIN) $(GRAD_BIN)
-	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN)
+	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; $(call elapsed,make test); exit $$status
 
 # ---- benchmarks and examples -------------------------------------------------
 $(B)/bench/%: $(B)/obj/float/bench/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
@@ -150,7 +157,7 @@ $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(TASK_LIBS) $(LIB
 # make run: trains each example on its built-in data (a minute or two each)
 # and writes out/report.html. make data: the real data sets, into data/.
 run: $(EXAMPLE_BINS)
-	@sh scripts/run-examples.sh "$(B)"
+	@sh scripts/run-examples.sh "$(B)"; status=$$?; $(call elapsed,make run); exit $$status
 
 # make check-report: the page of make run in headless Chromium (Debian's
 # chromium): every explorer clicked through, no JavaScript error allowed;
