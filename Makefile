@@ -5,6 +5,7 @@
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make run          train the example models on built-in data; out/report.html
 #   make check-report click through out/report.html in headless Chromium
+#   make install PREFIX=DIR   headers, libattn.a, attn.pc, attnConfig.cmake
 #   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of docs/WORKLOADS.md, as JSON lines
@@ -98,7 +99,7 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run check-report data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test bench clean doctest run check-report install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -164,6 +165,19 @@ run: $(EXAMPLE_BINS)
 # screenshots in out/report-check/ (scripts/check-report.sh).
 check-report:
 	@sh scripts/check-report.sh out/report.html seq2seq,caption,caption-hard
+
+# make install PREFIX=DIR: the library's headers (DIR/include/attn/, included
+# as "attention/...", "nn/..." as in the repository), libattn.a, a pkg-config
+# file and a CMake package (attn::attn); examples/template/ builds on them.
+PREFIX ?= /usr/local
+LIB_HEADER_DIRS := tensor tensor/gemm autograd nn attention
+install: $(LIB_F)
+	@for d in $(LIB_HEADER_DIRS); do mkdir -p "$(PREFIX)/include/attn/$$d" && cp $$d/*.hpp "$(PREFIX)/include/attn/$$d/"; done
+	@mkdir -p "$(PREFIX)/lib/pkgconfig" "$(PREFIX)/lib/cmake/attn"
+	cp $(LIB_F) "$(PREFIX)/lib/libattn.a"
+	cp packaging/attn.pc "$(PREFIX)/lib/pkgconfig/attn.pc"
+	cp packaging/attnConfig.cmake packaging/attnConfigVersion.cmake "$(PREFIX)/lib/cmake/attn/"
+	@echo "installed attn into $(PREFIX): build your program with examples/template/ (Makefile or CMakeLists.txt)"
 
 # make zoo: every family of the attention catalog on a task that needs it.
 zoo: $(B)/examples/zoo
