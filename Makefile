@@ -59,8 +59,9 @@ ATTN_CXXFLAGS += -march=native
 endif
 ATTN_LDFLAGS += -pthread
 
-# SIMD kernels: each file is compiled for its own instruction set.
-ARCH := $(shell uname -m)
+# SIMD kernels: each file is compiled for its own instruction set. The target
+# is the compiler's (not this machine's: a cross-compiler builds for another).
+ARCH := $(firstword $(subst -, ,$(shell $(CXX) -dumpmachine)))
 AVX2_FLAGS := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
 isa_flags = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx2,$1),$(AVX2_FLAGS)))

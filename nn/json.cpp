@@ -1,11 +1,59 @@
 #include "nn/json.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_set>
 
 namespace attn {
+
+// std::from_chars and std::to_chars for double, with stand-ins where the
+// standard library lacks them: libc++ before version 20 (every Xcode up to 16)
+// has no from_chars for double, and on macOS to_chars for double needs 13.3.
+// The stand-ins use strtod and snprintf, which read and write '.' in the "C"
+// locale every program starts in. ATTN_NO_CHARCONV_DOUBLE forces them, so
+// they can be tested anywhere.
+namespace {
+
+#if defined(ATTN_NO_CHARCONV_DOUBLE) || (defined(_LIBCPP_VERSION) && _LIBCPP_VERSION < 200000)
+std::from_chars_result read_double(const char* first, const char* last, double& out) {
+    const std::string text(first, last);  // strtod needs a terminated string
+    char* end = nullptr;
+    errno = 0;
+    const double value = std::strtod(text.c_str(), &end);
+    std::from_chars_result r{first + (end - text.c_str()), std::errc()};
+    // ERANGE also comes with a subnormal result, which from_chars accepts: out
+    // of range is only an overflow (±inf) or an underflow to 0.
+    if (end == text.c_str()) r.ec = std::errc::invalid_argument;
+    else if (errno == ERANGE && (std::isinf(value) || value == 0)) r.ec = std::errc::result_out_of_range;
+    else out = value;
+    return r;
+}
+#else
+std::from_chars_result read_double(const char* first, const char* last, double& out) {
+    return std::from_chars(first, last, out);
+}
+#endif
+
+#if defined(ATTN_NO_CHARCONV_DOUBLE) || \
+    (defined(__APPLE__) && defined(__ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__) && \
+     __ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__ < 130300)
+// The shortest %g text that reads back as the same double.
+char* write_double(char* first, char* last, double value) {
+    const auto size = static_cast<size_t>(last - first);
+    for (int digits = 1; digits <= 17; ++digits) {
+        const int n = std::snprintf(first, size, "%.*g", digits, value);
+        if (n > 0 && static_cast<size_t>(n) < size && std::strtod(first, nullptr) == value) return first + n;
+    }
+    return first + std::snprintf(first, size, "%.17g", value);
+}
+#else
+char* write_double(char* first, char* last, double value) { return std::to_chars(first, last, value).ptr; }
+#endif
+
+}  // namespace
 
 JsonParseError::JsonParseError(size_t offset, const std::string& message)
     : std::runtime_error("json: at byte " + std::to_string(offset) + ": " + message), offset_(offset) {}
@@ -227,8 +275,7 @@ void Json::dump_to(std::string& out) const {
             } else {
                 // The shortest text that reads back as the same double.
                 char buf[32];
-                auto [end, ec] = std::to_chars(buf, buf + sizeof buf, number_);
-                out.append(buf, end);
+                out.append(buf, write_double(buf, buf + sizeof buf, number_));
             }
             break;
         }
@@ -415,7 +462,7 @@ private:
         const char* last = text_.data() + pos_;
         Json j;
         j.type_ = Json::Type::number;
-        auto [end, ec] = std::from_chars(first, last, j.number_);
+        auto [end, ec] = read_double(first, last, j.number_);
         if (ec == std::errc::result_out_of_range && integral) ec = {};  // huge integer: a double is fine
         if (ec != std::errc() || end != last || !std::isfinite(j.number_))
             fail_at(start, "number " + std::string(first, last) + " is out of the range of a double");

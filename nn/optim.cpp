@@ -233,9 +233,13 @@ bool adam_kernel(R* pp, const R* pg, R* m, R* v, int64_t n, const optim_internal
     if constexpr (!std::is_same_v<R, float>) {
         return false;
     } else {
+#if defined(__x86_64__)  // nn/optim_avx2.cpp is compiled for x86-64 only
         const bool avx2 = fast_math_avx2_available();
+#endif
         parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t e) {
+#if defined(__x86_64__)
             if (avx2) return optim_internal::adam_avx2(pp + b, pg + b, m + b, v + b, e - b, c);
+#endif
             for (int64_t i = b; i < e; ++i) optim_internal::adam_one(pp[i], pg[i], m[i], v[i], c);
         });
         return true;

@@ -63,6 +63,8 @@ bool spin_until(Done done) {
         if (done()) return true;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");  // ARM's hint for a spin loop
 #endif
         if (i % 64 != 0) continue;  // the clock every 64 pauses, ~1 µs
         const auto waited = std::chrono::steady_clock::now() - start;
