@@ -33,6 +33,13 @@ struct TempDir {
 };
 
 // The bytes of a file ("" if it cannot be read).
+// How many times `what` occurs in `s` (overlapping occurrences counted).
+inline size_t occurrences(const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+}
+
 inline std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream os;

@@ -19,12 +19,6 @@ using namespace attn::testing;
 
 namespace {
 
-size_t occurrences(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-}
-
 // Two output tokens over three input tokens, two frames.
 Explorer two_by_three() {
     Explorer e;
@@ -93,6 +87,25 @@ TEST_CASE("explorer: a frame round-trips through JSON (what attention.jsonl keep
     CHECK(back.maps[0].weights[0] == std::vector<double>{0.123, 0.5, 0.377});
     CHECK_THROWS_WITH_AS(frame_from_json(parse_json("[1, 2]")), doctest::Contains("expected an object"),
                          std::invalid_argument);
+}
+
+TEST_CASE("explorer: an item's frames from a run's attention.jsonl, labelled by epoch") {
+    const ExplorerFrame f = two_by_three().frames[0];
+    std::vector<Json> records;
+    for (int64_t epoch = 0; epoch <= 2; ++epoch) {
+        Json items = Json::array();
+        items.push_back(frame_json(f));
+        if (epoch != 1) items.push_back(frame_json(f));  // item 1 is missing from epoch 1's record
+        records.push_back(Json::object({{"epoch", epoch}, {"step", 10 * epoch}, {"snapshot", std::move(items)}}));
+    }
+    const std::vector<ExplorerFrame> first = history_frames(records, 0), second = history_frames(records, 1);
+    REQUIRE(first.size() == 3);
+    CHECK(first[0].label == "before training");
+    CHECK(first[2].label == "epoch 2");
+    CHECK(first[1].rows == f.rows);
+    REQUIRE(second.size() == 2);
+    CHECK(second[1].label == "epoch 2");
+    CHECK(history_frames(records, 2).empty());
 }
 
 TEST_CASE("explorer: an image's pixels become 0..255 and marks must lie on its grid") {

@@ -24,12 +24,6 @@ using namespace attn::testing;
 
 namespace {
 
-size_t count(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-}
-
 // A small well-formedness check for our XML/HTML: every tag closed in order
 // (void elements excepted), attribute values quoted, and every '&' starting
 // one of the entities we emit; the text of <script> and <style> is raw (HTML
@@ -53,7 +47,7 @@ std::string check_markup(const std::string& s) {
         i = end;
         if (tag.starts_with("?") || tag.starts_with("!")) continue;  // declarations
         if (tag.find('<') != std::string::npos) return "'<' inside a tag: " + tag;
-        if (count(tag, "\"") % 2 != 0) return "unbalanced quotes in: " + tag;
+        if (occurrences(tag, "\"") % 2 != 0) return "unbalanced quotes in: " + tag;
         if (tag.starts_with("/")) {
             const std::string name = tag.substr(1);
             if (open.empty() || open.back() != name)
@@ -129,11 +123,11 @@ TEST_CASE("progress: on a terminal it redraws in place, at most every 0.1 s, wit
     }
     bar.finish();
     const std::string s = out.str();
-    const size_t draws = count(s, "\r");
+    const size_t draws = occurrences(s, "\r");
     CHECK(draws >= 9);
     CHECK(draws <= 12);
     CHECK(s.back() == '\n');
-    CHECK(count(s, "\n") == 1);
+    CHECK(occurrences(s, "\n") == 1);
     // Each line redrawn in place fits in 39 columns; the final one, never
     // redrawn, is whole.
     std::vector<std::string> pieces;
@@ -295,8 +289,8 @@ TEST_CASE("svg: line chart is well formed, escapes text, breaks lines at NaN") {
     CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     CHECK(svg.find("train &lt;loss&gt; &amp; &quot;more&quot;") != std::string::npos);
     CHECK(svg.find("loss &amp; accuracy") != std::string::npos);
-    CHECK(count(svg, "<path") == 2);
-    CHECK(count(svg, " M") == 1);  // the NaN splits the first series in two pieces
+    CHECK(occurrences(svg, "<path") == 2);
+    CHECK(occurrences(svg, " M") == 1);  // the NaN splits the first series in two pieces
 
     const std::string log_svg = line_chart_svg(series, {.log_y = true});
     CHECK(check_markup(log_svg) == "");
@@ -410,8 +404,8 @@ TEST_CASE("svg: heatmap has one rect per cell, labels, and a legend") {
                                         {.title = "attention", .x_label = "source", .y_label = "target",
                                          .show_values = true});
     CHECK(check_markup(svg) == "");
-    CHECK(count(svg, "class=\"cell\"") == 12);
-    CHECK(count(svg, "class=\"legend\"") == 50);
+    CHECK(occurrences(svg, "class=\"cell\"") == 12);
+    CHECK(occurrences(svg, "class=\"legend\"") == 50);
     CHECK(svg.find("&lt;eos&gt;") != std::string::npos);
     CHECK(svg.find("<title>chat / sat: 0.5</title>") != std::string::npos);
     CHECK(svg.find("fill=\"#fde725\"") == std::string::npos);  // nothing reaches 1 on the [0, 1] scale
@@ -428,7 +422,7 @@ TEST_CASE("svg: attention over an image") {
     const Tensor weights = Tensor::from({1, 0, 0, 0, 0, 0}, Shape{2, 3});
     const std::string svg = attention_overlay_svg(image, weights, {.title = "a <dog>", .pixel_size = 10});
     CHECK(check_markup(svg) == "");
-    CHECK(count(svg, "<rect x=") == 24);
+    CHECK(occurrences(svg, "<rect x=") == 24);
     CHECK(svg.find("a &lt;dog&gt;") != std::string::npos);
     // Top-left pixel: fully weighted, 0.3 gray + 0.7 orange = (0.85, 0.535, 0.15).
     CHECK(svg.find("<rect x=\"0\" y=\"22\" width=\"10\" height=\"10\" fill=\"#d98826\"/>") != std::string::npos);
@@ -473,7 +467,7 @@ TEST_CASE("report: sections, tables and shaded text, all escaped") {
     CHECK(word_shade(html, "great") == 1.0);
     CHECK(word_shade(html, "bad") == 0.278);  // printed with three decimals
     CHECK(html.find("title=\"0.500\">bad</span>") != std::string::npos);
-    CHECK(count(html, "class=\"sent\"") == 2);
+    CHECK(occurrences(html, "class=\"sent\"") == 2);
     CHECK(html.find("border-left-color:rgba(31,119,180,0.250)") != std::string::npos);  // 0.2 / 0.8
     CHECK(html.find("<figcaption>a dog</figcaption>") != std::string::npos);
 

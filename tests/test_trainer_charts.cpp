@@ -159,12 +159,6 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
 
 namespace {
 
-size_t occurrences(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-}
-
 // A decoded caption for a test image: its reference words, each looking at
 // one location (`at` + t) with weight 0.9, the rest spread evenly.
 Decoded looking_at(const CaptionExample& ex, int64_t locations, int64_t at) {

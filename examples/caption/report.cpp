@@ -180,13 +180,7 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
         e.rows_label = "caption";
         e.cols_label = "image";
         e.image = explorer_image(data.test[i].image, gh, gw);
-        for (const Json& record : history)
-            if (record["snapshot"].as_array().size() > i) {
-                ExplorerFrame f = frame_from_json(record["snapshot"][i]);
-                const int64_t epoch = record["epoch"].as_int();
-                f.label = epoch == 0 ? "before training" : "epoch " + std::to_string(epoch);
-                e.frames.push_back(std::move(f));
-            }
+        e.frames = history_frames(history, i);
         ExplorerFrame tested = caption_frame(d, data.vocab, attention_kind);
         tested.label = "the tested model (best checkpoint)";
         e.frames.push_back(std::move(tested));

@@ -68,6 +68,18 @@ ExplorerFrame frame_from_json(const Json& json) {
     return f;
 }
 
+std::vector<ExplorerFrame> history_frames(const std::vector<Json>& records, size_t item) {
+    std::vector<ExplorerFrame> frames;
+    for (const Json& record : records) {
+        if (!record.contains("snapshot") || record["snapshot"].as_array().size() <= item) continue;
+        ExplorerFrame f = frame_from_json(record["snapshot"][item]);
+        const int64_t epoch = record["epoch"].as_int();
+        f.label = epoch == 0 ? "before training" : "epoch " + std::to_string(epoch);
+        frames.push_back(std::move(f));
+    }
+    return frames;
+}
+
 Json explorer_json(const Explorer& e) {
     if (e.frames.empty()) throw std::invalid_argument("explorer '" + e.title + "': no frame");
     const int64_t locations = e.image ? e.image->grid_h * e.image->grid_w : 0;

@@ -66,6 +66,11 @@ struct Explorer {
 Json frame_json(const ExplorerFrame& frame);
 ExplorerFrame frame_from_json(const Json& json);
 
+// Item `item`'s frames from the records of a run's attention.jsonl (one per
+// snapshot, each holding an array of frames, one per item), labelled "before
+// training" (epoch 0) and "epoch N". Records without the item are skipped.
+std::vector<ExplorerFrame> history_frames(const std::vector<Json>& records, size_t item);
+
 // The whole explorer as JSON (what the page's script reads). Throws
 // std::invalid_argument if a map's size does not match its rows and columns,
 // a mark is outside the grid, or there is no frame.

@@ -124,13 +124,7 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
         const EvalItem& item = task.test[i];
         Explorer e;
         e.title = item.text;
-        for (const Json& record : history)
-            if (record["snapshot"].as_array().size() > i) {
-                ExplorerFrame f = frame_from_json(record["snapshot"][i]);
-                const int64_t epoch = record["epoch"].as_int();
-                f.label = epoch == 0 ? "before training" : "epoch " + std::to_string(epoch);
-                e.frames.push_back(std::move(f));
-            }
+        e.frames = history_frames(history, i);
         ExplorerFrame tested = alignment_frame(model, task, item);
         tested.label = "the tested model (best checkpoint)";
         Tensor weights = Tensor::zeros(Shape{static_cast<int64_t>(tested.rows.size()),

@@ -145,11 +145,6 @@ NeedleRun train_needles(NeedleNet& net, ZooContext& ctx, Generator& gen, const N
     return run;
 }
 
-std::string fmt(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    return buf;
-}
 
 ZooResult train_needle_task(ZooContext& ctx) {
     Generator test_gen(ctx.gen.next_u64());
@@ -167,9 +162,9 @@ ZooResult train_needle_task(ZooContext& ctx) {
         std::to_string(r.steps) + " steps; ReSA's samplers are trained by REINFORCE with the reward −(loss + 0.1·kept) " +
         "after a quarter of the steps keeping every token. In evaluation a token is kept when π > 0.5.");
     ctx.report.table({"attention", "test accuracy", "tokens attended (kept)", "signal tokens kept", "tokens attending"},
-                     {{"soft (every token)", fmt(s.accuracy), "1.000", "1.000", "1.000"},
-                      {"reinforced (ReSA)", fmt(r.accuracy), fmt(r.kept_attended), fmt(r.signal_kept),
-                       fmt(r.kept_attending)}});
+                     {{"soft (every token)", fmt(s.accuracy, 3), "1.000", "1.000", "1.000"},
+                      {"reinforced (ReSA)", fmt(r.accuracy, 3), fmt(r.kept_attended, 3), fmt(r.signal_kept, 3),
+                       fmt(r.kept_attending, 3)}});
     // What the attended sampler keeps, on a few test sequences.
     {
         NoGradGuard no_grad;
@@ -193,8 +188,8 @@ ZooResult train_needle_task(ZooContext& ctx) {
                      .target = 0.95,
                      .higher_is_better = true,
                      .steps = r.steps,
-                     .baseline = "soft attention " + fmt(s.accuracy) + "; ReSA keeps " + fmt(r.kept_attended) +
-                                 " of the tokens and " + fmt(r.signal_kept) + " of the signal"};
+                     .baseline = "soft attention " + fmt(s.accuracy, 3) + "; ReSA keeps " + fmt(r.kept_attended, 3) +
+                                 " of the tokens and " + fmt(r.signal_kept, 3) + " of the signal"};
 }
 
 const ZooRegistration alignment_tasks({

@@ -25,11 +25,6 @@ using namespace attn::zoo;
 
 namespace {
 
-std::string fmt(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-    return buf;
-}
 
 // ---- pairs ------------------------------------------------------------------------------------------
 // A: 6 distinct words of 20 (ids 1..20; 0 pads). B: 3 or 4 of A's words in any

@@ -40,11 +40,6 @@ int64_t argmax_row(const Tensor& t, int64_t row, int64_t n) {
     return best;
 }
 
-std::string fmt(double v, int digits = 2) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
 
 // Rows of x B×n×h picked by index (one per batch row) → B×h
 Var pick_rows(const Var& x, const std::vector<int64_t>& index) {

@@ -29,11 +29,6 @@ using namespace attn::zoo;
 
 namespace {
 
-std::string fmt(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-    return buf;
-}
 
 constexpr int64_t kVocab = 10, kLength = 8, kModel = 32, kHeads = 2, kLayers = 2;
 

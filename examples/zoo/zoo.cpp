@@ -3,12 +3,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace attn::zoo {
 
 int64_t ZooContext::steps(int64_t stated) const {
     return std::max<int64_t>(1, std::llround(static_cast<double>(stated) * budget));
+}
+
+std::string fmt(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
 }
 
 double accuracy(const Tensor& logits, const Tensor& labels) {

@@ -72,6 +72,8 @@ std::vector<ZooTask>& zoo_registry();
 // (class ids stored as reals, or as integers).
 double accuracy(const Tensor& logits, const Tensor& labels);
 double accuracy(const Tensor& logits, const std::vector<int64_t>& labels);
+// A number with `digits` decimals, for the report's text.
+std::string fmt(double v, int digits = 2);
 // Class ids as a B tensor of reals (what cross_entropy takes).
 Tensor labels_tensor(const std::vector<int64_t>& labels);
 

@@ -62,11 +62,7 @@ std::string unescape(std::string s) {
     return s;
 }
 
-size_t occurrences(const std::string& haystack, const std::string& needle) {
-    size_t count = 0;
-    for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++count;
-    return count;
-}
+using attn::testing::occurrences;
 
 }  // namespace
 
