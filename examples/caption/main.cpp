@@ -195,9 +195,9 @@ int main(int argc, char** argv) try {
     // decoder reads what it attends to (validation word accuracy ≥
     // --expected-until); a checkpoint keeps whether it has, so a resumed run
     // switches at the same epoch.
-    bool reading = expected_until <= 0;
+    bool may_sample = expected_until <= 0;
     parts.begin_epoch = [&](int64_t epoch) {
-        const bool sampling = hard && epoch >= expected_epochs && reading;
+        const bool sampling = hard && epoch >= expected_epochs && may_sample;
         if (hard) model.hard_alignment.set_soft_probability(sampling ? soft_probability : 1.0);
         loss_options = {.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
                         .entropy_bonus = entropy_bonus, .reinforce_weight = reinforce_weight, .reward = reward};
@@ -234,8 +234,8 @@ int main(int argc, char** argv) try {
                                              {"valid_bleu4", m.bleu[3]}, {"valid_localization", m.localization}}),
                      .shown = {{"valid_word_acc", m.word_accuracy}, {"valid_loc", m.localization}}};
         if (hard) v.record.set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
-        if (hard && !reading && m.word_accuracy >= expected_until) {
-            reading = true;
+        if (hard && !may_sample && m.word_accuracy >= expected_until) {
+            may_sample = true;
             std::cerr << "validation word accuracy " << m.word_accuracy << " ≥ " << expected_until
                       << ": hard attention samples from the next epoch on\n";
         }
@@ -248,12 +248,12 @@ int main(int argc, char** argv) try {
                              .max_length = static_cast<int64_t>(data.train.at(0).caption.size())};
     parts.save_extra = [&](std::map<std::string, std::string>& extra) {
         extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
-        extra["caption.sampling"] = reading ? "1" : "0";
+        extra["caption.sampling"] = may_sample ? "1" : "0";
         save_setup(setup, extra);
     };
     parts.load_extra = [&](const TrainingState& state) {
         if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
-        if (state.extra.count("caption.sampling")) reading = state.extra.at("caption.sampling") == "1";
+        if (state.extra.count("caption.sampling")) may_sample = state.extra.at("caption.sampling") == "1";
     };
     LoopOptions options = loop_options(common, run_name);
     options.clip = clip;

@@ -16,15 +16,6 @@ namespace attn {
 
 namespace {
 
-Series epoch_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
-    Series s{.name = name};
-    for (const auto& [x, y] : metric_series(records, key, "epoch")) {
-        s.x.push_back(x);
-        s.y.push_back(y);
-    }
-    return s;
-}
-
 std::string fixed(double v, int decimals) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -72,19 +63,19 @@ CaptionCharts caption_charts(const std::vector<Json>& records) {
     // The terms apart, on a log scale: the penalty is tens of times the
     // cross-entropy, and their sum would look flat while the cross-entropy
     // falls tenfold.
-    c.loss_terms = line_chart_svg({epoch_series(records, "cross-entropy (per word)", "train_ce"),
-                                   epoch_series(records, "penalty λ·Σ_i (1 − Σ_t α_ti)²", "train_penalty")},
+    c.loss_terms = line_chart_svg({chart_series(records, "cross-entropy (per word)", "train_ce", "epoch"),
+                                   chart_series(records, "penalty λ·Σ_i (1 − Σ_t α_ti)²", "train_penalty", "epoch")},
                                   {.title = "training loss, term by term", .x_label = "epoch",
                                    .y_label = "loss term (log scale)", .log_y = true});
     // Hard attention's two other terms can be negative: a linear axis.
     if (!metric_series(records, "train_reinforce", "epoch").empty())
-        c.reinforce = line_chart_svg({epoch_series(records, "REINFORCE term", "train_reinforce"),
-                                      epoch_series(records, "entropy bonus −λ_e·H", "train_entropy_bonus")},
+        c.reinforce = line_chart_svg({chart_series(records, "REINFORCE term", "train_reinforce", "epoch"),
+                                      chart_series(records, "entropy bonus −λ_e·H", "train_entropy_bonus", "epoch")},
                                      {.title = "hard attention: REINFORCE terms", .x_label = "epoch",
                                       .y_label = "loss term"});
-    c.valid = line_chart_svg({epoch_series(records, "word accuracy", "valid_word_acc"),
-                              epoch_series(records, "exact", "valid_exact"),
-                              epoch_series(records, "localisation", "valid_localization")},
+    c.valid = line_chart_svg({chart_series(records, "word accuracy", "valid_word_acc", "epoch"),
+                              chart_series(records, "exact", "valid_exact", "epoch"),
+                              chart_series(records, "localisation", "valid_localization", "epoch")},
                              {.title = "validation", .x_label = "epoch", .y_label = "fraction"});
     return c;
 }

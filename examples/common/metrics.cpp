@@ -87,4 +87,14 @@ std::vector<std::pair<double, double>> metric_series(const std::vector<Json>& re
     return series;
 }
 
+Series chart_series(const std::vector<Json>& records, const std::string& name, const std::string& key,
+                    const std::string& x_key) {
+    Series s{name, {}, {}};
+    for (const auto& [x, y] : metric_series(records, key, x_key)) {
+        s.x.push_back(x);
+        s.y.push_back(y);
+    }
+    return s;
+}
+
 }  // namespace attn

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "examples/common/svg.hpp"
 #include "nn/json.hpp"
 
 namespace attn {
@@ -55,5 +56,8 @@ std::vector<Json> read_metrics(const std::string& path);
 // NaN written as null) are skipped.
 std::vector<std::pair<double, double>> metric_series(const std::vector<Json>& records, const std::string& key,
                                                      const std::string& x_key = "");
+// The same as a chart's line named `name` (examples/common/svg.hpp).
+Series chart_series(const std::vector<Json>& records, const std::string& name, const std::string& key,
+                    const std::string& x_key);
 
 }  // namespace attn

@@ -62,25 +62,16 @@ std::string percent(double x) {
     return buf;
 }
 
-Series epoch_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
-    Series s{name, {}, {}};
-    for (const auto& [x, y] : metric_series(records, key, "epoch")) {
-        s.x.push_back(x);
-        s.y.push_back(y);
-    }
-    return s;
-}
-
 }  // namespace
 
 DocclassCharts docclass_charts(const std::vector<Json>& records) {
     DocclassCharts c;
-    c.loss = line_chart_svg({epoch_series(records, "train", "train_loss"), epoch_series(records, "valid", "valid_loss")},
+    c.loss = line_chart_svg({chart_series(records, "train", "train_loss", "epoch"), chart_series(records, "valid", "valid_loss", "epoch")},
                             {.title = "loss", .x_label = "epoch", .y_label = "cross-entropy", .log_y = true,
                              .width = 420, .height = 300});
-    std::vector<Series> valid{epoch_series(records, "valid accuracy", "valid_acc")};
+    std::vector<Series> valid{chart_series(records, "valid accuracy", "valid_acc", "epoch")};
     if (!metric_series(records, "valid_key_sentence_precision", "epoch").empty())
-        valid.push_back(epoch_series(records, "valid key-sentence precision", "valid_key_sentence_precision"));
+        valid.push_back(chart_series(records, "valid key-sentence precision", "valid_key_sentence_precision", "epoch"));
     c.valid = line_chart_svg(valid, {.title = "validation", .x_label = "epoch", .y_label = "fraction",
                                      .width = 420, .height = 300});
     return c;

@@ -30,12 +30,16 @@ namespace {
 
 constexpr size_t kShownItems = 4;  // test items drawn in the report (and kept each epoch)
 
-ExplorerFrame alignment_frame(Seq2SeqModel& model, const TaskData& task, const EvalItem& item) {
+// Greedy decoding of one test item, and the picture of its alignment.
+AlignmentPicture item_alignment(Seq2SeqModel& model, const TaskData& task, const EvalItem& item) {
     const int64_t n = static_cast<int64_t>(item.source.size());
     Tensor src = Tensor::zeros(Shape{1, n});
     for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
-    const AlignmentPicture p =
-        alignment_picture(greedy_decode(model, src, {n})[0], item.source, task.source_vocab, task.target_vocab);
+    return alignment_picture(greedy_decode(model, src, {n})[0], item.source, task.source_vocab, task.target_vocab);
+}
+
+ExplorerFrame alignment_frame(const AlignmentPicture& p) {
+    const auto n = static_cast<int64_t>(p.cols.size());
     AttentionMap map;
     for (size_t r = 0; r < p.rows.size(); ++r)
         map.weights.emplace_back(p.weights.data() + static_cast<int64_t>(r) * n,
@@ -50,36 +54,23 @@ Json alignment_snapshot(Seq2SeqModel& model, const TaskData& task) {
     model.eval();
     Json frames = Json::array();
     for (size_t i = 0; i < std::min(kShownItems, task.test.size()); ++i)
-        frames.push_back(frame_json(alignment_frame(model, task, task.test[i])));
+        frames.push_back(frame_json(alignment_frame(item_alignment(model, task, task.test[i]))));
     if (training) model.train();
     return frames;
 }
-
-namespace {
-
-Series step_series(const std::vector<Json>& records, const std::string& name, const std::string& key) {
-    Series s{name, {}, {}};
-    for (const auto& [x, y] : metric_series(records, key, "step")) {
-        s.x.push_back(x);
-        s.y.push_back(y);
-    }
-    return s;
-}
-
-}  // namespace
 
 Seq2SeqCharts seq2seq_charts(const std::vector<Json>& records, bool g2p) {
     // Two charts, not one with two kinds of number on a shared y axis: the
     // loss is in nats per symbol, the error a fraction of the dev items. Both
     // are drawn against the step.
     Seq2SeqCharts c;
-    c.loss = line_chart_svg({step_series(records, "train loss (mean of 25 steps)", "recent_train_loss")},
+    c.loss = line_chart_svg({chart_series(records, "train loss (mean of 25 steps)", "recent_train_loss", "step")},
                             {.title = "training loss", .x_label = "step",
                              .y_label = "cross-entropy per output symbol", .log_y = true, .width = 480,
                              .height = 320});
     const std::string error = g2p ? "dev WER" : "dev error (1 − exact match)";
     // A linear axis for the error: 0, a perfect dev set, must stay on the chart.
-    c.dev = line_chart_svg({step_series(records, error, "dev_wer")},
+    c.dev = line_chart_svg({chart_series(records, error, "dev_wer", "step")},
                            {.title = "dev error", .x_label = "step",
                             .y_label = g2p ? "word error rate" : "1 − exact match", .width = 480, .height = 320});
     return c;
@@ -125,16 +116,12 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
         Explorer e;
         e.title = item.text;
         e.frames = history_frames(history, i);
-        ExplorerFrame tested = alignment_frame(model, task, item);
-        tested.label = "the tested model (best checkpoint)";
-        Tensor weights = Tensor::zeros(Shape{static_cast<int64_t>(tested.rows.size()),
-                                             static_cast<int64_t>(tested.cols.size())});
-        for (size_t r = 0; r < tested.rows.size(); ++r)
-            for (size_t j = 0; j < tested.cols.size(); ++j)
-                weights[static_cast<int64_t>(r * tested.cols.size() + j)] = static_cast<real>(tested.maps[0].weights[r][j]);
+        const AlignmentPicture picture = item_alignment(model, task, item);
         write_svg(run_dir + "/attention_" + std::to_string(i) + ".svg",
-                  heatmap_svg(weights, tested.rows, tested.cols,
+                  heatmap_svg(picture.weights, picture.rows, picture.cols,
                               {.title = item.text, .x_label = "input", .y_label = "output", .cell_size = 18}));
+        ExplorerFrame tested = alignment_frame(picture);
+        tested.label = "the tested model (best checkpoint)";
         std::string answer;
         for (size_t r = 0; r < tested.rows.size(); ++r)
             if (tested.rows[r] != "</s>") answer += (answer.empty() || !task.g2p ? "" : " ") + tested.rows[r];
