@@ -49,7 +49,15 @@ else ifeq ($(SAN),fuzz)
 ATTN_CXXFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 ATTN_LDFLAGS := -fsanitize=fuzzer,address,undefined
 else
-ATTN_CXXFLAGS += -O2 -g
+# The library and the programs: -O2, with debug information to step through.
+# The tests' own code and the double-precision library (which serves only the
+# gradient checks): -Og, the level meant for the edit-compile-debug cycle. It
+# compiles them in about half the time, and they run about as fast: their
+# work is mostly calls into the -O2 library, or checks on small inputs
+# (figures in docs/performance.md, "Build time").
+ATTN_CXXFLAGS += -g
+FAST_OPT := -O2
+DEBUG_OPT := -Og
 endif
 ifeq ($(WERROR),1)
 ATTN_CXXFLAGS += -Werror
@@ -82,7 +90,7 @@ COMMON_SRC := $(sort $(wildcard examples/common/*.cpp))
 TASKS := seq2seq caption docclass
 task_src = $(sort $(filter-out examples/$1/main.cpp,$(wildcard examples/$1/*.cpp)))
 UNIT_SRC := $(sort $(wildcard tests/*.cpp))
-GRAD_SRC := tests/doctest_main.cpp $(sort $(wildcard tests/grad/*.cpp))
+GRAD_SRC := $(sort $(wildcard tests/grad/*.cpp))
 BENCH_SRC := $(sort $(wildcard bench/*.cpp))
 FUZZ_SRC := $(sort $(wildcard fuzz/*.cpp))
 EXAMPLES := $(notdir $(patsubst %/main.cpp,%,$(wildcard examples/*/main.cpp)))
@@ -106,11 +114,14 @@ all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 # ---- compile ---------------------------------------------------------------
 $(B)/obj/float/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(ATTN_CXXFLAGS) $(OPT) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
 $(B)/obj/double/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(ATTN_CXXFLAGS) $(OPT) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+
+OPT = $(FAST_OPT)
+$(B)/obj/double/%.o: OPT = $(DEBUG_OPT)
 
 $(LIB_F): $(call obj_f,$(LIB_SRC))
 	@mkdir -p $(dir $@)
@@ -123,15 +134,29 @@ $(LIB_COMMON): $(call obj_f,$(COMMON_SRC))
 	rm -f $@ && ar rcs $@ $^
 
 # ---- tests -------------------------------------------------------------------
-# The test objects wait for doctest (order-only: installing it rebuilds nothing).
-$(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC)): | doctest
+# The test objects wait for doctest (order-only: installing it rebuilds nothing)
+# and use tests/precompiled.hpp, compiled once with the same flags as they are.
+# One header serves both test builds: ATTN_DOUBLE does not appear in it.
+TEST_OBJ := $(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC))
+TEST_PCH := $(B)/obj/pch/precompiled.hpp
+# (Not doctest_main.cpp: it includes doctest after a #define, to compile
+# doctest's own code, which the header must not have been parsed without.)
+TEST_MAIN_OBJ := $(call obj_f,tests/doctest_main.cpp)
+$(TEST_OBJ): | doctest
+$(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): $(TEST_PCH).gch
+$(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): OPT = $(DEBUG_OPT) -include $(TEST_PCH) -Winvalid-pch
+$(TEST_MAIN_OBJ): OPT = $(DEBUG_OPT)
+$(TEST_PCH).gch: tests/precompiled.hpp | doctest
+	@mkdir -p $(dir $@)
+	cp $< $(TEST_PCH)
+	$(CXX) $(ATTN_CXXFLAGS) $(DEBUG_OPT) $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
 doctest:
 	@DOCTEST_INCLUDE="$(DOCTEST_INCLUDE)" sh scripts/ensure-doctest.sh
 
 $(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
-$(GRAD_BIN): $(call obj_d,$(GRAD_SRC)) $(LIB_D)
+$(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 

@@ -9,6 +9,7 @@
 
 #include "examples/docclass/classification_metrics.hpp"
 #include "examples/docclass/docclass_data.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 using Tokens = std::vector<std::string>;
@@ -138,7 +139,8 @@ TEST_CASE("docclass TSV: parsed lines, and errors naming the file and line") {
     CHECK(error_of("pos\tok\n\n\tno label\n").find("reviews.tsv:3: empty label") == 0);
     CHECK(error_of("pos\t   \n").find("reviews.tsv:1: empty text after the label 'pos'") == 0);
 
-    const std::string path = (std::filesystem::temp_directory_path() / "attn_docclass_test.tsv").string();
+    const attn::testing::TempDir tmp("docclass_tsv");
+    const std::string path = tmp / "reviews.tsv";
     std::ofstream(path) << "a\tone.\n";
     CHECK_THROWS_WITH_AS(load_tsv_corpus(path), doctest::Contains("only one label"), std::runtime_error);
     std::ofstream(path) << "";
@@ -155,9 +157,8 @@ TEST_CASE("docclass TSV: parsed lines, and errors naming the file and line") {
 }
 
 TEST_CASE("docclass fortunes: '%'-separated entries, the largest categories") {
-    const auto dir = std::filesystem::temp_directory_path() / "attn_docclass_fortunes";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+    const attn::testing::TempDir tmp("docclass_fortunes");
+    const std::filesystem::path dir = tmp.path;
     std::ofstream(dir / "cats") << "Cats sleep.\n%\nA cat. Another cat.\n%\n%\nLast cat, no final percent.\n";
     std::ofstream(dir / "dogs") << "Dogs bark.\n%\nDogs run.\n%\n";
     std::ofstream(dir / "fish") << "One fish.\n%\n";

@@ -10,6 +10,7 @@
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/report.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -112,8 +113,8 @@ TEST_CASE("flags: --help lists the --data choices and the declared defaults; a c
 
 TEST_CASE("report parts: each trainer adds its part; the page holds all, in a fixed order") {
     namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / "attn_report_parts_test";
-    fs::remove_all(dir);
+    const attn::testing::TempDir tmp("report_parts");
+    const fs::path dir = tmp.path;
     HtmlReport docs("docclass");
     docs.set_anchor_prefix("docclass-").section("docclass results").paragraph("accuracy 0.9");
     HtmlReport dates("seq2seq");

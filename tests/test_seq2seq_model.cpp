@@ -13,6 +13,7 @@
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 using namespace attn::seq2seq;
@@ -206,7 +207,8 @@ TEST_CASE("seq2seq checkpoint: a round trip reproduces the predictions exactly")
         model.loss(b).backward();
         opt.step();
     }
-    const auto path = (std::filesystem::temp_directory_path() / "test_seq2seq_roundtrip.safetensors").string();
+    const attn::testing::TempDir tmp("seq2seq_roundtrip");
+    const std::string path = tmp / "checkpoint.safetensors";
     save_checkpoint(path, model, opt, TrainingState{.step = 3, .epoch = 0, .seed = 6,
                                                     .extra = {{"seq2seq.config", model.config().str()}}});
     Generator other(99);
@@ -221,7 +223,6 @@ TEST_CASE("seq2seq checkpoint: a round trip reproduces the predictions exactly")
         CHECK(a[i].log_prob == c[i].log_prob);
         CHECK(a[i].attention == c[i].attention);
     }
-    std::filesystem::remove(path);
 }
 
 // An untrained model writes <pad> and <s> as well: the picture of its
