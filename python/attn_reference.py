@@ -26,6 +26,8 @@ F.linear applies a Linear weight (row = position: x [.., in] → x Wᵀ [.., out
 
     additive_score      W_1 [d_w, d_q], W_2 [d_w, d_k], b [d_w], w [d_w]
                         e = tanh(q W_1ᵀ + k W_2ᵀ + b) · w
+    general_score       W [d_k, d_q]                      e = (q Wᵀ) · k
+    luong_attention     score, W_c [d_s, d_h + d_s]       h̃ = tanh([c ; s] W_cᵀ)
     constant_query_self_attention
                         W [d_w, d_k], b [d_w], w [d_w]
                         e = tanh(k Wᵀ + b) · w
@@ -187,51 +189,112 @@ class BahdanauAttention(nn.Module):
         return (alpha.unsqueeze(1) @ states).squeeze(1), alpha
 
 
+class GeneralScore(nn.Module):
+    """general_score (Luong et al. 2015): e_ij = k_jᵀ W q_i, W [d_k, d_q]: E = Q Wᵀ Kᵀ."""
+
+    def __init__(self, query_dim, key_dim):
+        super().__init__()
+        self.W = nn.Parameter(torch.empty(key_dim, query_dim))
+
+    def forward(self, queries, keys):              # B×m×d_q, B×n×d_k → B×m×n
+        return F.linear(queries, self.W) @ keys.transpose(1, 2)
+
+
+class DotScore(nn.Module):
+    """dot_score qᵀk, or scaled_dot_score qᵀk / √d_k: no parameters."""
+
+    def __init__(self, scaled):
+        super().__init__()
+        self.scaled = scaled
+
+    def forward(self, queries, keys):
+        e = queries @ keys.transpose(1, 2)
+        return e / math.sqrt(keys.shape[-1]) if self.scaled else e
+
+
+class LuongAttention(nn.Module):
+    """luong_attention with the global (soft) alignment: e_tj = score(s_t, h̄_j),
+    α_t = masked softmax, c_t = Σ_j α_tj h̄_j, h̃_t = tanh(W_c [c_t ; s_t]),
+    W_c [S, 2H + S] applied as F.linear([c ; s], W_c)."""
+
+    def __init__(self, state_dim, encoder_dim, score, width):
+        super().__init__()
+        if score == "additive_score":  # Luong's concat: with a bias
+            self.score = AdditiveScore(state_dim, encoder_dim, width, bias=True)
+        elif score == "general_score":
+            self.score = GeneralScore(state_dim, encoder_dim)
+        elif score in ("dot_score", "scaled_dot_score"):
+            self.score = DotScore(score == "scaled_dot_score")
+        else:
+            raise NotImplementedError(f"seq2seq: this reference has the additive, general, dot and scaled scores "
+                                      f"for Luong's attention, not {score}")
+        self.W_c = nn.Parameter(torch.empty(state_dim, encoder_dim + state_dim))
+
+    def forward(self, s, states, keep):            # s B×S, states B×n×2H → h̃ B×S, α B×n
+        q = s.unsqueeze(1)
+        if isinstance(self.score, AdditiveScore):
+            e = self.score.score_projected(q, self.score.project_keys(states))
+        else:
+            e = self.score(q, states)
+        alpha = masked_softmax(e.squeeze(1), keep)
+        c = (alpha.unsqueeze(1) @ states).squeeze(1)
+        return torch.tanh(F.linear(torch.cat([c, s], -1), self.W_c)), alpha
+
+
 def parse_key_values(text):
     return dict(item.split("=", 1) for item in text.split())
 
 
 class Seq2Seq(nn.Module):
-    """examples/seq2seq/seq2seq_model.hpp with --attention bahdanau (the default):
+    """examples/seq2seq/seq2seq_model.hpp, with --attention bahdanau (the default)
+    or luong with the global alignment (--align soft_alignment):
         h̄ = bi-GRU(emb(x))                          (padding rows 0)
         s_0 = tanh(init([h→_last ; h←_first]))
-        s_t = GRUCell([emb(y_{t−1}) ; c_{t−1}], s_{t−1})   (c_0 = 0; without input feeding: emb alone)
-        c_t, α_t = attention(s_t, h̄)
-        logits_t = output([s_t ; c_t])"""
+        s_t = GRUCell([emb(y_{t−1}) ; f_{t−1}], s_{t−1})   (f_0 = 0; without input feeding: emb alone)
+        bahdanau  c_t, α_t = attention(s_t, h̄)   logits_t = output([s_t ; c_t])   f_t = c_t
+        luong     h̃_t, α_t = attention(s_t, h̄)   logits_t = output(h̃_t)          f_t = h̃_t"""
 
     def __init__(self, config):
         super().__init__()
         c = {k: v for k, v in parse_key_values(config).items()}
-        if c["attention"] != "bahdanau":
-            raise NotImplementedError(f"seq2seq: this reference has Bahdanau's attention only, not {c['attention']}"
-                                      f" ({c['score']}, {c['align']})")
         E, H, S, A = (int(c[k]) for k in ("embedding", "encoder_hidden", "decoder_hidden", "attention_dim"))
+        self.luong = c["attention"] == "luong"
+        if self.luong and c["align"] != "soft_alignment":
+            raise NotImplementedError(f"seq2seq: this reference has Luong's global alignment only, not {c['align']}")
+        feed = S if self.luong else 2 * H
         self.input_feeding = c["input_feeding"] == "1"
         self.source_embedding = nn.Embedding(int(c["source_vocab"]), E, padding_idx=0)
         self.encoder = nn.GRU(E, H, batch_first=True, bidirectional=True)
         self.init = nn.Linear(2 * H, S)
         self.target_embedding = nn.Embedding(int(c["target_vocab"]), E, padding_idx=0)
-        self.decoder = nn.GRUCell(E + (2 * H if self.input_feeding else 0), S)
-        self.attention = BahdanauAttention(S, 2 * H, A)
-        self.output = nn.Linear(S + 2 * H, int(c["target_vocab"]))
+        self.decoder = nn.GRUCell(E + (feed if self.input_feeding else 0), S)
+        if self.luong:
+            self.attention = LuongAttention(S, 2 * H, c["score"], A)
+        else:
+            self.attention = BahdanauAttention(S, 2 * H, A)
+        self.output = nn.Linear(S if self.luong else S + 2 * H, int(c["target_vocab"]))
 
     def forward(self, source, lengths, target_in):
         """source B×n ids, lengths B, target_in B×T ids → logits B×T×V, attention B×T×n."""
         states, h_n = run_rnn(self.encoder, self.source_embedding(source), lengths)
         keep = torch.arange(source.shape[1]) < torch.as_tensor(lengths).unsqueeze(1)  # B×n
         s = torch.tanh(self.init(torch.cat([h_n[0], h_n[1]], -1)))
-        feed = states.new_zeros(source.shape[0], states.shape[2])
-        projected = self.attention.score.project_keys(states)  # U_a h̄, once
+        feed = states.new_zeros(source.shape[0], s.shape[1] if self.luong else states.shape[2])
+        if not self.luong:
+            projected = self.attention.score.project_keys(states)  # U_a h̄, once
         logits, alphas = [], []
         for t in range(target_in.shape[1]):
             x = self.target_embedding(target_in[:, t])
             if self.input_feeding:
                 x = torch.cat([x, feed], -1)
             s = self.decoder(x, s)
-            c, alpha = self.attention(s, states, projected, keep)
-            logits.append(self.output(torch.cat([s, c], -1)))
+            if self.luong:
+                feed, alpha = self.attention(s, states, keep)  # h̃_t
+                logits.append(self.output(feed))
+            else:
+                feed, alpha = self.attention(s, states, projected, keep)  # c_t
+                logits.append(self.output(torch.cat([s, feed], -1)))
             alphas.append(alpha)
-            feed = c
         return torch.stack(logits, 1), torch.stack(alphas, 1)
 
 

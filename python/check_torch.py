@@ -22,6 +22,7 @@ square weight, a dropped bias, gates in another order) moves them by 1e-2 or
 more.
 """
 import os
+import re
 import sys
 
 import torch
@@ -80,10 +81,30 @@ def load_strictly(model_path, edit=None):
     return model.double().eval()
 
 
+def short_load_error(text):
+    """torch's load_state_dict error, on one short line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[-1] if len(lines) > 1 else " ".join(lines)  # its first line only names the module
+    mismatch = re.match(r"size mismatch for (\S+): copying a param with shape torch.Size\((\[.*?\])\) from "
+                        r"checkpoint, the shape in current model is torch.Size\((\[.*?\])\)", message)
+    if mismatch:
+        return f"size mismatch for {mismatch[1]}: {mismatch[2]} in the file, {mismatch[3]} in the model"
+    keys = re.match(r"(Unexpected|Missing) key\(s\) in state_dict: (.*)\.$", message)
+    if keys:
+        names = keys[2].split(", ")
+        return f"{keys[1].lower()} {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+    return message
+
+
 def run_name(model_path, example):
-    """The trainer's folder (caption, caption-hard, ...), or the example's name."""
+    """The trainer's folder (caption, caption-hard, ...), or the example's name;
+    for seq2seq with Luong's attention, which score."""
     folder = os.path.basename(os.path.dirname(os.path.abspath(model_path)))
-    return folder if folder.startswith(example) else example
+    name = folder if folder.startswith(example) else example
+    config = read_safetensors(model_path)[1].get("seq2seq.config", "")
+    if "attention=luong" in config:
+        name += "-luong-" + config.split("score=")[1].split()[0].replace("_score", "")
+    return name
 
 
 def check(model_path, dump_path, edit=None, label=None, quiet=False):
@@ -95,10 +116,9 @@ def check(model_path, dump_path, edit=None, label=None, quiet=False):
     try:
         model = load_strictly(model_path, edit)
     except Exception as e:  # a strict load that failed is the check failing, with torch's message
-        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-        message = lines[-1] if len(lines) > 1 else " ".join(lines)  # torch's first line only names the module
+        message = short_load_error(str(e))
         if not quiet:
-            print(f"{label:20s} strict load FAILED: {message}")
+            print(f"{label:24s} strict load FAILED: {message}")
         return False, "strict load: " + message
     loaded = len(model.state_dict())
     with torch.no_grad():
@@ -130,7 +150,7 @@ def check(model_path, dump_path, edit=None, label=None, quiet=False):
                 first_failure = parts[-1]
         name = label + (f" ({case})" if case else "")
         if not quiet:
-            print(f"{name:20s} {loaded} tensors loaded  " + "  ".join(parts) + ("  OK" if ok else "  FAIL"))
+            print(f"{name:24s} {loaded} tensors loaded  " + "  ".join(parts) + ("  OK" if ok else "  FAIL"))
         ok_all = ok_all and ok
     return ok_all, first_failure
 
@@ -176,7 +196,8 @@ def gates_swapped(prefix, suffix, gates, first, second):
 
 
 MISTAKES = {
-    "seq2seq": [transposed("attention.score.W_1"), transposed("init.weight"),
+    "seq2seq": [transposed("attention.score.W_1"), transposed("attention.score.W"), transposed("attention.W_c"),
+                transposed("init.weight"),
                 gates_swapped("encoder.", "_l0", 3, 0, 1), gates_swapped("decoder.", "", 3, 1, 2),
                 bias_dropped("output.bias"), missing("attention.score.w"), transposed("output.weight")],
     "caption": [transposed("attention.score.W_1"), gates_swapped("cell.", "", 4, 0, 1),
@@ -200,7 +221,7 @@ def check_mistakes(model_path, dump_path):
         square = all(tensors[n].dim() == 2 and tensors[n].shape[0] == tensors[n].shape[1] for n in names)
         ok, failure = check(model_path, dump_path, edit=edit, quiet=True)
         note = " (square)" if "transposed" in title and square else ""
-        print(f"  {name:13s} {title + note:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure[:80]}")
+        print(f"  {name:23s} {title + note:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     # The training checkpoint beside the model file is no model file: its
     # optimizer.* tensors are not the model's, and a strict load must say so.
@@ -209,8 +230,8 @@ def check_mistakes(model_path, dump_path):
         names = read_safetensors(checkpoint)[0]
         optimizer = sum(name.startswith("optimizer.") for name in names)
         ok, failure = check(checkpoint, dump_path, quiet=True)
-        title = f"best.safetensors instead ({optimizer} of {len(names)} tensors optimizer.*)"
-        print(f"  {name:13s} {title:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure[:80]}")
+        title = f"best.safetensors ({optimizer} of {len(names)} tensors optimizer.*)"
+        print(f"  {name:23s} {title:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     return caught_all
 

@@ -3,8 +3,9 @@
 # (python/attn_reference.py) against the C++ programs.
 #
 # 1. trains a small model of each trainer for a few seconds (seq2seq with
-#    Bahdanau's attention, the captioner with soft and with hard attention,
-#    the HAN document classifier) into $OUT, each leaving model.safetensors;
+#    Bahdanau's attention and with Luong's general score, the captioner with
+#    soft and with hard attention, the HAN document classifier) into $OUT,
+#    each leaving model.safetensors;
 # 2. each trainer's --dump-reference runs its model.safetensors on fixed
 #    inputs and writes the inputs, logits and attention weights;
 # 3. python/check_torch.py loads each model.safetensors with
@@ -51,8 +52,11 @@ train() {
         exit 1
     fi
 }
-RUN= train seq2seq --data dates --train-size 3000 --epochs 2 --batch 32 \
-    --embedding 16 --encoder-hidden 16 --decoder-hidden 32 --attention-dim 32
+SEQ2SEQ="--data dates --train-size 3000 --epochs 2 --batch 32 \
+    --embedding 16 --encoder-hidden 16 --decoder-hidden 32 --attention-dim 32"
+RUN= train seq2seq $SEQ2SEQ
+# Luong's general score (its own --out: the trainer's folder is seq2seq either way)
+RUN=-luong train seq2seq $SEQ2SEQ --attention luong --score general --out "$OUT/luong"
 CAPTION="--data shapes --cell-size 8 --train-size 512 --valid-size 32 --test-size 16 --epochs 2 --beam 1 \
     --channels1 8 --channels2 16 --hidden 32 --embedding 16 --attention-dim 32"
 RUN= train caption $CAPTION
@@ -62,6 +66,7 @@ RUN= train docclass --data needle --needle-train 512 --epochs 2 --embedding 16 -
 
 echo "== reference dumps"
 "$B/examples/seq2seq" --out "$OUT" --dump-reference "$OUT/seq2seq-reference.safetensors"
+"$B/examples/seq2seq" --out "$OUT/luong" --dump-reference "$OUT/seq2seq-luong-reference.safetensors"
 "$B/examples/caption" --out "$OUT" --dump-reference "$OUT/caption-reference.safetensors"
 "$B/examples/caption" --out "$OUT" --align hard --dump-reference "$OUT/caption-hard-reference.safetensors"
 "$B/examples/docclass" --out "$OUT" --dump-reference "$OUT/docclass-reference.safetensors"
@@ -69,6 +74,7 @@ echo "== reference dumps"
 echo "== python/check_torch.py"
 "$PY" python/check_torch.py --mistakes \
     "$OUT/seq2seq/model.safetensors" "$OUT/seq2seq-reference.safetensors" \
+    "$OUT/luong/seq2seq/model.safetensors" "$OUT/seq2seq-luong-reference.safetensors" \
     "$OUT/caption/model.safetensors" "$OUT/caption-reference.safetensors" \
     "$OUT/caption-hard/model.safetensors" "$OUT/caption-hard-reference.safetensors" \
     "$OUT/docclass/model.safetensors" "$OUT/docclass-reference.safetensors"
