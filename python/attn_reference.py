@@ -98,6 +98,24 @@ def read_safetensors(path):
     return tensors, metadata
 
 
+def write_safetensors(path, tensors, metadata=None):
+    """Writes name → tensor (stored as F32, row-major, in name order) and str → str
+    metadata: a file the library's load_safetensors and load_model read."""
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name in sorted(tensors):
+        data = tensors[name].detach().to(torch.float32).contiguous().cpu().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-(8 + len(text)) % 8)  # the data starts at a multiple of 8
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
 # ---- pieces the three models share -------------------------------------------------------------
 
 def masked_softmax(scores, keep):

@@ -3,14 +3,18 @@ attn model: it loads the model file strictly, runs the inputs of a
 --dump-reference file through the model in float64, and compares the logits
 and the attention weights with the ones the C++ program computed.
 
-    python3 python/check_torch.py MODEL.safetensors DUMP.safetensors [MODEL DUMP ...]
+    python3 python/check_torch.py [--mistakes] MODEL.safetensors DUMP.safetensors [MODEL DUMP ...]
+    python3 python/check_torch.py --write-back MODEL.safetensors OUT.safetensors
 
 (`make check-torch` trains three small models and runs this; see
 scripts/check-torch.sh.) Prints one line per model and case:
 
     seq2seq  21 tensors loaded  logits max|diff| 1.2e-06  attention max|diff| 3.1e-08  OK
 
-and exits 1 if any difference exceeds the tolerance.
+and exits 1 if any difference exceeds the tolerance. --mistakes then applies
+deliberate conversion mistakes, each of which must make the check fail.
+--write-back loads a model file into torch and writes torch's state_dict back
+(with the file's metadata): the C++ program loads that file too.
 
 Tolerance. The C++ program computes in float32, the reference in float64 from
 the same float32 weights, so the C++ numbers carry float32 rounding, growing
@@ -27,7 +31,7 @@ import sys
 
 import torch
 
-from attn_reference import build_model, read_safetensors
+from attn_reference import build_model, read_safetensors, write_safetensors
 
 TOLERANCE = 1e-5
 
@@ -236,7 +240,18 @@ def check_mistakes(model_path, dump_path):
     return caught_all
 
 
+def write_back(model_path, out_path):
+    """The way back: the model loaded into torch, its state_dict written by torch
+    (write_safetensors) with the file's metadata, for the C++ program to load."""
+    metadata = read_safetensors(model_path)[1]
+    write_safetensors(out_path, load_strictly(model_path).state_dict(), metadata)
+    print(f"wrote {out_path} from torch's state_dict")
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["--write-back"] and len(argv) == 3:
+        return write_back(argv[1], argv[2])
     mistakes = "--mistakes" in argv
     argv = [a for a in argv if a != "--mistakes"]
     if len(argv) < 2 or len(argv) % 2:

@@ -12,7 +12,9 @@
 #    load_state_dict(strict=True), runs the same inputs in float64 and compares;
 #    then it applies deliberate conversion mistakes (a transposed weight, a
 #    dropped bias, swapped gates, a missing tensor, the training checkpoint
-#    instead of the model file) and expects each one to fail.
+#    instead of the model file) and expects each one to fail;
+# 4. and the way back: torch writes the HAN's state_dict to a file, the C++
+#    program loads it and dumps again, and that is checked as well.
 #
 # Needs a python3 with torch (Debian: apt-get install python3-torch). Not part
 # of `make test`. Usage: [PYTHON=python] sh scripts/check-torch.sh [BUILD_DIR] [OUT_DIR]
@@ -71,10 +73,17 @@ echo "== reference dumps"
 "$B/examples/caption" --out "$OUT" --align hard --dump-reference "$OUT/caption-hard-reference.safetensors"
 "$B/examples/docclass" --out "$OUT" --dump-reference "$OUT/docclass-reference.safetensors"
 
+echo "== the way back: torch writes the HAN's state_dict, the C++ program loads it"
+mkdir -p "$OUT/docclass-from-torch"
+"$PY" python/check_torch.py --write-back "$OUT/docclass/model.safetensors" "$OUT/docclass-from-torch/model.safetensors"
+"$B/examples/docclass" --checkpoint "$OUT/docclass-from-torch/model.safetensors" \
+    --dump-reference "$OUT/docclass-from-torch-reference.safetensors"
+
 echo "== python/check_torch.py"
 "$PY" python/check_torch.py --mistakes \
     "$OUT/seq2seq/model.safetensors" "$OUT/seq2seq-reference.safetensors" \
     "$OUT/luong/seq2seq/model.safetensors" "$OUT/seq2seq-luong-reference.safetensors" \
     "$OUT/caption/model.safetensors" "$OUT/caption-reference.safetensors" \
     "$OUT/caption-hard/model.safetensors" "$OUT/caption-hard-reference.safetensors" \
-    "$OUT/docclass/model.safetensors" "$OUT/docclass-reference.safetensors"
+    "$OUT/docclass/model.safetensors" "$OUT/docclass-reference.safetensors" \
+    "$OUT/docclass-from-torch/model.safetensors" "$OUT/docclass-from-torch-reference.safetensors"
