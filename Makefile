@@ -7,7 +7,8 @@
 #   make check-report click through out/report.html in headless Chromium
 #   make check-torch  the PyTorch reference (python/) loads each trainer's
 #                     model.safetensors strictly and reproduces its logits and
-#                     attention (needs python3-torch; not part of make test)
+#                     attention (needs python3-torch, PYTHON=... picks the
+#                     interpreter; not part of make test)
 #   make install PREFIX=DIR   headers, libattn.a, attn.pc, attnConfig.cmake
 #   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/

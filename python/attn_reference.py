@@ -35,13 +35,15 @@ F.linear applies a Linear weight (row = position: x [.., in] → x Wᵀ [.., out
                         score (an additive_score, query h, keys a), w_beta [d_h], b_beta [1]
                         β = σ(h · w_beta + b_beta)
 
-A square weight (W_1 when d_q = d_w, init.weight 2H×S when 2H = S, ...)
-loads transposed without any shape error; only the outputs tell. That is what
-check_torch.py checks: the same inputs through both implementations.
+A square weight (W_1 when d_q = d_w, seq2seq's init.weight [S, 2H] when
+S = 2H, ...) loads transposed without any shape error; only the outputs tell.
+That is what check_torch.py checks: the same inputs through both
+implementations.
 
 Only the standard library and torch are needed; the reader below replaces
 the safetensors package (which is not in Debian).
 """
+import array
 import json
 import math
 import struct
@@ -67,6 +69,8 @@ _DTYPES = {
 
 def read_safetensors(path):
     """(tensors, metadata): name → torch.Tensor (a copy, the file's dtype) and str → str."""
+    if sys.byteorder != "little":
+        raise ValueError("this reader assumes a little-endian machine, as the format does")
     with open(path, "rb") as f:
         blob = f.read()
     if len(blob) < 8:
@@ -90,8 +94,6 @@ def read_safetensors(path):
         covered = end
         raw = bytearray(data[begin:end])  # a copy: the tensor owns its bytes
         flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
-        if sys.byteorder != "little" and size > 1:
-            raise ValueError("this reader assumes a little-endian machine, as the format does")
         tensors[name] = flat.reshape(shape)
     if covered != len(data):
         raise ValueError(f"{path}: bytes {covered} to {len(data)} of the data belong to no tensor")
@@ -101,11 +103,13 @@ def read_safetensors(path):
 def write_safetensors(path, tensors, metadata=None):
     """Writes name → tensor (stored as F32, row-major, in name order) and str → str
     metadata: a file the library's load_safetensors and load_model read."""
+    if sys.byteorder != "little":
+        raise ValueError("this writer assumes a little-endian machine, as the format does")
     header, blobs, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name in sorted(tensors):
-        data = tensors[name].detach().to(torch.float32).contiguous().cpu().numpy().tobytes()
+        data = array.array("f", tensors[name].detach().to(torch.float32).flatten().tolist()).tobytes()
         header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
