@@ -120,6 +120,36 @@ TEST_CASE("train_loop: model.safetensors holds exactly the model's parameters an
     CHECK(allclose(alpha, alpha_loaded, 0, 0));
 }
 
+TEST_CASE("train_loop: a run resumed from checkpoints without model.safetensors writes it from the best weights") {
+    TempDir dir("model_file_resume");
+    const seq2seq::Seq2SeqSetup setup = tiny_seq2seq();
+    const seq2seq::Batch batch = seq2seq::make_batch(reverse_pairs(setup), {0, 1, 2});
+    auto run = [&](bool resume) {
+        Generator gen(5);
+        seq2seq::Seq2SeqModel model(setup.config, gen);
+        Adam optimizer(model.named_parameters(), AdamOptions{.lr = 0.02});
+        TrainerParts parts;
+        parts.begin_epoch = [](int64_t) { return int64_t{1}; };
+        parts.step = [&](int64_t, int64_t, int64_t) { return StepLoss{model.loss(batch)}; };
+        parts.validate = [&] {
+            NoGradGuard no_grad;
+            return Validation{.score = -model.loss(batch).item()};
+        };
+        parts.model_metadata = [&](std::map<std::string, std::string>& m) { seq2seq::save_setup(setup, m); };
+        std::ostringstream quiet;
+        train_loop(LoopOptions{.dir = dir.path, .epochs = 2, .resume = resume, .log = &quiet}, model, optimizer, parts);
+    };
+    run(false);
+    const StateDict written = load_safetensors(dir / "model.safetensors").tensors;
+    std::filesystem::remove(dir / "model.safetensors");  // as a run of an older trainer left it
+    run(true);  // nothing left to train: it loads the best checkpoint for the test
+    const SafetensorsFile again = load_safetensors(dir / "model.safetensors");
+    REQUIRE(again.tensors.size() == written.size());
+    for (const auto& [name, t] : written) CHECK(allclose(again.at(name), t, 0, 0));
+    CHECK(again.metadata.count("seq2seq.config") == 1);
+    CHECK(again.metadata.count("optimizer.type") == 0);
+}
+
 TEST_CASE("train_loop: --no-save writes no model.safetensors either") {
     TempDir dir("model_file_nosave");
     Generator gen(4);

@@ -323,6 +323,9 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     if (o.save && std::isfinite(r.best_score)) {
         load_model(best_path, model);
         r.loaded_best = true;
+        // A run resumed from checkpoints written before model.safetensors
+        // existed gets one now, from the best weights it just loaded.
+        if (!std::filesystem::exists(model_path)) save_model_file();
     }
     return r;
 }
