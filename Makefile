@@ -5,6 +5,10 @@
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make run          train the example models on built-in data; out/report.html
 #   make check-report click through out/report.html in headless Chromium
+#   make check-torch  the PyTorch reference (python/) loads each trainer's
+#                     model.safetensors strictly and reproduces its logits and
+#                     attention (needs python3-torch, PYTHON=... picks the
+#                     interpreter; not part of make test)
 #   make install PREFIX=DIR   headers, libattn.a, attn.pc, attnConfig.cmake
 #   make zoo          train every attention family on a small task; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
@@ -108,7 +112,7 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run check-report install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test bench clean doctest run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -191,6 +195,12 @@ run: $(EXAMPLE_BINS)
 # screenshots in out/report-check/ (scripts/check-report.sh).
 check-report:
 	@sh scripts/check-report.sh out/report.html seq2seq,caption,caption-hard
+
+# make check-torch: small models of the three trainers, each model.safetensors
+# loaded into the PyTorch reference of python/ with strict=True, the logits and
+# attention weights compared on fixed inputs (scripts/check-torch.sh).
+check-torch: $(B)/examples/seq2seq $(B)/examples/caption $(B)/examples/docclass
+	@sh scripts/check-torch.sh "$(B)"
 
 # make install PREFIX=DIR: the library's headers (DIR/include/attn/, included
 # as "attention/...", "nn/..." as in the repository), libattn.a, a pkg-config

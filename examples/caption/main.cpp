@@ -6,6 +6,8 @@
 //   build/examples/caption --data fashion           2×2 Fashion-MNIST scenes (make data first)
 //   build/examples/caption --predict scene.png      caption a picture with out/caption/best.safetensors
 //                                                   (--align hard: out/caption-hard/best.safetensors)
+//   build/examples/caption --dump-reference r.safetensors   out/caption/model.safetensors on fixed
+//                                                   inputs, for python/check_torch.py
 //
 // The model, the loss (with REINFORCE's variance-reduction terms), decoding and
 // metrics are in examples/caption/caption_model.hpp; the data in
@@ -136,6 +138,11 @@ int main(int argc, char** argv) try {
     // and OUT/caption-gumbel-st, so a soft and a hard run sit side by side in
     // the report; --predict with the same --align finds that run's model.
     const std::string run_name = attention_kind == "soft" ? "caption" : "caption-" + attention_kind;
+    if (!predict.dump_reference.empty()) {
+        dump_caption_reference(predict.checkpoint_or_model(common, run_name), predict.dump_reference);
+        std::cerr << "wrote " << predict.dump_reference << "\n";
+        return 0;
+    }
     if (predict.on) {
         picture.checkpoint = predict.checkpoint_or_best(common, run_name);
         picture.images = flags.positional();
@@ -243,13 +250,13 @@ int main(int argc, char** argv) try {
     };
     parts.snapshot = [&] { return caption_snapshot(model, data, attention_kind); };  // the report's epoch slider
     parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch);
-    // what --predict needs besides the weights, in every checkpoint
+    // what --predict needs besides the weights, in model.safetensors and every checkpoint
     const CaptionSetup setup{.config = config, .words = data.vocab.words, .height = data.height, .width = data.width,
                              .max_length = static_cast<int64_t>(data.train.at(0).caption.size())};
+    parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
     parts.save_extra = [&](std::map<std::string, std::string>& extra) {
         extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
         extra["caption.sampling"] = may_sample ? "1" : "0";
-        save_setup(setup, extra);
     };
     parts.load_extra = [&](const TrainingState& state) {
         if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/ops.hpp"
 #include "examples/common/image.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
@@ -211,6 +212,70 @@ int predict_captions(const CaptionPredictOptions& o) {
         }
     }
     return 0;
+}
+
+
+// ---- --dump-reference ------------------------------------------------------------------------------
+
+void dump_caption_reference(const std::string& model_path, const std::string& out_path) {
+    const SafetensorsFile file = load_safetensors(model_path);
+    const CaptionSetup setup = load_caption_setup(file.metadata, model_path);
+    Generator gen(0);
+    Captioner model(setup.config, gen);
+    load_model(model_path, model);
+    NoGradGuard no_grad;
+    EvalMode eval(model);
+
+    // Four scenes of the built-in shapes (random pixels if the model's input
+    // is not a 2×2 grid of square cells), the same for every run.
+    const int64_t B = 4, H = setup.height, W = setup.width, T = setup.max_length;
+    Tensor images = Tensor::empty(Shape{B, 1, H, W});
+    Generator scenes(20261124);
+    for (int64_t b = 0; b < B; ++b) {
+        const Tensor image = H == W && H % 2 == 0
+                                 ? draw_shape_scene({.cell_size = H / 2}, scenes).image
+                                 : Tensor::uniform(Shape{H, W}, 0, 1, scenes);
+        std::copy(image.data(), image.data() + H * W, images.data() + b * H * W);
+    }
+    // Each teacher-forced with its own greedy caption (what --predict would write).
+    const std::vector<Decoded> greedy = greedy_decode(model, images, T);
+    Tensor words_in = Tensor::zeros(Shape{B, T});
+    for (int64_t b = 0; b < B; ++b) {
+        words_in[b * T] = static_cast<real>(CaptionVocab::start);
+        for (int64_t t = 1; t < T; ++t) words_in[b * T + t] = static_cast<real>(greedy[static_cast<size_t>(b)].words[static_cast<size_t>(t - 1)]);
+    }
+
+    StateDict tensors{{"input.images", images}, {"input.words_in", words_in}};
+    const bool stochastic = setup.config.hard || setup.config.gumbel;
+    const std::vector<std::string> cases = stochastic ? std::vector<std::string>{"expected", "argmax"}
+                                                      : std::vector<std::string>{"soft"};
+    std::string case_list;
+    for (const std::string& name : cases) {
+        model.set_hard_eval_expected(name == "expected");
+        const Var annotations = model.encode(Var(images));
+        const auto memory = model.attention.precompute(annotations);
+        LSTMState state = model.initial_state(annotations);
+        std::vector<Var> logits, alphas, betas;
+        Tensor location = Tensor::zeros(Shape{B, T});
+        for (int64_t t = 0; t < T; ++t) {
+            Tensor words = Tensor::empty(Shape{B});
+            for (int64_t b = 0; b < B; ++b) words[b] = words_in[b * T + t];
+            const Captioner::Step step = model.step(memory, words, state);
+            state = step.state;
+            logits.push_back(step.logits);
+            alphas.push_back(step.alpha);
+            betas.push_back(step.beta);
+            if (step.location.defined())
+                for (int64_t b = 0; b < B; ++b) location[b * T + t] = step.location[b];
+        }
+        tensors.emplace_back(name + ".logits", stack(logits, 1).value());                        // B×T×V
+        tensors.emplace_back(name + ".attention", stack(alphas, 1).value());                     // B×T×L
+        tensors.emplace_back(name + ".gate", squeeze(stack(betas, 1), -1).value());              // B×T
+        if (name == "argmax") tensors.emplace_back("argmax.location", location);
+        case_list += (case_list.empty() ? "" : " ") + name;
+    }
+    model.set_hard_eval_expected(setup.config.hard_eval_expected);
+    save_safetensors(out_path, tensors, {{"example", "caption"}, {"cases", case_list}, {"model", model_path}});
 }
 
 }  // namespace attn

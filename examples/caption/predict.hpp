@@ -42,6 +42,20 @@ struct CaptionPredictOptions {
 };
 int predict_captions(const CaptionPredictOptions& options);
 
+// --dump-reference: runs the model of `model_path` on fixed inputs (four
+// scenes, each teacher-forced with the model's own greedy caption) in
+// evaluation mode and writes to `out_path` (safetensors, F32):
+//   input.images      B×1×H×W
+//   input.words_in    B×T    the decoder's input words: <start>, then the greedy caption
+//   CASE.logits       B×T×V
+//   CASE.attention    B×T×L  α_t (L = (H/4)·(W/4) grid locations, row by row)
+//   CASE.gate         B×T    β_t
+//   argmax.location   B×T    the location read (argmax α_t)
+// CASE is `soft` for soft attention; hard and Gumbel attention give two
+// cases, `expected` (ẑ_t = β_t Σ_i α_ti a_i) and `argmax` (ẑ_t = β_t a_argmax);
+// metadata: example = caption, cases, model = model_path.
+void dump_caption_reference(const std::string& model_path, const std::string& out_path);
+
 // The word maps side by side, each headed by its word: the lines of
 // grid_text() joined column by column.
 std::string maps_side_by_side(const std::vector<std::string>& words, const std::vector<std::string>& maps);

@@ -130,6 +130,9 @@ void FlagParser::add_predict(PredictFlags& f, const std::string& what) {
     add("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)");
     add("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)");
     add("--show", &f.show, "--predict: draw the attention also when stdout is not a terminal");
+    add("--dump-reference", &f.dump_reference,
+        "write fixed inputs and the model's logits and attention weights to this safetensors file, for the "
+        "PyTorch reference (python/check_torch.py); the model is --checkpoint (default OUT/NAME/model.safetensors)");
 }
 
 const FlagParser::Flag* FlagParser::find(const std::string& name) const {

@@ -41,14 +41,20 @@ struct CommonFlags {
 };
 
 // --predict --checkpoint --svg --show: a trained model on the user's own
-// input, the same four flags in every trainer.
+// input, the same four flags in every trainer; and --dump-reference, the
+// model's outputs on fixed inputs for the PyTorch check (python/check_torch.py).
 struct PredictFlags {
     bool on = false;          // --predict
-    std::string checkpoint;   // empty: OUT/NAME/best.safetensors
+    std::string checkpoint;   // empty: OUT/NAME/best.safetensors (--dump-reference: OUT/NAME/model.safetensors)
     std::string svg;          // write the pictures here (FILE-2.svg, ... for more inputs)
     bool show = false;        // draw on stdout also when it is not a terminal
+    std::string dump_reference;  // --dump-reference FILE: write inputs, logits and attention weights there
     std::string checkpoint_or_best(const CommonFlags& common, const std::string& name) const {
         return checkpoint.empty() ? common.out + "/" + name + "/best.safetensors" : checkpoint;
+    }
+    // The model-only file of training (what PyTorch loads), unless --checkpoint names another.
+    std::string checkpoint_or_model(const CommonFlags& common, const std::string& name) const {
+        return checkpoint.empty() ? common.out + "/" + name + "/model.safetensors" : checkpoint;
     }
 };
 

@@ -141,6 +141,7 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     std::ostream& log = o.log ? *o.log : std::cerr;
     std::filesystem::create_directories(o.dir);
     const std::string best_path = o.dir + "/best.safetensors", last_path = o.dir + "/last.safetensors";
+    const std::string model_path = o.dir + "/model.safetensors";
 
     LoopResult r;
     r.state.seed = o.seed;
@@ -219,8 +220,18 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
             order += name + ",";
         }
         state.extra["loop.sum_order"] = order;
+        if (parts.model_metadata) parts.model_metadata(state.extra);
         if (parts.save_extra) parts.save_extra(state.extra);
         if (o.save) save_checkpoint(path, model, optimizer, state);
+    };
+    // model.safetensors: the weights of best.safetensors alone (its state_dict,
+    // no optimizer.* tensors, no loop.* metadata), what a user loads into
+    // PyTorch with strict=True or shares; written atomically as the checkpoints.
+    auto save_model_file = [&] {
+        if (!o.save) return;
+        std::map<std::string, std::string> metadata;
+        if (parts.model_metadata) parts.model_metadata(metadata);
+        save_model(model_path, model, metadata);
     };
 
     // ---- the loop ----
@@ -289,7 +300,10 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         position = 0;
         sums.loss = sums.weight = 0;
         for (auto& named : sums.named) named.second = 0;
-        if (better) save(best_path);
+        if (better) {
+            save(best_path);
+            save_model_file();
+        }
         save(last_path);
         if (o.patience > 0 && bad_epochs >= o.patience) {
             log << "early stop: no better validation score for " << o.patience << " epochs\n";
@@ -309,6 +323,9 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     if (o.save && std::isfinite(r.best_score)) {
         load_model(best_path, model);
         r.loaded_best = true;
+        // A run resumed from checkpoints written before model.safetensors
+        // existed gets one now, from the best weights it just loaded.
+        if (!std::filesystem::exists(model_path)) save_model_file();
     }
     return r;
 }

@@ -29,6 +29,13 @@
 //                      at once (status 130)
 //   kill -9            loses the steps since the last save; --resume repeats
 //                      them exactly
+// Files in OUT/NAME: best.safetensors and last.safetensors are training
+// checkpoints (the model, the optimiser's state, the loop's position: what
+// --resume needs), model.safetensors is the model alone — the best weights,
+// written with best.safetensors, holding nothing but the model's state_dict
+// and what it takes to use it (parts.model_metadata) — the file to share or
+// load into PyTorch with load_state_dict(strict=True) (docs/checkpoints.md).
+//
 // A stop inside an epoch saves last.safetensors with the position in the
 // epoch and the running sums of the epoch's loss, and writes no metrics
 // record, so a resumed run writes the records the straight run writes. The
@@ -54,14 +61,14 @@
 namespace attn {
 
 struct LoopOptions {
-    std::string dir;                 // OUT/NAME: best.safetensors, last.safetensors, metrics.jsonl
+    std::string dir;                 // OUT/NAME: best.safetensors, last.safetensors, model.safetensors, metrics.jsonl
     uint64_t seed = 0;
     int64_t epochs = 1;
     int64_t steps = 0;               // stop after this step (0: no limit)
     int64_t patience = 0;            // stop after this many epochs without a better score (0: never)
     double time_budget = 0;          // seconds of this invocation (0: no limit)
     double clip = 0;                 // gradient-norm clipping (0: only measure the norm)
-    bool save = true;                // write best.safetensors and last.safetensors
+    bool save = true;                // write best.safetensors, last.safetensors and model.safetensors
     bool resume = false;             // continue from last.safetensors
     bool eval_only = false;          // load best.safetensors, train nothing
     int64_t curve_every = 0;         // every N steps a metrics record {"step", "recent_train_loss"} (0: none)
@@ -93,7 +100,11 @@ struct TrainerParts {
     std::function<Validation()> validate;
     // The learning rate of step `step` (unset: the optimiser's own, unchanged).
     std::function<double(int64_t step)> learning_rate{};
-    // The task's own state in checkpoints (e.g. a reward baseline), by key.
+    // What it takes to use the model, by key (its configuration, its
+    // vocabulary): the metadata of model.safetensors, and of every checkpoint.
+    std::function<void(std::map<std::string, std::string>& metadata)> model_metadata{};
+    // The task's own training state in checkpoints (e.g. a reward baseline), by
+    // key; never in model.safetensors.
     std::function<void(std::map<std::string, std::string>& extra)> save_extra{};
     std::function<void(const TrainingState& state)> load_extra{};
     // What the report's epoch slider shows (e.g. the attention of a few fixed

@@ -6,6 +6,8 @@
 //   build/examples/docclass --data fortunes          Debian's fortunes by category (make data)
 //   build/examples/docclass --data reviews.tsv       any label<TAB>text file
 //   build/examples/docclass --predict "some text"    classify it with out/docclass/best.safetensors
+//   build/examples/docclass --dump-reference r.safetensors   out/docclass/model.safetensors on fixed
+//                                                    inputs, for python/check_torch.py
 //
 // The last line on stdout is RESULT {json}, with the keys every trainer's has;
 // its "test" holds acc, macro_f1 and key_sentence_precision (needle corpus,
@@ -84,6 +86,11 @@ int main(int argc, char** argv) try {
     flags.add_predict(predict, "classify the arguments (or stdin lines)");
     if (!flags.parse(argc, argv)) return 0;
     if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
+    if (!predict.dump_reference.empty()) {
+        dump_docclass_reference(predict.checkpoint_or_model(common, "docclass"), predict.dump_reference);
+        std::cerr << "wrote " << predict.dump_reference << "\n";
+        return 0;
+    }
     if (predict.on)
         return predict_documents({.checkpoint = predict.checkpoint_or_best(common, "docclass"),
                                   .inputs = flags.positional(), .svg = predict.svg, .show = predict.show});
@@ -140,10 +147,10 @@ int main(int argc, char** argv) try {
         }
         return v;
     };
-    // what --predict needs besides the weights, in every checkpoint
+    // what --predict needs besides the weights, in model.safetensors and every checkpoint
     const DocclassSetup setup{.model_name = model_name, .config = config, .vocab = vocab,
                               .class_names = corpus.class_names, .max_sentences = max_sentences, .max_words = max_words};
-    parts.save_extra = [&](std::map<std::string, std::string>& extra) { save_setup(setup, extra); };
+    parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
     LoopOptions options = loop_options(common, "docclass");
     options.clip = clip;
     parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches);

@@ -218,4 +218,47 @@ int predict_documents(const PredictOptions& o) {
     return 0;
 }
 
+
+// ---- --dump-reference ------------------------------------------------------------------------------
+
+void dump_docclass_reference(const std::string& model_path, const std::string& out_path) {
+    const SafetensorsFile file = load_safetensors(model_path);
+    const DocclassSetup setup = load_setup(file.metadata, model_path);
+    Generator gen(0);
+    std::unique_ptr<DocModel> model = make_doc_model(setup.model_name, setup.config, gen);
+    load_model(model_path, *model);
+    NoGradGuard no_grad;
+    EvalMode eval(*model);
+
+    // Words of the vocabulary, picked by a fixed stride so that every run
+    // writes the same documents: the weights they meet are trained ones.
+    const std::vector<std::string> words = setup.vocab.words();
+    size_t next = 0;
+    auto sentence = [&](int64_t n) {
+        Sentence out;
+        for (int64_t i = 0; i < n; ++i, next += 7) out.push_back(words.empty() ? "word" : words[next % words.size()]);
+        return out;
+    };
+    const int64_t S = setup.max_sentences, W = setup.max_words;
+    std::vector<Document> docs(3);
+    // fewer sentences than the longest document, and sentences of different lengths: padding at both levels
+    docs[0].sentences = {sentence(std::min<int64_t>(5, W)), sentence(std::min<int64_t>(2, W)), sentence(W)};
+    // one short sentence with a word the vocabulary does not have (<unk>)
+    docs[1].sentences = {sentence(std::min<int64_t>(3, W))};
+    docs[1].sentences[0].push_back("zzz-not-a-word");
+    // longer than the model reads: cut to max_sentences × max_words
+    for (int64_t i = 0; i <= S; ++i) docs[2].sentences.push_back(sentence(i % 2 == 0 ? W + 2 : 1 + i % W));
+    const DocBatch batch = make_doc_batch(docs, {0, 1, 2}, setup.vocab, S, W);
+    const DocOutput out = model->forward(batch);
+
+    StateDict tensors{{"input.ids", batch.ids},
+                      {"input.word_mask", batch.word_mask},
+                      {"input.sentence_mask", batch.sentence_mask},
+                      {"output.logits", out.logits.value()}};
+    if (out.word_weights.defined()) tensors.emplace_back("output.word_attention", out.word_weights);
+    if (out.sentence_weights.defined()) tensors.emplace_back("output.sentence_attention", out.sentence_weights);
+    save_safetensors(out_path, tensors,
+                     {{"example", "docclass"}, {"docclass.model", setup.model_name}, {"model", model_path}});
+}
+
 }  // namespace attn

@@ -56,4 +56,17 @@ struct PredictOptions {
 };
 int predict_documents(const PredictOptions& options);
 
+// --dump-reference: runs the model of `model_path` on three fixed documents
+// of the vocabulary's words (padded sentences, padded words, a document cut
+// to max_sentences × max_words, an unknown word) in evaluation mode and
+// writes to `out_path` (safetensors, F32):
+//   input.ids                 B×S×W  word ids (0 = <pad>, 1 = <unk>)
+//   input.word_mask           B×S×W  1 = a real word
+//   input.sentence_mask       B×S    1 = a real sentence
+//   output.logits             B×C
+//   output.word_attention     B×S×W  each word's weight in its sentence (models with attention)
+//   output.sentence_attention B×S    each sentence's weight in the document (models with attention)
+// metadata: example = docclass, model = model_path.
+void dump_docclass_reference(const std::string& model_path, const std::string& out_path);
+
 }  // namespace attn

@@ -4,10 +4,11 @@
 //   build/examples/seq2seq                          # dates, ~1 minute
 //   build/examples/seq2seq --data cmudict           # G2P (make data first)
 //   build/examples/seq2seq --predict "Nov 22 2026"  # with out/seq2seq/best.safetensors
+//   build/examples/seq2seq --dump-reference r.safetensors  # out/seq2seq/model.safetensors on fixed
+//                                                   # inputs, for python/check_torch.py
 //
 // docs/examples/seq2seq.md explains the model, the flags and the results.
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -15,15 +16,13 @@
 #include "examples/seq2seq/edit_distance.hpp"
 #include "attention/by_id.hpp"
 #include "examples/common/flags.hpp"
-#include "examples/common/svg.hpp"
-#include "examples/common/terminal_view.hpp"
 #include "examples/common/training_loop.hpp"
+#include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
-#include "nn/safetensors.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;
@@ -40,7 +39,7 @@ struct Settings {
     double clip = 5;
     int64_t beam = 1;            // 1: greedy
     double length_penalty = 1.0;
-    PredictFlags predict;        // --predict --checkpoint --svg --show
+    PredictFlags predict;        // --predict --checkpoint --svg --show --dump-reference
 };
 
 // The defaults that depend on the task: small and quick for dates, W2 for G2P.
@@ -81,68 +80,6 @@ ErrorRates score(const std::vector<EvalItem>& items, const std::vector<std::vect
     return e;
 }
 
-// What --predict needs to rebuild the model and read its input: the config and both vocabularies.
-void checkpoint_extra(std::map<std::string, std::string>& extra, const TaskData& task, const Seq2SeqModel& model) {
-    auto lines = [](const Vocab& v) {
-        std::string s;
-        for (int64_t i = 4; i < v.size(); ++i) s += v.symbol(i) + "\n";
-        return s;
-    };
-    extra["seq2seq.config"] = model.config().str();
-    extra["seq2seq.task"] = task.g2p ? "g2p" : "dates";
-    extra["seq2seq.source_vocab"] = lines(task.source_vocab);
-    extra["seq2seq.target_vocab"] = lines(task.target_vocab);
-}
-
-// --predict: read a checkpoint's config and vocabularies, transliterate the inputs.
-int predict(const Settings& s, const std::vector<std::string>& args) {
-    const std::string path = s.predict.checkpoint_or_best(s.common, "seq2seq");
-    const SafetensorsFile file = load_safetensors(path);
-    auto meta = [&](const std::string& key) {
-        const auto it = file.metadata.find(key);
-        if (it == file.metadata.end()) throw std::runtime_error(path + ": not a seq2seq checkpoint (no " + key + ")");
-        return it->second;
-    };
-    auto vocab = [&](const std::string& key) {
-        Vocab v;
-        std::string text = meta(key);
-        for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
-            v.add(text.substr(start, nl - start));
-        return v;
-    };
-    const bool g2p = meta("seq2seq.task") == "g2p";
-    const Vocab source_vocab = vocab("seq2seq.source_vocab"), target_vocab = vocab("seq2seq.target_vocab");
-    Generator gen(0);
-    Seq2SeqModel model(ModelConfig::parse(meta("seq2seq.config")), gen);
-    load_model(path, model);
-    model.eval();
-    std::vector<std::string> inputs = args;
-    if (inputs.empty())
-        for (std::string line; std::getline(std::cin, line);)
-            if (!line.empty()) inputs.push_back(line);
-    // On a terminal (or with --show) each answer comes with what the decoder
-    // attended to while writing it: one row per output symbol.
-    const bool draw = s.predict.show || stdout_is_terminal();
-    for (size_t k = 0; k < inputs.size(); ++k) {
-        const std::string& text = inputs[k];
-        const auto ids = source_vocab.encode(source_symbols(text, g2p));
-        const auto hyp = beam_decode(model, ids, std::max<int64_t>(1, s.beam), s.length_penalty);
-        const std::string answer = join(target_vocab.decode(hyp.tokens), g2p ? " " : "");
-        std::cout << text << "\t" << answer << "\n";
-        if (!draw && s.predict.svg.empty()) continue;
-        const AlignmentPicture p = alignment_picture(hyp, ids, source_vocab, target_vocab);
-        if (draw) std::cout << heatmap_text(p.weights, p.rows, p.cols, {.colour = colour_terminal()}) << "\n";
-        if (!s.predict.svg.empty()) {
-            const std::string svg_path = numbered_path(s.predict.svg, k, inputs.size());
-            write_svg(svg_path, heatmap_svg(p.weights, p.rows, p.cols,
-                                        {.title = text + " → " + answer, .x_label = "input", .y_label = "output",
-                                         .cell_size = 18}));
-            std::cerr << "wrote " << svg_path << "\n";
-        }
-    }
-    return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -174,7 +111,16 @@ int main(int argc, char** argv) try {
     flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
-    if (s.predict.on) return predict(s, flags.positional());
+    if (!s.predict.dump_reference.empty()) {
+        dump_seq2seq_reference(s.predict.checkpoint_or_model(s.common, "seq2seq"), s.predict.dump_reference);
+        std::cerr << "wrote " << s.predict.dump_reference << "\n";
+        return 0;
+    }
+    if (s.predict.on)
+        return predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
+                                         .inputs = flags.positional(), .svg = s.predict.svg,
+                                         .show = s.predict.show, .beam = s.beam,
+                                         .length_penalty = s.length_penalty});
 
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
@@ -212,7 +158,10 @@ int main(int argc, char** argv) try {
     };
     parts.snapshot = [&] { return alignment_snapshot(model, task); };  // the report's epoch slider
     parts.learning_rate = learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches_per_epoch);
-    parts.save_extra = [&](std::map<std::string, std::string>& extra) { checkpoint_extra(extra, task, model); };
+    // what --predict needs besides the weights, in model.safetensors and every checkpoint
+    const Seq2SeqSetup setup{.config = model.config(), .g2p = task.g2p, .source_vocab = task.source_vocab,
+                             .target_vocab = task.target_vocab};
+    parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
 
     LoopOptions options = loop_options(s.common, "seq2seq");
     options.clip = s.clip;

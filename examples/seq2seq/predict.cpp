@@ -1,0 +1,139 @@
+#include "examples/seq2seq/predict.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "examples/common/svg.hpp"
+#include "examples/common/terminal_view.hpp"
+#include "examples/seq2seq/report.hpp"
+#include "examples/seq2seq/task.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/safetensors.hpp"
+
+namespace attn::seq2seq {
+
+// ---- the setup in a file's metadata --------------------------------------------------------
+
+void save_setup(const Seq2SeqSetup& s, std::map<std::string, std::string>& m) {
+    // the symbols after the four reserved ones, one a line
+    auto lines = [](const Vocab& v) {
+        std::string text;
+        for (int64_t i = 4; i < v.size(); ++i) text += v.symbol(i) + "\n";
+        return text;
+    };
+    m["seq2seq.config"] = s.config.str();
+    m["seq2seq.task"] = s.g2p ? "g2p" : "dates";
+    m["seq2seq.source_vocab"] = lines(s.source_vocab);
+    m["seq2seq.target_vocab"] = lines(s.target_vocab);
+}
+
+Seq2SeqSetup load_setup(const std::map<std::string, std::string>& m, const std::string& path) {
+    auto get = [&](const std::string& key) -> const std::string& {
+        const auto it = m.find(key);
+        if (it == m.end()) throw std::runtime_error(path + ": not a seq2seq checkpoint (no " + key + ")");
+        return it->second;
+    };
+    auto vocab = [&](const std::string& key) {
+        Vocab v;
+        const std::string& text = get(key);
+        for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+            v.add(text.substr(start, nl - start));
+        return v;
+    };
+    Seq2SeqSetup s;
+    s.config = ModelConfig::parse(get("seq2seq.config"));
+    s.g2p = get("seq2seq.task") == "g2p";
+    s.source_vocab = vocab("seq2seq.source_vocab");
+    s.target_vocab = vocab("seq2seq.target_vocab");
+    return s;
+}
+
+namespace {
+
+// The model of a model file or checkpoint, in evaluation mode. `gen` only
+// initialises the weights the file then replaces (and would draw dropout's
+// masks, which evaluation never does); it must outlive the model.
+std::unique_ptr<Seq2SeqModel> load_trained(const std::string& path, Seq2SeqSetup& setup, Generator& gen) {
+    setup = load_setup(load_safetensors(path).metadata, path);
+    auto model = std::make_unique<Seq2SeqModel>(setup.config, gen);
+    load_model(path, *model);
+    model->eval();
+    return model;
+}
+
+}  // namespace
+
+// ---- --predict -----------------------------------------------------------------------------------
+
+int predict_transliterations(const Seq2SeqPredictOptions& o) {
+    Seq2SeqSetup setup;
+    Generator gen(0);
+    const auto model = load_trained(o.checkpoint, setup, gen);
+    std::vector<std::string> inputs = o.inputs;
+    if (inputs.empty())
+        for (std::string line; std::getline(std::cin, line);)
+            if (!line.empty()) inputs.push_back(line);
+    // On a terminal (or with --show) each answer comes with what the decoder
+    // attended to while writing it: one row per output symbol.
+    const bool draw = o.show || stdout_is_terminal();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const std::string& text = inputs[k];
+        const auto ids = setup.source_vocab.encode(source_symbols(text, setup.g2p));
+        const auto hyp = beam_decode(*model, ids, std::max<int64_t>(1, o.beam), o.length_penalty);
+        const std::string answer = join(setup.target_vocab.decode(hyp.tokens), setup.g2p ? " " : "");
+        std::cout << text << "\t" << answer << "\n";
+        if (!draw && o.svg.empty()) continue;
+        const AlignmentPicture p = alignment_picture(hyp, ids, setup.source_vocab, setup.target_vocab);
+        if (draw) std::cout << heatmap_text(p.weights, p.rows, p.cols, {.colour = colour_terminal()}) << "\n";
+        if (!o.svg.empty()) {
+            const std::string svg_path = numbered_path(o.svg, k, inputs.size());
+            write_svg(svg_path, heatmap_svg(p.weights, p.rows, p.cols,
+                                            {.title = text + " → " + answer, .x_label = "input", .y_label = "output",
+                                             .cell_size = 18}));
+            std::cerr << "wrote " << svg_path << "\n";
+        }
+    }
+    return 0;
+}
+
+// ---- --dump-reference ------------------------------------------------------------------------------
+
+void dump_seq2seq_reference(const std::string& model_path, const std::string& out_path) {
+    Seq2SeqSetup setup;
+    Generator gen(0);
+    const auto model = load_trained(model_path, setup, gen);
+    // Four sources of different lengths, so that the batch has padding that
+    // the encoder's lengths and the attention's mask must hide.
+    const std::vector<std::string> texts =
+        setup.g2p ? std::vector<std::string>{"attention", "a", "checkpoint", "torch"}
+                  : std::vector<std::string>{"Sunday, Nov 22 2026", "22.11.26", "march 3rd, 1999", "4 July 1776"};
+    std::vector<Pair> pairs;
+    std::vector<size_t> index;
+    for (const std::string& text : texts) {
+        index.push_back(pairs.size());
+        pairs.push_back({setup.source_vocab.encode(source_symbols(text, setup.g2p)), {}});
+    }
+    NoGradGuard no_grad;
+    // Each source teacher-forced with the model's own greedy output: the
+    // decoder inputs it would meet in --predict.
+    const Batch sources = make_batch(pairs, index);
+    const std::vector<Hypothesis> greedy = greedy_decode(*model, sources.source, sources.source_lengths);
+    for (size_t i = 0; i < pairs.size(); ++i) pairs[i].target = greedy[i].tokens;
+    const Batch batch = make_batch(pairs, index);
+    Tensor attention;
+    const Var logits = model->forward(batch, &attention);  // B×T×V, α B×T×n
+
+    Tensor lengths = Tensor::empty(Shape{static_cast<int64_t>(texts.size())});
+    for (size_t i = 0; i < texts.size(); ++i) lengths[static_cast<int64_t>(i)] = static_cast<real>(batch.source_lengths[i]);
+    save_safetensors(out_path,
+                     {{"input.source", batch.source},
+                      {"input.lengths", lengths},
+                      {"input.target_in", batch.target_in},
+                      {"output.logits", logits.value()},
+                      {"output.attention", attention}},
+                     {{"example", "seq2seq"}, {"model", model_path}});
+}
+
+}  // namespace attn::seq2seq

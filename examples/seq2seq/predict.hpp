@@ -1,0 +1,52 @@
+// seq2seq --predict and --dump-reference: a trained model on the user's own
+// input, and the numbers a PyTorch reimplementation must reproduce.
+//
+//   build/examples/seq2seq --predict "Nov 22 2026"                # the answer and its alignment
+//   build/examples/seq2seq --dump-reference ref.safetensors       # for python/check_torch.py
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "examples/common/flags.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
+
+namespace attn::seq2seq {
+
+// What a model file or checkpoint needs beyond the weights to be used: the
+// model's configuration and both vocabularies.
+struct Seq2SeqSetup {
+    ModelConfig config;
+    bool g2p = false;  // inputs are words (case-folded letters), outputs phonemes joined with spaces
+    Vocab source_vocab, target_vocab;
+};
+// Metadata keys seq2seq.config, seq2seq.task, seq2seq.source_vocab, seq2seq.target_vocab.
+void save_setup(const Seq2SeqSetup& setup, std::map<std::string, std::string>& metadata);
+// Throws std::runtime_error naming `path` and the key that is missing.
+Seq2SeqSetup load_setup(const std::map<std::string, std::string>& metadata, const std::string& path);
+
+// --predict: transliterates `inputs` (or the lines of standard input) with
+// the model in `checkpoint` (a model file or a training checkpoint).
+struct Seq2SeqPredictOptions {
+    std::string checkpoint;
+    std::vector<std::string> inputs;
+    std::string svg;      // the alignment pictures (numbered when several)
+    bool show = false;    // draw the alignment also when stdout is not a terminal
+    int64_t beam = 1;
+    double length_penalty = 1.0;
+};
+int predict_transliterations(const Seq2SeqPredictOptions& options);
+
+// --dump-reference: runs the model of `model_path` on fixed inputs (four
+// sources of different lengths, padded into one batch, each teacher-forced
+// with its own greedy output) and writes to `out_path` (safetensors, F32):
+//   input.source     B×n    source ids (0 = <pad>)
+//   input.lengths    B      real source lengths
+//   input.target_in  B×T    decoder inputs: <s>, then the greedy output (0 = <pad> after it)
+//   output.logits    B×T×V  Seq2SeqModel::forward's logits, evaluation mode
+//   output.attention B×T×n  α_t of every step
+// metadata: example = seq2seq, model = model_path.
+void dump_seq2seq_reference(const std::string& model_path, const std::string& out_path);
+
+}  // namespace attn::seq2seq
