@@ -19,6 +19,7 @@
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 namespace {
@@ -420,6 +421,7 @@ Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q,
 
 AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var& keys, const Var& values,
                                                    const Tensor& mask, const FusedAttentionOptions& options) {
+    const ProfileScope scope(kOp);
     check_sdpa_inputs(kOp, queries, keys, values);
     const Shape& qs = queries.shape();
     const int R = qs.rank();

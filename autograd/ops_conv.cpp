@@ -19,6 +19,7 @@
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -225,6 +226,7 @@ void check_pool_padding(const Window& w, const char* op) {
 // z[b, c·kh·kw + i·kw + j, oh·Wo + ow] = x[b, c, oh·sh − ph + i, ow·sw − pw + j]  (0 in the padding)
 // ∂L/∂x[b, c, y, x] = Σ of g over every column entry that copied it (fold, col2im)
 Var unfold(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    const ProfileScope scope("unfold");
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "unfold");
     Tensor cols = Tensor::empty(Shape{w.B, w.C * w.kh * w.kw, w.Ho * w.Wo});
     // (tests/test_autograd_values.cpp checks this against the formula above,
@@ -274,6 +276,7 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, S
 //   ∂L/∂x_b += fold(Wᵀ g_b)
 // tests/test_autograd_values.cpp checks it against conv2d, value and gradient.
 Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
+    const ProfileScope scope("conv2d_fused");
     if (weight.rank() != 4)
         throw std::invalid_argument("conv2d_fused: weight must be O×C×kh×kw (rank 4), got " + weight.shape().str());
     const int64_t O = weight.shape()[0], C = weight.shape()[1];
@@ -344,6 +347,7 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
 // ∂L/∂x += g at the window's first maximum (saved as its kernel offset
 // i·kw + j, 2 bytes a window rather than an 8-byte input index)
 Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    const ProfileScope scope("max_pool2d");
     if (stride.h == 0 && stride.w == 0) stride = kernel;
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "max_pool2d");
     check_pool_padding(w, "max_pool2d");
@@ -373,6 +377,7 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
 // z[b, c, oh, ow] = (1/(kh·kw)) Σ of x over the window (padding counts as 0)
 // ∂L/∂x[in] += g[window]/(kh·kw) for every window that contains in
 Var avg_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+    const ProfileScope scope("avg_pool2d");
     if (stride.h == 0 && stride.w == 0) stride = kernel;
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "avg_pool2d");
     check_pool_padding(w, "avg_pool2d");

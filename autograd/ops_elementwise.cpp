@@ -11,6 +11,7 @@
 #include "autograd/record.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -18,6 +19,7 @@ namespace attn {
 
 // z = a + b        ∂z/∂a = 1        ∂z/∂b = 1
 Var add(const Var& a, const Var& b) {
+    const ProfileScope scope("add");
     return record("add", add(a.value(), b.value()), {a, b}, [](Backward& bw) {
         bw.accumulate(0, bw.grad());
         bw.accumulate(1, bw.grad());
@@ -26,6 +28,7 @@ Var add(const Var& a, const Var& b) {
 
 // z = a − b        ∂z/∂a = 1        ∂z/∂b = −1
 Var sub(const Var& a, const Var& b) {
+    const ProfileScope scope("sub");
     return record("sub", sub(a.value(), b.value()), {a, b}, [](Backward& bw) {
         bw.accumulate(0, bw.grad());
         if (bw.needs(1)) bw.accumulate(1, neg(bw.grad()));
@@ -34,6 +37,7 @@ Var sub(const Var& a, const Var& b) {
 
 // z = a ⊙ b        ∂z/∂a = b        ∂z/∂b = a
 Var mul(const Var& a, const Var& b) {
+    const ProfileScope scope("mul");
     return record("mul", mul(a.value(), b.value()), {a, b}, [a = a.value(), b = b.value()](Backward& bw) {
         if (bw.needs(0)) bw.accumulate(0, mul(bw.grad(), b));
         if (bw.needs(1)) bw.accumulate(1, mul(bw.grad(), a));
@@ -42,6 +46,7 @@ Var mul(const Var& a, const Var& b) {
 
 // z = a / b        ∂z/∂a = 1/b        ∂z/∂b = −a/b² = −z/b
 Var div(const Var& a, const Var& b) {
+    const ProfileScope scope("div");
     return record("div", div(a.value(), b.value()), {a, b}, [b = b.value()](Backward& bw) {
         if (bw.needs(0)) bw.accumulate(0, div(bw.grad(), b));
         if (bw.needs(1)) bw.accumulate(1, neg(div(mul(bw.grad(), bw.output()), b)));
@@ -50,6 +55,7 @@ Var div(const Var& a, const Var& b) {
 
 // z = a^b (a > 0 where b wants a gradient)      ∂z/∂a = b·a^(b−1)      ∂z/∂b = z·ln a
 Var pow(const Var& a, const Var& b) {
+    const ProfileScope scope("pow");
     return record("pow", pow(a.value(), b.value()), {a, b}, [a = a.value(), b = b.value()](Backward& bw) {
         if (bw.needs(0)) bw.accumulate(0, mul(bw.grad(), mul(b, pow(a, add(b, real(-1))))));
         if (bw.needs(1)) bw.accumulate(1, mul(bw.grad(), mul(bw.output(), log(a))));
@@ -58,6 +64,7 @@ Var pow(const Var& a, const Var& b) {
 
 // z = min(a, b)    ∂z/∂a = [a < b] + ½[a = b]    ∂z/∂b = [b < a] + ½[a = b]
 Var minimum(const Var& a, const Var& b) {
+    const ProfileScope scope("minimum");
     return record("minimum", minimum(a.value(), b.value()), {a, b}, [a = a.value(), b = b.value()](Backward& bw) {
         const Tensor half_tie = mul(eq(a, b), real(0.5));
         if (bw.needs(0)) bw.accumulate(0, mul(bw.grad(), add(lt(a, b), half_tie)));
@@ -67,6 +74,7 @@ Var minimum(const Var& a, const Var& b) {
 
 // z = max(a, b)    ∂z/∂a = [a > b] + ½[a = b]    ∂z/∂b = [b > a] + ½[a = b]
 Var maximum(const Var& a, const Var& b) {
+    const ProfileScope scope("maximum");
     return record("maximum", maximum(a.value(), b.value()), {a, b}, [a = a.value(), b = b.value()](Backward& bw) {
         const Tensor half_tie = mul(eq(a, b), real(0.5));
         if (bw.needs(0)) bw.accumulate(0, mul(bw.grad(), add(gt(a, b), half_tie)));
@@ -78,11 +86,13 @@ Var maximum(const Var& a, const Var& b) {
 
 // z = a + s        ∂z/∂a = 1
 Var add(const Var& a, real s) {
+    const ProfileScope scope("add");
     return record("add", add(a.value(), s), {a}, [](Backward& bw) { bw.accumulate(0, bw.grad()); });
 }
 
 // z = s·a          ∂z/∂a = s
 Var mul(const Var& a, real s) {
+    const ProfileScope scope("mul");
     return record("mul", mul(a.value(), s), {a}, [s](Backward& bw) { bw.accumulate(0, mul(bw.grad(), s)); });
 }
 
@@ -90,11 +100,13 @@ Var mul(const Var& a, real s) {
 
 // z = −a           ∂z/∂a = −1
 Var neg(const Var& a) {
+    const ProfileScope scope("neg");
     return record("neg", neg(a.value()), {a}, [](Backward& bw) { bw.accumulate(0, neg(bw.grad())); });
 }
 
 // z = a^c          ∂z/∂a = c·a^(c−1)   (0 for c = 0, also at a = 0)
 Var pow(const Var& a, real c) {
+    const ProfileScope scope("pow");
     return record("pow", pow(a.value(), c), {a}, [a = a.value(), c](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [c](real g, real x) {
                           return c == 0 ? real(0) : g * c * std::pow(x, c - 1);
@@ -104,6 +116,7 @@ Var pow(const Var& a, real c) {
 
 // z = a²           ∂z/∂a = 2a
 Var square(const Var& a) {
+    const ProfileScope scope("square");
     return record("square", square(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return 2 * x * g; }));
     });
@@ -111,6 +124,7 @@ Var square(const Var& a) {
 
 // z = eᵃ           ∂z/∂a = eᵃ = z
 Var exp(const Var& a) {
+    const ProfileScope scope("exp");
     return record("exp", exp(a.value()), {a}, [](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), bw.output(), [](real g, real z) { return g * z; }));
     });
@@ -118,6 +132,7 @@ Var exp(const Var& a) {
 
 // z = ln a         ∂z/∂a = 1/a
 Var log(const Var& a) {
+    const ProfileScope scope("log");
     return record("log", log(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return g / x; }));
     });
@@ -125,6 +140,7 @@ Var log(const Var& a) {
 
 // z = √a           ∂z/∂a = 1/(2√a) = 1/(2z)
 Var sqrt(const Var& a) {
+    const ProfileScope scope("sqrt");
     return record("sqrt", sqrt(a.value()), {a}, [](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), bw.output(), [](real g, real z) { return g / (2 * z); }));
     });
@@ -132,6 +148,7 @@ Var sqrt(const Var& a) {
 
 // z = |a|          ∂z/∂a = sign(a)   (0 at a = 0)
 Var abs(const Var& a) {
+    const ProfileScope scope("abs");
     return record("abs", abs(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return x > 0 ? g : x < 0 ? -g : real(0); }));
     });
@@ -139,6 +156,7 @@ Var abs(const Var& a) {
 
 // z = min(max(a, lo), hi)      ∂z/∂a = [lo ≤ a ≤ hi]
 Var clamp(const Var& a, real lo, real hi) {
+    const ProfileScope scope("clamp");
     return record("clamp", clamp(a.value(), lo, hi), {a}, [a = a.value(), lo, hi](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [lo, hi](real g, real x) {
                           return x >= lo && x <= hi ? g : real(0);
@@ -148,6 +166,7 @@ Var clamp(const Var& a, real lo, real hi) {
 
 // z = tanh a       ∂z/∂a = 1 − z²
 Var tanh(const Var& a) {
+    const ProfileScope scope("tanh");
     return record("tanh", tanh(a.value()), {a}, [](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), bw.output(), [](real g, real z) { return g * (1 - z * z); }));
     });
@@ -155,6 +174,7 @@ Var tanh(const Var& a) {
 
 // z = σ(a) = 1/(1 + e⁻ᵃ)       ∂z/∂a = z(1 − z)
 Var sigmoid(const Var& a) {
+    const ProfileScope scope("sigmoid");
     return record("sigmoid", sigmoid(a.value()), {a}, [](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), bw.output(), [](real g, real z) { return g * z * (1 - z); }));
     });
@@ -162,6 +182,7 @@ Var sigmoid(const Var& a) {
 
 // z = max(a, 0)    ∂z/∂a = [a > 0]
 Var relu(const Var& a) {
+    const ProfileScope scope("relu");
     return record("relu", relu(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) { return keep_or_zero(x > 0, g); }));
     });
@@ -169,6 +190,7 @@ Var relu(const Var& a) {
 
 // z = a if a > 0 else s·a      ∂z/∂a = 1 if a > 0 else s
 Var leaky_relu(const Var& a, real s) {
+    const ProfileScope scope("leaky_relu");
     return record("leaky_relu", leaky_relu(a.value(), s), {a}, [a = a.value(), s](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [s](real g, real x) { return x > 0 ? g : s * g; }));
     });
@@ -176,6 +198,7 @@ Var leaky_relu(const Var& a, real s) {
 
 // z = a·Φ(a), Φ the standard normal CDF       ∂z/∂a = Φ(a) + a·φ(a),  φ(a) = e^(−a²/2)/√(2π)
 Var gelu(const Var& a) {
+    const ProfileScope scope("gelu");
     return record("gelu", gelu(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, pointwise(bw.grad(), a, [](real g, real x) {
                           const double xd = x;
@@ -188,6 +211,7 @@ Var gelu(const Var& a) {
 
 // z = ln(1 + eᵃ)   ∂z/∂a = σ(a)
 Var softplus(const Var& a) {
+    const ProfileScope scope("softplus");
     return record("softplus", softplus(a.value()), {a}, [a = a.value()](Backward& bw) {
         bw.accumulate(0, mul(bw.grad(), sigmoid(a)));
     });

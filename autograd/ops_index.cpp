@@ -10,11 +10,13 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
 // z[i][j][k] = a[i][index[i][j][k]][k] (axis 1)      ∂L/∂a = scatter_add(g at index)
 Var gather(const Var& a, int axis, const Tensor& index) {
+    const ProfileScope scope("gather");
     const int ax = a.shape().normalize_axis(axis, "gather");
     return record("gather", gather(a.value(), ax, index), {a}, [shape = a.shape(), ax, index](Backward& bw) {
         bw.accumulate(0, scatter_add(shape, ax, index, bw.grad()));
@@ -23,6 +25,7 @@ Var gather(const Var& a, int axis, const Tensor& index) {
 
 // z[…, k, …] = a[…, indices[k], …]                     ∂L/∂a[…, indices[k], …] += g[…, k, …]
 Var index_select(const Var& a, int axis, const std::vector<int64_t>& indices) {
+    const ProfileScope scope("index_select");
     const int ax = a.shape().normalize_axis(axis, "index_select");
     return record("index_select", index_select(a.value(), ax, indices), {a}, [ax, indices](Backward& bw) {
         index_add_(bw.grad_buffer(0), ax, indices, bw.grad());
@@ -33,6 +36,7 @@ Var index_select(const Var& a, int axis, const std::vector<int64_t>& indices) {
 //                                                      ∂L/∂weight[v, :] += Σ_{… : indices[…] = v ≠ p} g[…, :]
 //                                                      (p the padding index, if any: its row gets nothing)
 Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+    const ProfileScope scope("embedding");
     if (weight.rank() != 2)
         throw std::invalid_argument("embedding: weight must be V×D (rank 2), got " + weight.shape().str());
     const int64_t rows = weight.shape()[0], width = weight.shape()[1];
@@ -64,12 +68,14 @@ Var embedding(const Var& weight, const Tensor& indices, std::optional<int64_t> p
 
 // z = value where mask ≠ 0, else a                      ∂L/∂a = g where mask = 0, else 0
 Var masked_fill(const Var& a, const Tensor& mask, real value) {
+    const ProfileScope scope("masked_fill");
     return record("masked_fill", masked_fill(a.value(), mask, value), {a},
                   [mask](Backward& bw) { bw.accumulate(0, masked_fill(bw.grad(), mask, 0)); });
 }
 
 // z = cond ≠ 0 ? a : b                                  ∂L/∂a = g where cond, ∂L/∂b = g elsewhere
 Var where(const Tensor& cond, const Var& a, const Var& b) {
+    const ProfileScope scope("where");
     return record("where", where(cond, a.value(), b.value()), {a, b}, [cond](Backward& bw) {
         const Tensor zero = Tensor::scalar(0);
         if (bw.needs(0)) bw.accumulate(0, where(cond, bw.grad(), zero));

@@ -5,6 +5,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -91,6 +92,7 @@ void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, b
 // and with a stored transposed, ∂L/∂a = (∂L/∂op(a))ᵀ = op(b)·gᵀ (likewise b).
 // The transposes are the GEMM's flags: nothing is materialised.
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+    const ProfileScope scope("matmul");
     return record("matmul", matmul(a.value(), b.value(), trans_a, trans_b), {a, b},
                   [a = a.value(), b = b.value(), trans_a, trans_b](Backward& bw) {
                       const Tensor& g = bw.grad();

@@ -12,6 +12,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -81,6 +82,7 @@ std::vector<int64_t> class_indices(const char* op, const Shape& logits, const Te
 // A left-out position has z_i = 0, so its gradient is 0; so is a whole row's
 // when every position is left out.
 Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
+    const ProfileScope scope("softmax");
     const int ax = a.shape().normalize_axis(axis, "softmax");
     return record("softmax", softmax(masked_scores(a.value(), mask, "softmax"), ax), {a}, [ax](Backward& bw) {
         bw.accumulate(0, softmax_backward(bw.output(), bw.grad(), ax));
@@ -92,6 +94,7 @@ Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
 // The sums run over the positions that take part: a left-out z_i is the
 // constant −∞, so its g_i (whatever it is, even NaN) is dropped first.
 Var log_softmax(const Var& a, int axis, const SoftmaxMask& mask) {
+    const ProfileScope scope("log_softmax");
     const int ax = a.shape().normalize_axis(axis, "log_softmax");
     const Tensor x = masked_scores(a.value(), mask, "log_softmax");
     Tensor left_out = has_neg_inf(x) ? eq(x, Tensor::scalar(kNegInf)) : Tensor();
@@ -109,6 +112,7 @@ Var log_softmax(const Var& a, int axis, const SoftmaxMask& mask) {
 //   ∂L/∂x_{r,c} = (g/n)·( softmax(x_r)_c − (1−ε)·[c = t_r] − ε/C ),    0 for ignored rows
 // (−Σ_c q_c·log_softmax(x_r)_c with q = (1−ε)·onehot(t_r) + ε/C, expanded.)
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index, real label_smoothing) {
+    const ProfileScope scope("cross_entropy");
     const std::vector<int64_t> t = class_indices("cross_entropy", logits.shape(), targets, ignore_index);
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
         throw std::invalid_argument("cross_entropy: label_smoothing " + std::to_string(label_smoothing) +
@@ -167,6 +171,7 @@ Var nll_loss(const Var& log_probs, const Tensor& targets, int64_t ignore_index) 
 
 // z = a ⊙ m/(1−p), m_i ~ Bernoulli(1−p)      ∂L/∂a = g ⊙ m/(1−p)
 Var dropout(const Var& a, real p, Generator& gen, bool training) {
+    const ProfileScope scope("dropout");
     if (!(p >= 0 && p <= 1))
         throw std::invalid_argument("dropout: probability " + std::to_string(p) + " is not in [0, 1]");
     if (!training || p == 0) return a;

@@ -9,6 +9,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -36,6 +37,7 @@ std::vector<int> normalized_axes(const Shape& s, const std::vector<int>& axes, c
 
 // z = Σᵢ aᵢ                    ∂z/∂aᵢ = 1
 Var sum(const Var& a) {
+    const ProfileScope scope("sum");
     return record("sum", sum(a.value()), {a}, [shape = a.shape()](Backward& bw) {
         bw.accumulate(0, expand(bw.grad(), shape));
     });
@@ -43,6 +45,7 @@ Var sum(const Var& a) {
 
 // z = Σ over `axes` of a       ∂z/∂a = 1, broadcast back over the reduced axes
 Var sum(const Var& a, const std::vector<int>& axes, bool keepdim) {
+    const ProfileScope scope("sum");
     const std::vector<int> ax = normalized_axes(a.shape(), axes, "sum");
     return record("sum", sum(a.value(), ax, keepdim), {a},
                   [shape = a.shape(), keep = keepdim_shape(a.shape(), ax)](Backward& bw) {
@@ -54,6 +57,7 @@ Var sum(const Var& a, int axis, bool keepdim) { return sum(a, std::vector<int>{a
 
 // z = (1/n) Σᵢ aᵢ              ∂z/∂aᵢ = 1/n
 Var mean(const Var& a) {
+    const ProfileScope scope("mean");
     const real inv_n = real(1) / static_cast<real>(a.numel());
     return record("mean", mean(a.value()), {a}, [shape = a.shape(), inv_n](Backward& bw) {
         bw.accumulate(0, expand(mul(bw.grad(), inv_n), shape));
@@ -62,6 +66,7 @@ Var mean(const Var& a) {
 
 // z = (1/n) Σ over `axes`, n = the number of elements reduced into each z   ∂z/∂a = 1/n
 Var mean(const Var& a, const std::vector<int>& axes, bool keepdim) {
+    const ProfileScope scope("mean");
     const std::vector<int> ax = normalized_axes(a.shape(), axes, "mean");
     int64_t n = 1;
     for (int axis : ax) n *= a.shape()[axis];
@@ -78,6 +83,7 @@ Var mean(const Var& a, int axis, bool keepdim) { return mean(a, std::vector<int>
 
 // z = max along axis           ∂z/∂aᵢ = 1 at the first maximum of the slice, 0 elsewhere
 Var max(const Var& a, int axis, bool keepdim) {
+    const ProfileScope scope("max");
     const int ax = a.shape().normalize_axis(axis, "max");
     Tensor where_max = argmax(a.value(), ax, /*keepdim=*/true);
     return record("max", max(a.value(), ax, keepdim), {a},
@@ -88,6 +94,7 @@ Var max(const Var& a, int axis, bool keepdim) {
 
 // z = min along axis           ∂z/∂aᵢ = 1 at the first minimum of the slice, 0 elsewhere
 Var min(const Var& a, int axis, bool keepdim) {
+    const ProfileScope scope("min");
     const int ax = a.shape().normalize_axis(axis, "min");
     Tensor where_min = argmin(a.value(), ax, /*keepdim=*/true);
     return record("min", min(a.value(), ax, keepdim), {a},
@@ -104,6 +111,7 @@ Var min(const Var& a) { return reshape(min(reshape(a, {-1}), 0), Shape{}); }
 
 // z = ln Σⱼ e^(aⱼ) along axis  ∂z/∂aᵢ = e^(aᵢ − z) = softmax(a)ᵢ  (0 for an all −∞ slice)
 Var logsumexp(const Var& a, int axis, bool keepdim) {
+    const ProfileScope scope("logsumexp");
     const int ax = a.shape().normalize_axis(axis, "logsumexp");
     return record("logsumexp", logsumexp(a.value(), ax, keepdim), {a}, [a = a.value(), ax](Backward& bw) {
         bw.accumulate(0, mul(bw.grad().reshape(a.shape().with(ax, 1)), softmax(a, ax)));

@@ -11,6 +11,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -18,6 +19,7 @@ namespace attn {
 
 // z = a viewed with new dimensions (same elements, same order)      ∂L/∂a = g viewed as a
 Var reshape(const Var& a, const Shape& shape) {
+    const ProfileScope scope("reshape");
     return record("reshape", a.value().reshape(shape), {a},
                   [shape = a.shape()](Backward& bw) { bw.accumulate(0, bw.grad().reshape(shape)); });
 }
@@ -33,12 +35,14 @@ Var squeeze(const Var& a, int axis) { return reshape(a, squeeze(a.value(), axis)
 
 // z = a with axes axis0 and axis1 swapped        ∂L/∂a = g with them swapped back
 Var transpose(const Var& a, int axis0, int axis1) {
+    const ProfileScope scope("transpose");
     return record("transpose", transpose(a.value(), axis0, axis1), {a},
                   [axis0, axis1](Backward& bw) { bw.accumulate(0, transpose(bw.grad(), axis0, axis1)); });
 }
 
 // z axis i = a axis p[i]                         ∂L/∂a = g permuted by p⁻¹, p⁻¹[p[i]] = i
 Var permute(const Var& a, const std::vector<int>& axes) {
+    const ProfileScope scope("permute");
     Tensor z = permute(a.value(), axes);  // checks that `axes` is a permutation
     std::vector<int> inverse(axes.size());
     for (size_t i = 0; i < axes.size(); ++i)
@@ -49,6 +53,7 @@ Var permute(const Var& a, const std::vector<int>& axes) {
 
 // z = a materialised at a broadcast shape        ∂L/∂a = g summed over the broadcast axes
 Var expand(const Var& a, const Shape& shape) {
+    const ProfileScope scope("expand");
     return record("expand", expand(a.value(), shape), {a},
                   [](Backward& bw) { bw.accumulate(0, bw.grad()); });  // accumulate sums it back
 }
@@ -57,6 +62,7 @@ Var expand(const Var& a, const Shape& shape) {
 
 // z[…, k, …] = a[…, start + k·step, …]           ∂L/∂a[…, start + k·step, …] += g[…, k, …], 0 elsewhere
 Var slice(const Var& a, int axis, int64_t start, int64_t end, int64_t step) {
+    const ProfileScope scope("slice");
     const int ax = a.shape().normalize_axis(axis, "slice");
     Tensor z = slice(a.value(), ax, start, end, step);
     const int64_t n = a.shape()[ax];
@@ -78,6 +84,7 @@ Var narrow(const Var& a, int axis, int64_t start, int64_t length) {
 
 // z = [a₀ a₁ …] along axis                       ∂L/∂aₖ = the k-th piece of g along axis
 Var concat(const std::vector<Var>& parts, int axis) {
+    const ProfileScope scope("concat");
     std::vector<Tensor> values;
     std::vector<int64_t> sizes;
     for (const Var& p : parts) values.push_back(p.value());
@@ -93,6 +100,7 @@ Var concat(const std::vector<Var>& parts, int axis) {
 
 // z = the aₖ stacked along a new axis            ∂L/∂aₖ = g[…, k, …] (that axis removed)
 Var stack(const std::vector<Var>& parts, int axis) {
+    const ProfileScope scope("stack");
     std::vector<Tensor> values;
     for (const Var& p : parts) values.push_back(p.value());
     Tensor z = stack(values, axis);  // checks the shapes
@@ -106,6 +114,7 @@ Var stack(const std::vector<Var>& parts, int axis) {
 
 // zₖ = the k-th piece of a along axis            ∂L/∂a[piece k] += gₖ (each piece is its own node)
 std::vector<Var> split(const Var& a, const std::vector<int64_t>& sizes, int axis) {
+    const ProfileScope scope("split");
     const int ax = a.shape().normalize_axis(axis, "split");
     std::vector<Tensor> pieces = split(a.value(), sizes, ax);  // checks the sizes
     std::vector<Var> out;

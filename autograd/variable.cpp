@@ -7,6 +7,7 @@
 
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -77,10 +78,12 @@ void backpropagate(Node* root, Tensor seed) {
     // must not record (there is no double backward).
     {
         NoGradGuard no_grad;
+        const ProfileBackwardPhase backward_phase;  // the profiler's "backward" column
         for (auto it = order.rbegin(); it != order.rend(); ++it) {
             Node* node = *it;
             if (node->is_leaf()) continue;
             if (node->grad.defined()) {  // undefined: no gradient reached it
+                const ProfileScope scope(node->op);
                 Backward bw(*node);
                 node->run_backward(bw);
             }

@@ -6,6 +6,7 @@
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -78,6 +79,7 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, real eps) {
 
 // x …×D → y …×D, one pass per row; forward keeps x̂ and 1/√(σ² + ε) for the backward.
 Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps) {
+    const ProfileScope scope("layer_norm_fused");
     check_shapes("layer_norm_fused", x, weight, bias);
     const int64_t D = x.size(-1), N = x.numel() / D;
     const Var gamma = weight.defined() ? weight : Var(Tensor::ones({D}));  // no affine: γ = 1, β = 0

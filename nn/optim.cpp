@@ -12,6 +12,7 @@
 #include "nn/optim_kernels.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -59,6 +60,7 @@ void Optimizer::set_lr(double lr) {
 }
 
 void Optimizer::step() {
+    const ProfileScope scope("optimizer step");
     NoGradGuard no_grad;
     for (size_t i = 0; i < params_.size(); ++i) {
         Var& v = params_[i].second;
@@ -286,6 +288,7 @@ void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
 // ---- clip_grad_norm_ ------------------------------------------------------------------------------
 
 double clip_grad_norm_(const std::vector<Var>& params, double max_norm, double norm_type) {
+    const ProfileScope scope("clip_grad_norm");
     if (!(norm_type > 0))
         throw std::invalid_argument("clip_grad_norm_: norm_type " + num(norm_type) + " must be positive");
     const bool inf = std::isinf(norm_type);

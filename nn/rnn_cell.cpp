@@ -11,6 +11,7 @@
 #include "nn/init.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -69,6 +70,7 @@ Var gru_gates(const Var& gi, const Var& gh, const Var& h) {
 //   δr = δn ⊙ gh_n ⊙ r ⊙ (1 − r)
 //   ∂L/∂gi = [δr | δz | δn]      ∂L/∂gh = [δr | δz | δn ⊙ r]
 Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
+    const ProfileScope scope("gru_gates");
     check_gate_inputs("gru_gates_fused", &gi, &gh, h, 3);
     const int64_t B = h.size(0), H = h.size(1);
     Tensor rzn = Tensor::empty(Shape{B, 3 * H});
@@ -141,6 +143,7 @@ LSTMState lstm_gates(const Var& pre, const Var& c) {
 //   ∂L/∂c = δc ⊙ f
 //   ∂L/∂pre = [δc ⊙ g ⊙ i(1−i) | δc ⊙ c ⊙ f(1−f) | δc ⊙ i ⊙ (1−g²) | g_h ⊙ tanh c' ⊙ o(1−o)]
 LSTMState lstm_gates_fused(const Var& pre, const Var& c) {
+    const ProfileScope scope("lstm_gates");
     check_gate_inputs("lstm_gates_fused", &pre, nullptr, c, 4);
     const int64_t B = c.size(0), H = c.size(1);
     Tensor ifgo = Tensor::empty(Shape{B, 4 * H});
@@ -208,6 +211,7 @@ namespace detail {
 
 // z_t = x[t] (a view)                  ∂L/∂x[t] += g_t
 std::vector<Var> unbind_rows(const Var& x) {
+    const ProfileScope scope("unbind_rows");
     if (x.rank() < 1) throw std::invalid_argument("unbind_rows: needs rank >= 1, got a scalar");
     const Shape row_shape = x.shape().without(0);
     std::vector<Var> rows;

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "tensor/profile.hpp"
+
 namespace attn {
 namespace {
 
@@ -269,6 +271,7 @@ int parallel_chunks(int64_t begin, int64_t end, int64_t grain) {
 void parallel_for(int64_t begin, int64_t end, int64_t grain, RangeFn fn) {
     const int chunks = parallel_chunks(begin, end, grain);
     if (chunks == 0) return;
+    const ProfilePause pause;  // the chunks' work counts in the caller's scope
     if (chunks == 1) {
         fn(begin, end);
         return;

@@ -17,6 +17,7 @@
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/metrics.hpp"
 #include "nn/schedule.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -248,6 +249,7 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
         if (position > 0) label += " from batch " + std::to_string(position + 1);
         ProgressBar bar(label, batches - position, {.out = &log});
         for (int64_t first = position; position < batches;) {
+            const ProfileScope profile_step("step");  // ATTN_PROFILE=1: the steps' time and parts
             if (parts.learning_rate) optimizer.set_lr(parts.learning_rate(state.step));
             optimizer.zero_grad();
             StepLoss step = parts.step(epoch, position, state.step);  // the task's forward

@@ -13,6 +13,7 @@
 
 #include "tensor/gemm/gemm_internal.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 namespace {
@@ -300,8 +301,16 @@ Packing packing() { return packing_policy.load(std::memory_order_relaxed); }
 
 }  // namespace gemm_internal
 
+namespace {
+// The FLOPs of `batch` products of M×K by K×N, for the profiler.
+double product_flops(int64_t batch, int64_t M, int64_t N, int64_t K) {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+}
+}  // namespace
+
 void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
     require_supported(path, "gemm_with");
     check_args("gemm", trans_a, trans_b, M, N, K, lda, ldb, ldc);
     run(path, make_product(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
@@ -309,12 +318,14 @@ void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, 
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
     check_args("gemm", trans_a, trans_b, M, N, K, lda, ldb, ldc);
     run(gemm_default_path(), make_product(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
-          const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+namespace {
+void gemm_double(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
     check_args("gemm", trans_a, trans_b, M, N, K, lda, ldb, ldc);
     if (M == 0 || N == 0) return;
     // Rows of C are independent: split them over the pool when there is enough work.
@@ -322,6 +333,13 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double al
     parallel_for(0, M, grain, [&](int64_t i0, int64_t i1) {
         gemm_double_rows(trans_a, trans_b, i0, i1, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     });
+}
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+          const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
+    gemm_double(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // Batched: one product per matrix. Many small products (attention over a
@@ -345,6 +363,7 @@ void batched(int64_t batch, int64_t M, int64_t N, int64_t K, const T* A, int64_t
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b,
                   float beta, float* C, int64_t ldc, int64_t stride_c) {
+    const ProfileScope scope("gemm", product_flops(batch, M, N, K));
     check_args("gemm_batched", trans_a, trans_b, M, N, K, lda, ldb, ldc);
     const GemmPath path = gemm_default_path();
     batched(batch, M, N, K, A, stride_a, B, stride_b, C, ldc, stride_c, [&](const float* a, const float* b, float* c) {
@@ -355,9 +374,10 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
                   const double* A, int64_t lda, int64_t stride_a, const double* B, int64_t ldb, int64_t stride_b,
                   double beta, double* C, int64_t ldc, int64_t stride_c) {
+    const ProfileScope scope("gemm", product_flops(batch, M, N, K));
     batched(batch, M, N, K, A, stride_a, B, stride_b, C, ldc, stride_c,
             [&](const double* a, const double* b, double* c) {
-                gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+                gemm_double(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
             });
 }
 
