@@ -1,10 +1,11 @@
 #!/bin/sh
 # Runs each doctest binary given, then prints one total line: "N passed, N failed".
+# TEST_RUNNER, if set, is a command to run them under (an emulator: make check-arm).
 status=0; passed=0; failed=0
 for bin in "$@"; do
     echo "== $bin"
     log=$(mktemp)
-    "$bin" 2>&1 | tee "$log"
+    $TEST_RUNNER "$bin" 2>&1 | tee "$log"
     line=$(grep '^\[doctest\] test cases:' "$log" | tail -n 1)
     p=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) passed.*/\1/p')
     f=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) failed.*/\1/p')
