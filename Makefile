@@ -1,8 +1,10 @@
 # attn — build, test and benchmark.
 #
 #   make              build the library, tests, benchmarks and examples into build/
-#   make test         build and run every test (installs doctest if it is missing)
+#   make test         build and run every test
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-arm    the tests built for aarch64, run under qemu-aarch64
+#   make check-libcxx the tests built with clang and libc++ (macOS's library)
 #   make run          train the example models on built-in data; out/report.html
 #   make check-report click through out/report.html in headless Chromium
 #   make check-torch  the PyTorch reference (python/) loads each trainer's
@@ -39,11 +41,22 @@ ifeq ($(origin CXX),default)
 CXX := g++
 endif
 
-# One build directory per configuration, so switching never mixes objects.
+# The architecture the compiler builds for (not this machine's: a
+# cross-compiler builds for another): x86_64, aarch64, arm64 (Apple's name).
+ARCH := $(firstword $(subst -, ,$(shell $(CXX) -dumpmachine)))
+CROSS := $(if $(filter $(ARCH),$(shell uname -m)),,$(ARCH))
+
+# One build directory per configuration, so switching never mixes objects:
+# build/ for g++, else build/ + the configuration's parts joined by '-', e.g.
+# build/clang, build/san, build/clang-libcxx, build/aarch64 (a cross-compiler).
 IS_CLANG := $(findstring clang,$(CXX))
 # SAN=fuzz is the libFuzzer build of `make fuzz` (clang only): build/clang-fuzz.
 SAN_DIR := $(if $(filter fuzz,$(SAN)),fuzz,san)
-B := build$(if $(or $(IS_CLANG),$(SAN)),/$(if $(IS_CLANG),clang)$(if $(and $(IS_CLANG),$(SAN)),-)$(if $(SAN),$(SAN_DIR)))
+# STDLIB=libc++: clang with LLVM's standard library (macOS's toolchain).
+LIBCXX := $(if $(filter libc++,$(STDLIB)),libcxx)
+CONFIG := $(strip $(CROSS) $(if $(IS_CLANG),clang) $(LIBCXX) $(if $(SAN),$(SAN_DIR)))
+empty :=
+B := build$(if $(CONFIG),/$(subst $(empty) $(empty),-,$(CONFIG)))
 
 ATTN_CXXFLAGS := -std=c++20 -I. -Wall -Wextra -Wshadow -pthread -MMD -MP
 ifeq ($(SAN),1)
@@ -70,23 +83,29 @@ ifeq ($(NATIVE),1)
 ATTN_CXXFLAGS += -march=native
 endif
 ATTN_LDFLAGS += -pthread
+ifneq ($(STDLIB),)
+ATTN_CXXFLAGS += -stdlib=$(STDLIB)
+ATTN_LDFLAGS += -stdlib=$(STDLIB)
+endif
 
-# SIMD kernels: each file is compiled for its own instruction set. The target
-# is the compiler's (not this machine's: a cross-compiler builds for another).
-ARCH := $(firstword $(subst -, ,$(shell $(CXX) -dumpmachine)))
+# SIMD kernels: each x86 file is compiled for its own instruction set (they
+# are chosen at run time); NEON is part of every aarch64 CPU, so the ARM
+# files need no flag.
 AVX2_FLAGS := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
 isa_flags = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx2,$1),$(AVX2_FLAGS)))
 
-# doctest: the system's header, or DOCTEST_INCLUDE=dir.
-ifneq ($(DOCTEST_INCLUDE),)
-TEST_INCLUDE := -I$(DOCTEST_INCLUDE)
-endif
+# doctest: its single header is kept in the tree (third_party/doctest/).
+TEST_INCLUDE := -Ithird_party/doctest
 
 # ---- sources ---------------------------------------------------------------
 LIB_SRC := $(sort $(wildcard tensor/*.cpp tensor/gemm/*.cpp autograd/*.cpp nn/*.cpp attention/*.cpp))
+# The SIMD sources of the target's architecture only.
 ifneq ($(ARCH),x86_64)
 LIB_SRC := $(filter-out %_avx2.cpp %_avx512.cpp,$(LIB_SRC))
+endif
+ifeq ($(filter aarch64 arm64,$(ARCH)),)
+LIB_SRC := $(filter-out %_neon.cpp,$(LIB_SRC))
 endif
 COMMON_SRC := $(sort $(wildcard examples/common/*.cpp))
 # Each trainer's model and data (everything in its folder but main.cpp), as
@@ -112,7 +131,7 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test bench clean doctest run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -138,24 +157,21 @@ $(LIB_COMMON): $(call obj_f,$(COMMON_SRC))
 	rm -f $@ && ar rcs $@ $^
 
 # ---- tests -------------------------------------------------------------------
-# The test objects wait for doctest (order-only: installing it rebuilds nothing)
-# and use tests/precompiled.hpp, compiled once with the same flags as they are.
-# One header serves both test builds: ATTN_DOUBLE does not appear in it.
+# The test objects use tests/precompiled.hpp, compiled once with the same flags
+# as they are. One header serves both test builds: ATTN_DOUBLE does not appear
+# in it.
 TEST_OBJ := $(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC))
 TEST_PCH := $(B)/obj/pch/precompiled.hpp
 # (Not doctest_main.cpp: it includes doctest after a #define, to compile
 # doctest's own code, which the header must not have been parsed without.)
 TEST_MAIN_OBJ := $(call obj_f,tests/doctest_main.cpp)
-$(TEST_OBJ): | doctest
 $(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): $(TEST_PCH).gch
 $(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): OPT = $(DEBUG_OPT) -include $(TEST_PCH) -Winvalid-pch
 $(TEST_MAIN_OBJ): OPT = $(DEBUG_OPT)
-$(TEST_PCH).gch: tests/precompiled.hpp | doctest
+$(TEST_PCH).gch: tests/precompiled.hpp
 	@mkdir -p $(dir $@)
 	cp $< $(TEST_PCH)
 	$(CXX) $(ATTN_CXXFLAGS) $(DEBUG_OPT) $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
-doctest:
-	@DOCTEST_INCLUDE="$(DOCTEST_INCLUDE)" sh scripts/ensure-doctest.sh
 
 $(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
@@ -164,8 +180,23 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
+# TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
 test: $(UNIT_BIN) $(GRAD_BIN)
-	@sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; $(call elapsed,make test); exit $$status
+	@TEST_RUNNER="$(TEST_RUNNER)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
+		$(call elapsed,make test); exit $$status
+
+# make check-arm: the tests cross-compiled for aarch64 (Debian's
+# g++-aarch64-linux-gnu) into build/aarch64/, run under qemu-aarch64 (Debian's
+# qemu-user). Correctness only: times under the emulator mean nothing.
+ARM_CXX ?= aarch64-linux-gnu-g++
+ARM_SYSROOT ?= /usr/aarch64-linux-gnu
+check-arm:
+	@$(MAKE) --no-print-directory CXX=$(ARM_CXX) TEST_RUNNER="qemu-aarch64 -L $(ARM_SYSROOT)" test
+
+# make check-libcxx: clang with libc++ (the standard library of macOS), in
+# build/clang-libcxx/ (Debian: libc++-dev and libc++abi-dev).
+check-libcxx:
+	@$(MAKE) --no-print-directory CXX=clang++ STDLIB=libc++ test
 
 # ---- benchmarks and examples -------------------------------------------------
 $(B)/bench/%: $(B)/obj/float/bench/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
@@ -177,7 +208,10 @@ bench: $(BENCH_BINS)
 
 .SECONDEXPANSION:
 # Keep the example objects make would treat as intermediate (and delete).
-.SECONDARY:
+# (Not .SECONDARY: with no targets: that makes every object intermediate, and
+# an archive newer than its sources was then not rebuilt when a new source
+# file's object was missing.)
+.PRECIOUS: $(B)/obj/float/%.o $(B)/obj/double/%.o
 $(B)/lib/libtask_%.a: $$(call obj_f,$$(call task_src,$$*))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

@@ -10,7 +10,7 @@
 // set, so the parent starts no thread pool and allocates nothing of it.
 // Time: 5 warm-up steps, then the median of 30 timed steps (as the PyTorch
 // peer, bench/peers/w2_…w5_*.py). Peak memory is the child's VmHWM (peak
-// resident set), which includes the program itself (~5 MB); tensor_peak_mb is
+// resident set; bench/memory.hpp), which includes the program itself (~5 MB); tensor_peak_mb is
 // the most tensor storage alive at once during the timed steps (the caching
 // allocator's count, tensor/allocator.hpp).
 //
@@ -24,12 +24,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "bench/memory.hpp"
 #include "tensor/allocator.hpp"
 #include "tensor/parallel.hpp"
 
@@ -40,15 +39,6 @@ struct Workload {
     std::function<void()> step;
     int64_t params = 0;
 };
-
-// A field of /proc/self/status in MiB ("VmRSS", "VmHWM").
-inline double status_mb(const char* field) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(field, 0) == 0) return std::atof(line.c_str() + std::strlen(field) + 1) / 1024.0;
-    return 0;
-}
 
 // Builds the workload at `threads` threads, warms up, times, prints the line.
 inline void run_one(const std::string& name, const std::function<Workload()>& make_step, int threads,
@@ -67,7 +57,7 @@ inline void run_one(const std::string& name, const std::function<Workload()>& ma
     const double median = steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2;
     std::printf("{\"workload\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"steps_per_s\":%.2f,\"peak_rss_mb\":%.1f,"
                 "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d}\n",
-                name.c_str(), threads, median, 1000.0 / median, status_mb("VmHWM"),
+                name.c_str(), threads, median, 1000.0 / median, peak_rss_mb(),
                 static_cast<double>(allocator_stats().peak_live_bytes) / (1 << 20), static_cast<long long>(w.params),
                 warmup, steps);
     std::fflush(stdout);

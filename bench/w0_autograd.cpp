@@ -7,14 +7,13 @@
 //   {"workload":"W0-autograd","threads":1,"median_ms":..,"us_per_op":..,"peak_rss_mb":..}
 //
 // The same chain in PyTorch is bench/peers/w0_autograd.py.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "bench/memory.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;
@@ -38,12 +37,6 @@ void step(const Var& x, Var& a, Var& b, const Tensor& upstream) {
     h.backward(upstream);
 }
 
-double peak_rss_mb() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
 }  // namespace
 
 int main() {
@@ -65,7 +58,7 @@ int main() {
         const double median = ms[50];
         std::printf("{\"workload\":\"W0-autograd\",\"threads\":%d,\"median_ms\":%.4f,\"us_per_op\":%.4f,"
                     "\"peak_rss_mb\":%.1f}\n",
-                    threads, median, median * 1000.0 / kOps, peak_rss_mb());
+                    threads, median, median * 1000.0 / kOps, bench::peak_rss_mb());
     }
     return 0;
 }

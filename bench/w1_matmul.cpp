@@ -10,7 +10,7 @@
 //
 // speed_ratio = our GFLOP/s / OpenBLAS's GFLOP/s (> 1: we are faster).
 //
-// Usage: w1_matmul [--path=reference|avx2|avx512] [--shape=NAME] [--threads=N] [--no-peer]
+// Usage: w1_matmul [--path=reference|avx2|avx512|neon] [--shape=NAME] [--threads=N] [--no-peer]
 //
 // Timing: at least 5 warm-up calls, then 31 samples; a sample times a batch of
 // calls lasting at least 1 ms (so a 5 µs product is not timed by a clock that
@@ -19,7 +19,6 @@
 // run in a child process (see peer_turn). The buffers are 64-byte
 // aligned, like the framework's tensors.
 #include <dlfcn.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/memory.hpp"
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/random.hpp"
@@ -126,12 +126,6 @@ private:
 
 constexpr int kSamples = 31;
 
-double peak_rss_mb() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
 // One JSON line: the median time, its GFLOP/s, and the fastest sample
 // ("min_ms": on a shared machine, the closest to what the code can do alone).
 void print_line(const MatmulShape& s, const char* variant, int threads, Timer& timer, const std::string& extra) {
@@ -139,7 +133,7 @@ void print_line(const MatmulShape& s, const char* variant, int threads, Timer& t
     const double gflops = 2.0 * s.M * s.N * s.K / seconds * 1e-9;
     std::printf("{\"workload\":\"W1-matmul\",\"shape\":\"%s\",\"variant\":\"%s\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"gflops\":%.1f,\"min_ms\":%.4f,%s,\"peak_rss_mb\":%.0f}\n",
-                s.name, variant, threads, seconds * 1e3, gflops, timer.fastest() * 1e3, extra.c_str(), peak_rss_mb());
+                s.name, variant, threads, seconds * 1e3, gflops, timer.fastest() * 1e3, extra.c_str(), bench::peak_rss_mb());
     std::fflush(stdout);
 }
 
@@ -166,7 +160,7 @@ Options parse(int argc, char** argv) {
             o.peer = false;
         } else {
             throw std::invalid_argument("w1_matmul: unknown argument " + arg +
-                                        " (expected --path=reference|avx2|avx512, --shape=NAME, --threads=N, "
+                                        " (expected --path=reference|avx2|avx512|neon, --shape=NAME, --threads=N, "
                                         "--no-peer)");
         }
     }
@@ -238,6 +232,15 @@ int peer_turn(const std::string& spec) {
         std::printf("%.9e\n", theirs.last());
     }
     return 0;
+}
+
+// This program's file, to start it again as the peer's child: /proc/self/exe
+// on Linux; where there is no /proc (macOS), argv[0], which names it as it was
+// started (as a path, or a name the shell finds in PATH; we never chdir).
+std::string own_path(const char* argv0) {
+    char buffer[4096];
+    const ssize_t length = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+    return length > 0 ? std::string(buffer, static_cast<size_t>(length)) : std::string(argv0);
 }
 
 // The parent's side: one turn of n samples in a child process, added to
@@ -320,13 +323,11 @@ int main(int argc, char** argv) try {
     // The peer runs in child processes (above); a first one says whether OpenBLAS loads at all.
     std::string self;
     if (opt.peer) {
-        char buffer[4096];
-        const ssize_t length = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+        const std::string program = own_path(argv[0]);
         Timer probe;
         std::string core;
-        if (length > 0 && run_peer_turn(std::string(buffer, static_cast<size_t>(length)), kShapes[0], "NN", 1, 1,
-                                        probe, core))
-            self.assign(buffer, static_cast<size_t>(length));
+        if (run_peer_turn(program, kShapes[0], "NN", 1, 1, probe, core))
+            self = program;
         else
             std::printf("{\"workload\":\"W1-matmul\",\"peer\":\"openblas\",\"skipped\":\"libopenblas.so.0 not "
                         "found (apt-get install libopenblas0)\"}\n");

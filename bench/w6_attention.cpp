@@ -35,12 +35,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "attention/fused_attention.hpp"
+#include "bench/memory.hpp"
 #include "attention/transformer.hpp"
 #include "tensor/parallel.hpp"
 
@@ -61,18 +60,9 @@ struct Result {
     double median_ms = 0, peak_mb = 0, increase_mb = 0;
 };
 
-// A field of /proc/self/status in MiB ("VmRSS", "VmHWM").
-double status_mb(const char* field) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(field, 0) == 0) return std::atof(line.c_str() + std::strlen(field) + 1) / 1024.0;
-    return 0;
-}
-
 Result run(const Config& c, int* warmup_out, int* steps_out) {
     set_num_threads(c.threads);
-    const double base_mb = status_mb("VmRSS");
+    const double base_mb = bench::current_rss_mb();
     Generator gen(0);
     const Shape shape{kBatch, c.L, kWidth};
     Var q(Tensor::normal(shape, 0, 1, gen), true), k(Tensor::normal(shape, 0, 1, gen), true);
@@ -101,7 +91,7 @@ Result run(const Config& c, int* warmup_out, int* steps_out) {
     std::sort(ms.begin(), ms.end());
     *warmup_out = warmup, *steps_out = steps;
     const double median = steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2;
-    const double peak = status_mb("VmHWM");
+    const double peak = bench::peak_rss_mb();
     return {median, peak, peak - base_mb};
 }
 

@@ -2,12 +2,13 @@
 # Runs the doctest binaries given side by side (each is mostly one thread, and
 # the machine may have more), then prints their output in the order given and
 # one total line: "N passed, N failed".
+# TEST_RUNNER, if set, is a command to run them under (an emulator: make check-arm).
 status=0; passed=0; failed=0
 logs=$(mktemp -d)
 i=0
 for bin in "$@"; do
     i=$((i + 1))
-    "$bin" > "$logs/$i" 2>&1 &
+    $TEST_RUNNER "$bin" > "$logs/$i" 2>&1 &
 done
 wait
 i=0

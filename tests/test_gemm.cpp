@@ -61,7 +61,7 @@ std::vector<float> matrix(int64_t rows, int64_t cols, int64_t pad, Generator& ge
 // |alpha|·Σ|a||b| + |beta|·|c|: a bound, not a guess, hence never flaky, and
 // far below the error of a wrong or missing term.
 void check_case(GemmPath path, const Case& c, uint64_t seed) {
-    INFO(gemm_path_name(path) << " " << describe(c) << " threads=" << num_threads());
+    INFO(std::string(gemm_path_name(path)) << " " << describe(c) << " threads=" << num_threads());
     Generator gen(seed);
     const int64_t a_rows = c.ta ? c.K : c.M, a_cols = c.ta ? c.M : c.K;
     const int64_t b_rows = c.tb ? c.N : c.K, b_cols = c.tb ? c.K : c.N;
@@ -103,9 +103,10 @@ void check_case(GemmPath path, const Case& c, uint64_t seed) {
     }
 }
 
+// Every SIMD path this CPU runs: AVX2 and AVX-512 on x86-64, NEON on aarch64.
 std::vector<GemmPath> fast_paths() {
     std::vector<GemmPath> paths;
-    for (GemmPath p : {GemmPath::avx2, GemmPath::avx512})
+    for (GemmPath p : {GemmPath::avx2, GemmPath::avx512, GemmPath::neon})
         if (gemm_path_supported(p)) paths.push_back(p);
     return paths;
 }
@@ -124,30 +125,38 @@ void at_least_two_threads() {
 }
 
 // What one thread computes: the path's kernel, called directly.
-void one_thread([[maybe_unused]] GemmPath path, [[maybe_unused]] int64_t M, [[maybe_unused]] int64_t N,
-                [[maybe_unused]] int64_t K, [[maybe_unused]] const float* A, [[maybe_unused]] const float* B,
-                [[maybe_unused]] float* C) {
-#if defined(__x86_64__)  // the only architecture the SIMD kernels are built for
-    const gemm_internal::Product p{M, N, K, 1.0f, {A, K, 1}, {B, N, 1}, 0.0f, C, N};
+void one_thread([[maybe_unused]] GemmPath path, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+                float* C) {
+    [[maybe_unused]] const gemm_internal::Product p{M, N, K, 1.0f, {A, K, 1}, {B, N, 1}, 0.0f, C, N};
+#if defined(__x86_64__)  // each kernel is built for its own architecture only
     if (path == GemmPath::avx512) gemm_internal::product_avx512(p);
     if (path == GemmPath::avx2) gemm_internal::product_avx2(p);
+#elif defined(__aarch64__)
+    if (path == GemmPath::neon) gemm_internal::product_neon(p);
 #endif
 }
 
-// Sizes around every block boundary of both kernels: MR (6, 8), NR (16, 32),
-// KC (256, 384), NC (192, 512), MC (720, 1024); one dimension large at a time
-// so the reference stays quick.
+// Sizes around every block boundary of every kernel: MR (6, 8), NR (12, 16,
+// 32), KC (256, 384), NC (192, 384, 512), MC (720, 768, 1024); one dimension
+// large at a time so the reference stays quick. The N below 48 end in every
+// kind of last tile: 1, 2 or 3 whole vectors, or a partial vector after 0, 1
+// or 2 whole ones, for vectors of 4, 8 and 16 floats.
 const std::vector<std::array<int64_t, 3>> kShapes = {
     {1, 1, 1},     {2, 3, 5},     {7, 11, 13},   {5, 15, 3},   {6, 16, 8},    {7, 17, 9},    {8, 31, 1},
     {9, 32, 2},    {13, 33, 17},  {17, 47, 29},  {31, 48, 37}, {64, 64, 64},  {67, 61, 71},  {3, 5, 255},
     {9, 17, 256},  {6, 33, 257},  {8, 31, 383},  {5, 32, 384}, {7, 65, 385},  {2, 191, 4},   {3, 192, 6},
-    {1, 193, 9},   {4, 511, 3},   {9, 512, 2},   {2, 513, 5},  {719, 3, 4},   {720, 2, 3},   {721, 5, 2},
+    {1, 193, 9},   {3, 383, 5},   {4, 384, 3},   {2, 385, 4},  {4, 511, 3},   {9, 512, 2},   {2, 513, 5},
+    {719, 3, 4},   {720, 2, 3},   {721, 5, 2},   {767, 3, 2},  {768, 2, 3},   {769, 4, 2},   {11, 22, 7},
+    {12, 24, 6},   {15, 36, 10},
     {1023, 3, 2},  {1024, 2, 1},  {1025, 1, 3},  {40, 100, 800}, {100, 40, 300}, {129, 200, 70},
 };
 
 }  // namespace
 
 TEST_CASE("gemm: every path matches the reference on block-boundary shapes, all transposes") {
+#if defined(__aarch64__)
+    REQUIRE(fast_paths() == std::vector<GemmPath>{GemmPath::neon});  // every aarch64 CPU has NEON
+#endif
     RestorePacking restore;
     uint64_t seed = 1;
     for (GemmPath path : fast_paths())
@@ -203,7 +212,7 @@ TEST_CASE("gemm: two threads give the reference's values and the same bits as on
             one_thread(path, M, N, K, A.data(), B.data(), single.data());
             gemm_with(path, false, false, M, N, K, 1, A.data(), K, B.data(), N, 0, split.data(), N);
             gemm_with(path, false, false, M, N, K, 1, A.data(), K, B.data(), N, 0, again.data(), N);
-            INFO(gemm_path_name(path) << " " << M << "×" << K << "×" << N);
+            INFO(std::string(gemm_path_name(path)) << " " << M << "×" << K << "×" << N);
             CHECK(std::memcmp(split.data(), again.data(), single.size() * sizeof(float)) == 0);
             CHECK(std::memcmp(single.data(), split.data(), single.size() * sizeof(float)) == 0);
         }
@@ -240,8 +249,8 @@ TEST_CASE("gemm: a product split because the workers are awake gives the bits of
                 CHECK(awake);  // else this case would not reach the split at all
                 gemm_with(path, ta, tb, M, N, K, 1, ta ? At.data() : A.data(), ta ? M : K, tb ? Bt.data() : B.data(),
                           tb ? K : N, 0, split.data(), N);
-                INFO(gemm_path_name(path) << " " << (ta ? "T" : "N") << (tb ? "T" : "N") << " " << M << "×" << K
-                                          << "×" << N);
+                INFO(std::string(gemm_path_name(path)) << " " << (ta ? "T" : "N") << (tb ? "T" : "N") << " " << M
+                                                       << "×" << K << "×" << N);
                 // Each element of C gets the same FMAs in the same k order
                 // whichever thread computes it and however A and B are laid out.
                 CHECK(std::memcmp(single.data(), split.data(), single.size() * sizeof(float)) == 0);
@@ -310,16 +319,21 @@ TEST_CASE("gemm: choosing a path (ATTN_GEMM)") {
     CHECK(parse_gemm_path("reference") == GemmPath::reference);
     CHECK(parse_gemm_path("avx2") == GemmPath::avx2);
     CHECK(parse_gemm_path("avx512") == GemmPath::avx512);
-    CHECK_THROWS_WITH_AS(parse_gemm_path("AVX2"), "ATTN_GEMM=AVX2: expected reference, avx2 or avx512",
+    CHECK(parse_gemm_path("neon") == GemmPath::neon);
+    CHECK_THROWS_WITH_AS(parse_gemm_path("AVX2"), "ATTN_GEMM=AVX2: expected reference, avx2, avx512 or neon",
                          std::invalid_argument);
     CHECK_THROWS_AS(parse_gemm_path(""), std::invalid_argument);
-    for (GemmPath p : {GemmPath::reference, GemmPath::avx2, GemmPath::avx512})
+    for (GemmPath p : {GemmPath::reference, GemmPath::avx2, GemmPath::avx512, GemmPath::neon})
         CHECK(parse_gemm_path(gemm_path_name(p)) == p);
 
-    const gemm_internal::CpuFeatures none{}, avx2{true, false}, avx512{true, true};
+    const gemm_internal::CpuFeatures none{}, avx2{true, false}, avx512{true, true}, neon{false, false, true};
     CHECK(choose_path(nullptr, none) == GemmPath::reference);
     CHECK(choose_path(nullptr, avx2) == GemmPath::avx2);
     CHECK(choose_path(nullptr, avx512) == GemmPath::avx512);
+    CHECK(choose_path(nullptr, neon) == GemmPath::neon);
+    CHECK(choose_path("reference", neon) == GemmPath::reference);
+    CHECK_THROWS_AS(choose_path("neon", avx512), std::runtime_error);
+    CHECK_THROWS_AS(choose_path("avx2", neon), std::runtime_error);
     CHECK(choose_path("reference", avx512) == GemmPath::reference);
     CHECK(choose_path("avx2", avx512) == GemmPath::avx2);
     CHECK_THROWS_WITH_AS(choose_path("avx512", avx2),
@@ -331,7 +345,7 @@ TEST_CASE("gemm: choosing a path (ATTN_GEMM)") {
     CHECK(gemm_path_supported(gemm_default_path()));
     CHECK(gemm_path_supported(GemmPath::reference));
     float x = 1, y = 1, z = 0;
-    for (GemmPath p : {GemmPath::avx2, GemmPath::avx512})
+    for (GemmPath p : {GemmPath::avx2, GemmPath::avx512, GemmPath::neon})
         if (!gemm_path_supported(p))
             CHECK_THROWS_AS(gemm_with(p, false, false, 1, 1, 1, 1, &x, 1, &y, 1, 0, &z, 1), std::runtime_error);
 }
@@ -351,7 +365,7 @@ TEST_CASE("gemm: empty products — no rows, no columns, or an empty sum (K = 0)
     // leading dimension of 0; they must neither throw nor touch memory they
     // do not own, and K = 0 leaves beta·C (beta = 0 overwrites, NaN included).
     float dummy = 1;
-    for (GemmPath p : {GemmPath::reference, GemmPath::avx2, GemmPath::avx512}) {
+    for (GemmPath p : {GemmPath::reference, GemmPath::avx2, GemmPath::avx512, GemmPath::neon}) {
         if (!gemm_path_supported(p)) continue;
         CAPTURE(static_cast<int>(p));
         CHECK_NOTHROW(gemm_with(p, false, false, 0, 4, 3, 1, &dummy, 3, &dummy, 4, 0, &dummy, 4));

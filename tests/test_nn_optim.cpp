@@ -203,6 +203,7 @@ TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm")
     CHECK(clip_grad_norm_({Var(Tensor::zeros({1}), true)}, 1) == 0);               // no gradients at all
 }
 
+#if defined(__x86_64__)  // nn/optim_avx2.cpp is built for x86-64 only
 TEST_CASE("optim: Adam's AVX2 loop agrees with the one-value-at-a-time loop") {
     if (!fast_math_avx2_available()) return;
     const optim_internal::AdamStep c{0.9f, 0.999f, 0.1f, 0.001f, 1e-3f / 0.1f, std::sqrt(0.001f), 1e-8f, 0.01f, 1.0f};
@@ -224,3 +225,4 @@ TEST_CASE("optim: Adam's AVX2 loop agrees with the one-value-at-a-time loop") {
         CHECK(v[k] == doctest::Approx(v2[k]).epsilon(1e-6));
     }
 }
+#endif

@@ -37,11 +37,19 @@ const char* const kConstStroke = "#6b7280";
 const char* const kRootStroke = "#d97706";
 
 // A coordinate with at most two decimals: "12.5", "3". (std::to_chars: a
-// picture of thousands of nodes writes hundreds of thousands of these.)
+// picture of thousands of nodes writes hundreds of thousands of these. On
+// macOS before 13.3 the library has no to_chars for double, as nn/json.cpp
+// says; snprintf writes '.' there too, in the "C" locale programs start in.)
 std::string num(double v) {
     char buf[64];
+#if defined(__APPLE__) && defined(__ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__) && \
+    __ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__ < 130300
+    const int n = std::snprintf(buf, sizeof buf, "%.2f", v);
+    std::string s(buf, n > 0 && n < int(sizeof buf) ? static_cast<size_t>(n) : 0);
+#else
     const auto [end, error] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2);
     std::string s(buf, error == std::errc() ? end : buf);
+#endif
     while (!s.empty() && s.back() == '0') s.pop_back();
     if (!s.empty() && s.back() == '.') s.pop_back();
     return s.empty() || s == "-0" ? "0" : s;

@@ -1,7 +1,8 @@
 // The GEMM entry points: the reference loop (the definition), the run-time
 // choice of kernel, the split of large products over the thread pool, the
 // batched form and the double-precision version. The fast kernels live in
-// gemm_avx2.cpp and gemm_avx512.cpp; docs/gemm.md explains how they work.
+// gemm_avx2.cpp, gemm_avx512.cpp and gemm_neon.cpp; docs/gemm.md explains how
+// they work.
 #include "tensor/gemm/gemm.hpp"
 
 #include <algorithm>
@@ -107,8 +108,13 @@ constexpr int64_t awake_parallel_min_madds = int64_t(1) << 18;
 // The register tile of a path: pieces handed to threads are whole tiles, so
 // no thread computes partial tiles in the middle of C.
 void tile_of(GemmPath path, int64_t& mr, int64_t& nr) {
-    mr = path == GemmPath::avx512 ? gemm_internal::avx512_mr : path == GemmPath::avx2 ? gemm_internal::avx2_mr : 1;
-    nr = path == GemmPath::avx512 ? gemm_internal::avx512_nr : path == GemmPath::avx2 ? gemm_internal::avx2_nr : 1;
+    using namespace gemm_internal;
+    switch (path) {
+        case GemmPath::avx512: mr = avx512_mr, nr = avx512_nr; return;
+        case GemmPath::avx2: mr = avx2_mr, nr = avx2_nr; return;
+        case GemmPath::neon: mr = neon_mr, nr = neon_nr; return;
+        default: mr = nr = 1;
+    }
 }
 
 void run_on_this_thread(GemmPath path, const Product& p) {
@@ -119,6 +125,10 @@ void run_on_this_thread(GemmPath path, const Product& p) {
             return;
         case GemmPath::avx2:
             gemm_internal::product_avx2(p);
+            return;
+#elif defined(__aarch64__)
+        case GemmPath::neon:
+            gemm_internal::product_neon(p);
             return;
 #endif
         default: {
@@ -145,10 +155,12 @@ void run_on_this_thread(GemmPath path, const Product& p) {
 void gemv(int64_t M, int64_t K, float alpha, const View& A, const float* x, int64_t incx, float beta, float* y,
           int64_t incy) {
     std::vector<float> acc(static_cast<size_t>(M), 0.0f);
-    bool done = false;  // by the AVX2 loops (gemv_avx2.cpp), when the CPU and the layout allow
+    bool done = false;  // by the SIMD loops (gemv_avx2.cpp, gemv_neon.cpp), when the CPU and the layout allow
 #if defined(__x86_64__)
     static const bool avx2 = gemm_internal::cpu_features().avx2;
     done = avx2 && gemm_internal::gemv_avx2(M, K, A, x, incx, acc.data());
+#elif defined(__aarch64__)
+    done = gemm_internal::gemv_neon(M, K, A, x, incx, acc.data());
 #endif
     if (!done && A.col_stride == 1) {
         for (int64_t i = 0; i < M; ++i) {
@@ -249,13 +261,15 @@ GemmPath parse_gemm_path(std::string_view name) {
     if (name == "reference") return GemmPath::reference;
     if (name == "avx2") return GemmPath::avx2;
     if (name == "avx512") return GemmPath::avx512;
-    throw std::invalid_argument("ATTN_GEMM=" + std::string(name) + ": expected reference, avx2 or avx512");
+    if (name == "neon") return GemmPath::neon;
+    throw std::invalid_argument("ATTN_GEMM=" + std::string(name) + ": expected reference, avx2, avx512 or neon");
 }
 
 const char* gemm_path_name(GemmPath path) {
     switch (path) {
         case GemmPath::avx2: return "avx2";
         case GemmPath::avx512: return "avx512";
+        case GemmPath::neon: return "neon";
         default: return "reference";
     }
 }
@@ -263,7 +277,7 @@ const char* gemm_path_name(GemmPath path) {
 bool gemm_path_supported(GemmPath path) {
     const gemm_internal::CpuFeatures cpu = gemm_internal::cpu_features();
     return path == GemmPath::reference || (path == GemmPath::avx2 && cpu.avx2) ||
-           (path == GemmPath::avx512 && cpu.avx512);
+           (path == GemmPath::avx512 && cpu.avx512) || (path == GemmPath::neon && cpu.neon);
 }
 
 GemmPath gemm_default_path() {
@@ -283,14 +297,21 @@ CpuFeatures cpu_features() {
     // gemm_avx512.cpp is compiled with all four (see the Makefile).
     cpu.avx512 = cpu.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#elif defined(__aarch64__)
+    cpu.neon = true;  // part of the architecture: nothing to ask
 #endif
     return cpu;
 }
 
 GemmPath choose_path(const char* env, CpuFeatures cpu) {
-    if (env == nullptr) return cpu.avx512 ? GemmPath::avx512 : cpu.avx2 ? GemmPath::avx2 : GemmPath::reference;
+    if (env == nullptr)
+        return cpu.avx512 ? GemmPath::avx512
+               : cpu.avx2 ? GemmPath::avx2
+               : cpu.neon ? GemmPath::neon
+                          : GemmPath::reference;
     const GemmPath forced = parse_gemm_path(env);
-    if ((forced == GemmPath::avx2 && !cpu.avx2) || (forced == GemmPath::avx512 && !cpu.avx512))
+    if ((forced == GemmPath::avx2 && !cpu.avx2) || (forced == GemmPath::avx512 && !cpu.avx512) ||
+        (forced == GemmPath::neon && !cpu.neon))
         throw std::runtime_error(std::string("ATTN_GEMM=") + env + ": this CPU does not support the " +
                                  gemm_path_name(forced) + " GEMM path");
     return forced;

@@ -5,12 +5,13 @@
 // matrices as stored. beta == 0 means C is written without being read (it may
 // hold garbage or NaN), as in BLAS.
 //
-// Three implementations stand side by side: gemm_reference (the triple loop,
-// the definition), gemm_avx2 (AVX2 + FMA) and gemm_avx512 (AVX-512F). gemm()
-// picks the fastest one this CPU supports at run time (CPUID), unless the
-// environment variable ATTN_GEMM=reference|avx2|avx512 forces a path. The
-// library is never compiled with -march=native: each kernel file has its own
-// instruction-set flags (see the Makefile).
+// The implementations stand side by side: gemm_reference (the triple loop,
+// the definition), on x86-64 gemm_avx2 (AVX2 + FMA) and gemm_avx512
+// (AVX-512F), on 64-bit ARM gemm_neon. gemm() picks the fastest one this CPU
+// supports at run time (CPUID on x86), unless the environment variable
+// ATTN_GEMM=reference|avx2|avx512|neon forces a path. The library is never
+// compiled with -march=native: each x86 kernel file has its own
+// instruction-set flags (see the Makefile); NEON is part of every aarch64 CPU.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@
 
 namespace attn {
 
-enum class GemmPath { reference, avx2, avx512 };
+enum class GemmPath { reference, avx2, avx512, neon };
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
@@ -45,7 +46,7 @@ void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, 
 bool gemm_path_supported(GemmPath path);
 GemmPath gemm_default_path();  // what gemm() uses: ATTN_GEMM, else the best supported
 const char* gemm_path_name(GemmPath path);
-// "reference", "avx2" or "avx512" (the values of ATTN_GEMM); anything else
+// "reference", "avx2", "avx512" or "neon" (the values of ATTN_GEMM); anything else
 // throws std::invalid_argument.
 GemmPath parse_gemm_path(std::string_view name);
 

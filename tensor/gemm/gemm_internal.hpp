@@ -1,6 +1,6 @@
 // What gemm.cpp (the entry points, dispatch and threading) and the SIMD
-// kernel files (gemm_avx2.cpp, gemm_avx512.cpp) share. Not part of the public
-// API: include tensor/gemm/gemm.hpp instead.
+// kernel files (gemm_avx2.cpp, gemm_avx512.cpp, gemm_neon.cpp) share. Not
+// part of the public API: include tensor/gemm/gemm.hpp instead.
 #pragma once
 
 #include <cstdint>
@@ -31,17 +31,22 @@ struct Product {
 
 // Each computes one whole product on the calling thread. gemm.cpp splits a
 // large product into independent pieces (blocks of rows or of columns of C)
-// and runs one piece per thread. Both need the CPU features of their names.
+// and runs one piece per thread. The x86 ones need the CPU features of their
+// names; each exists only in a build for its architecture (x86-64, aarch64).
 void product_avx2(const Product& p);
 void product_avx512(const Product& p);
-// acc[0..M) = A·x for an M×K view A and x of stride incx (gemv_avx2.cpp),
-// when A's rows (and x) or A's columns are contiguous; false otherwise.
+void product_neon(const Product& p);
+// acc[0..M) = A·x for an M×K view A and x of stride incx (gemv_avx2.cpp,
+// gemv_neon.cpp), when A's rows (and x) or A's columns are contiguous; false
+// otherwise.
 bool gemv_avx2(int64_t M, int64_t K, const View& A, const float* x, int64_t incx, float* acc);
+bool gemv_neon(int64_t M, int64_t K, const View& A, const float* x, int64_t incx, float* acc);
 
 // The register tile of each kernel (rows × columns of C per micro-kernel
 // call): gemm.cpp cuts the work for threads at multiples of these.
 inline constexpr int avx2_mr = 6, avx2_nr = 16;
 inline constexpr int avx512_mr = 8, avx512_nr = 32;
+inline constexpr int neon_mr = 8, neon_nr = 12;
 
 // What the CPU offers, and the path gemm() takes given ATTN_GEMM (`env`, may
 // be null) and those features: the forced path if named (an unknown name
@@ -51,6 +56,7 @@ inline constexpr int avx512_mr = 8, avx512_nr = 32;
 struct CpuFeatures {
     bool avx2 = false;    // AVX2 and FMA
     bool avx512 = false;  // AVX-512 F, BW, DQ, VL (and AVX2, FMA)
+    bool neon = false;    // AArch64's Advanced SIMD: every 64-bit ARM CPU has it
 };
 CpuFeatures cpu_features();
 GemmPath choose_path(const char* env, CpuFeatures cpu);

@@ -1,5 +1,5 @@
-// The loops around the micro-kernel: GotoBLAS's blocking, shared by the AVX2
-// and AVX-512 paths. Each kernel file instantiates blocked_product<Kernel>
+// The loops around the micro-kernel: GotoBLAS's blocking, shared by the AVX2,
+// AVX-512 and NEON paths. Each kernel file instantiates blocked_product<Kernel>
 // with its own micro-kernel and block sizes (internal linkage, like pack.hpp:
 // every instantiation is compiled with its own file's instruction set).
 //
@@ -37,30 +37,42 @@
 namespace attn::gemm_internal {
 namespace {
 
+// The last tile of a row panel, 0 < cols < NR columns: the fewest vectors
+// that hold them (V ≤ NR/VL), the last one masked (EDGE) unless cols is a
+// whole number of vectors.
+template <class Kernel, int R, int V>
+[[gnu::always_inline]] inline void narrow_tile(int64_t kc, const float* a, int64_t a_rs, int64_t a_ks,
+                                               const float* b, int64_t b_ks, float* c, int64_t ldc, float alpha,
+                                               float beta, int64_t cols) {
+    constexpr int VL = Kernel::VL;
+    if constexpr (V > 1)
+        if (cols <= VL * (V - 1))
+            return narrow_tile<Kernel, R, V - 1>(kc, a, a_rs, a_ks, b, b_ks, c, ldc, alpha, beta, cols);
+    if constexpr (V < Kernel::NR / VL)  // (V = NR/VL vectors hold more than cols)
+        if (cols == VL * V)
+            return Kernel::template tile<R, V, false>(kc, a, a_rs, a_ks, b, b_ks, c, ldc, alpha, beta, cols);
+    Kernel::template tile<R, V, true>(kc, a, a_rs, a_ks, b, b_ks, c, ldc, alpha, beta, cols);
+}
+
 // One row panel of C: `rows` ≤ MR rows and nc columns, cut into tiles of NR
 // columns, each computed by the micro-kernel Kernel::tile:
 //     C[r][·] = alpha · Σ_k a(r, k) · b(k, ·) + beta · C[r][·]   over kc steps,
 // where a(r, k) = a[r·a_rs + k·a_ks] and row k of the tile's b starts at
 // b + j·b_step + k·b_ks (packed B̃: panels of NR columns, b_step = kc and
 // b_ks = NR; B in place: b_step = 1 and b_ks = ldb). Whole tiles first; then
-// at most one partial tile, with whole vectors where it can and a mask on the
-// last vector only if the columns end inside it.
+// at most one narrower tile (narrow_tile).
 template <class Kernel, int R>
 [[gnu::always_inline]] inline void row_panel(int64_t kc, const float* a, int64_t a_rs, int64_t a_ks, const float* b,
                                              int64_t b_step, int64_t b_ks, float* c, int64_t ldc, float alpha,
                                              float beta, int64_t nc) {
     constexpr int NR = Kernel::NR, VL = Kernel::VL;
-    static_assert(NR == 2 * VL, "the edge cases below assume two vectors per tile");
+    static_assert(NR % VL == 0, "a tile is a whole number of vectors");
     int64_t j = 0;
     for (; j + NR <= nc; j += NR)
-        Kernel::template tile<R, 2, false>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta, NR);
-    const int64_t rest = nc - j;
-    if (rest == VL)
-        Kernel::template tile<R, 1, false>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta, rest);
-    else if (rest > VL)
-        Kernel::template tile<R, 2, true>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta, rest);
-    else if (rest > 0)
-        Kernel::template tile<R, 1, true>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta, rest);
+        Kernel::template tile<R, NR / VL, false>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta,
+                                                 NR);
+    if (j < nc)
+        narrow_tile<Kernel, R, NR / VL>(kc, a, a_rs, a_ks, b + j * b_step, b_ks, c + j, ldc, alpha, beta, nc - j);
 }
 
 // row_panel<Kernel, R> compiled for each R < MR, for a last partial panel

@@ -2,9 +2,10 @@
 // micro-kernel will read it, so that the kernel's loads are contiguous,
 // aligned and walk memory strictly forward (docs/gemm.md, "Packing").
 //
-// Portable code, included by each kernel file (gemm_avx2.cpp, gemm_avx512.cpp)
-// and compiled with that file's instruction set; where that includes AVX2, the
-// two packings that transpose work on 8×8 blocks in registers. Everything here
+// Portable code, included by each kernel file (gemm_avx2.cpp, gemm_avx512.cpp,
+// gemm_neon.cpp) and compiled with that file's instruction set; where that
+// includes AVX2, the two packings that transpose work on 8×8 blocks in
+// registers. Everything here
 // has internal linkage (an unnamed namespace): two kernel files compiled with
 // different -m flags must never share one instantiation, or the linker could
 // hand the AVX-512 copy to the AVX2 path.
