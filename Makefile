@@ -95,8 +95,10 @@ AVX2_FLAGS := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
 isa_flags = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx2,$1),$(AVX2_FLAGS)))
 
-# doctest: its single header is kept in the tree (third_party/doctest/).
-TEST_INCLUDE := -Ithird_party/doctest
+# doctest: its single header is kept in the tree (third_party/doctest/), and
+# included as a system header: its own warnings are not ours (and the pragmas
+# by which it silences them do not survive a precompiled header).
+TEST_INCLUDE := -isystem third_party/doctest
 
 # ---- sources ---------------------------------------------------------------
 LIB_SRC := $(sort $(wildcard tensor/*.cpp tensor/gemm/*.cpp autograd/*.cpp nn/*.cpp attention/*.cpp))
