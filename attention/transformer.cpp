@@ -299,6 +299,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
     mha.fused = options.fused;
     mha.need_weights = options.need_weights;
     self_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, mha);
+    norm1.fused = norm2.fused = options.fused;
     // PyTorch's state_dict order.
     register_module("self_attn", *self_attn_);
     register_module("linear1", linear1);

@@ -177,7 +177,7 @@ private:
 //
 // MHA is entry 40 with biases (as PyTorch). With `fused`, its heads use the
 // fused SDPA kernel and the weights are not materialised (output.weights is
-// undefined) unless `need_weights`. X B×n×d_model, mask → Y B×n×d_model and the
+// undefined) unless `need_weights`, and the LayerNorms are the fused op. X B×n×d_model, mask → Y B×n×d_model and the
 // attention weights B×h×n×n.
 class TransformerEncoderLayer : public Module {
 public:

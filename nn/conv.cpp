@@ -35,7 +35,7 @@ Var Conv2d::forward(const Var& x) {
     if (x.rank() != 4 || x.size(1) != in_channels_)
         throw std::invalid_argument("Conv2d: input " + x.shape().str() + " must be B×C×H×W with C = " +
                                     std::to_string(in_channels_) + " channels");
-    return conv2d_fused(x, weight, bias, stride_, padding_);  // = conv2d, in less memory
+    return fused ? conv2d_fused(x, weight, bias, stride_, padding_) : conv2d(x, weight, bias, stride_, padding_);
 }
 
 std::string Conv2d::describe() const {

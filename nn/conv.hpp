@@ -37,6 +37,10 @@ public:
 
     Var weight;  // O×C×kh×kw
     Var bias;    // O; undefined when constructed with bias = false
+    // false: autograd's composite conv2d (unfold, then one matrix product);
+    // true: conv2d_fused, the same values without the unfolded copy of the
+    // input (less memory, faster). Trainers choose it.
+    bool fused = false;
 
 private:
     int64_t in_channels_, out_channels_;

@@ -113,7 +113,7 @@ Var LayerNorm::forward(const Var& x) {
     if (x.rank() < 1 || x.size(-1) != dim_)
         throw std::invalid_argument("LayerNorm: input " + x.shape().str() + " needs " + std::to_string(dim_) +
                                     " features on its last axis (normalized_shape = " + std::to_string(dim_) + ")");
-    return layer_norm_fused(x, weight, bias, eps_);
+    return fused ? layer_norm_fused(x, weight, bias, eps_) : layer_norm(x, weight, bias, eps_);
 }
 
 std::string LayerNorm::describe() const {

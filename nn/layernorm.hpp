@@ -13,7 +13,8 @@
 //     ∂L/∂x̂ = g ⊙ γ
 //     ∂L/∂x  = (1/√(σ² + ε)) · (∂L/∂x̂ − mean(∂L/∂x̂) − x̂ ⊙ mean(∂L/∂x̂ ⊙ x̂))
 //     ∂L/∂γ  = Σ_rows g ⊙ x̂          ∂L/∂β = Σ_rows g
-// The module uses the fused one (fewer temporaries, one pass).
+// The module uses the composed one unless its `fused` is set (fewer
+// temporaries, one pass: what the trainers choose).
 //
 // Init: γ = 1, β = 0. state_dict keys: "weight", "bias" (with elementwise_affine).
 #pragma once
@@ -43,6 +44,7 @@ public:
 
     Var weight;  // γ, D; undefined without elementwise_affine
     Var bias;    // β, D
+    bool fused = false;  // layer_norm_fused instead of layer_norm (the same values)
 
 private:
     int64_t dim_;

@@ -76,7 +76,10 @@ public:
     const RNNWeights& weights(int64_t layer, int64_t direction) const;
     std::string describe() const override;
 
-    RnnMode mode = RnnMode::fused;  // how the steps are computed; see RnnMode
+    // How the steps are computed (see RnnMode): by default the cell formula at
+    // every step, the version to read and step through; trainers choose
+    // RnnMode::fused by name (the same values, faster).
+    RnnMode mode = RnnMode::stepwise;
 
 protected:
     // gates: 3 for a GRU, 4 for an LSTM.

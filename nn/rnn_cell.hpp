@@ -95,7 +95,10 @@ public:
     std::string describe() const override;
 
     Var weight_ih, weight_hh, bias_ih, bias_hh;  // biases undefined without bias
-    bool fused = true;  // the gates as one op (gru_gates_fused) or composed (gru_gates)
+    // false (the default): the gates composed from autograd ops (gru_gates), the
+    // version to read and step through; true: one op with a hand-written
+    // backward (gru_gates_fused), the same values, faster. Trainers choose it.
+    bool fused = false;
 
 private:
     int64_t input_size_, hidden_size_;
@@ -120,7 +123,7 @@ public:
     std::string describe() const override;
 
     Var weight_ih, weight_hh, bias_ih, bias_hh;
-    bool fused = true;
+    bool fused = false;  // the gates composed (lstm_gates) or as one op (lstm_gates_fused), as GRUCell
 
 private:
     int64_t input_size_, hidden_size_;

@@ -49,6 +49,13 @@ Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
     register_module("out", out);
 }
 
+void Captioner::set_fused(bool on) {
+    conv1.fused = conv2.fused = on;
+    for (size_t i = 0; i < context.size(); ++i)
+        if (auto* conv = dynamic_cast<Conv2d*>(&context[i])) conv->fused = on;
+    cell.fused = on;
+}
+
 Var Captioner::encode(const Var& images) {
     if (images.rank() != 4 || images.size(1) != 1 || images.size(2) % 4 != 0 || images.size(3) % 4 != 0)
         throw std::invalid_argument("Captioner::encode: images " + images.shape().str() +

@@ -115,6 +115,11 @@ public:
     Forward forward(const Tensor& images, const Tensor& captions);
 
     const CaptionerConfig& config() const { return config_; }
+    // The fast paths, chosen by name: the convolutions as conv2d_fused and the
+    // LSTMCell with fused gates (the same values up to rounding). Without this
+    // call the model runs the composed versions, to read and step through; the
+    // trainer turns them on unless --no-fused, W4 always.
+    void set_fused(bool on);
     // Hard or Gumbel attention in evaluation: the expected context Σ_i α_ti a_i
     // (true; what Xu et al.'s released caption generator does) or the one most
     // likely location argmax α_t (false). Training always samples.

@@ -187,6 +187,7 @@ int main(int argc, char** argv) try {
     if (hard_eval != "argmax" && hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
+    model.set_fused(common.fused);  // fused convolutions and LSTM gates unless --no-fused
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr});
     std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n";

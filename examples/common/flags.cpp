@@ -123,6 +123,10 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
+    add("--fused", &f.fused,
+        "the model's fast paths: fused recurrent gates, layer norms and convolutions (the default); --no-fused "
+        "computes every layer by its composed, readable version, to step through (the same values up to rounding, "
+        "slower)");
 }
 
 void FlagParser::add_predict(PredictFlags& f, const std::string& what) {

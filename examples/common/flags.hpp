@@ -38,6 +38,7 @@ struct CommonFlags {
     bool save = true;          // write checkpoints (best and last)
     bool resume = false;       // continue from OUT/NAME/last.safetensors
     bool eval_only = false;    // evaluate OUT/NAME/best.safetensors, no training
+    bool fused = true;         // the model's fast paths (--no-fused: the composed versions)
 };
 
 // --predict --checkpoint --svg --show: a trained model on the user's own
@@ -76,6 +77,7 @@ public:
                     const std::string& help);
     // --data (help: `data_choices`, e.g. "dates | cmudict | a lexicon file") --epochs --steps
     // --time-budget --patience --schedule --seed --threads --out --save/--no-save --resume --eval-only
+    // --fused/--no-fused
     void add_common(CommonFlags& flags, const std::string& data_choices);
     // --predict (help: `what`, e.g. "classify the arguments (or stdin lines)"),
     // --checkpoint, --svg, --show

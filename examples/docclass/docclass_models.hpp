@@ -51,6 +51,11 @@ class DocModel : public Module {
 public:
     virtual DocOutput forward(const DocBatch& batch) = 0;
     virtual std::string name() const = 0;  // "han", "hn-ave", ...
+    // The fast paths, chosen by name: each GRU in RnnMode::fused (the same
+    // values up to rounding). Without this call a model runs the composed
+    // versions, to read and step through; the trainer turns them on unless
+    // --no-fused, W3 always.
+    virtual void set_fused(bool on) = 0;
 };
 
 // HAN. Also used by bench/w3_han.cpp.
@@ -62,6 +67,7 @@ public:
     // sentences come first, padding after them).
     DocOutput forward(const Tensor& ids, const Tensor& word_mask, const Tensor& sentence_mask);
     std::string name() const override { return "han"; }
+    void set_fused(bool on) override;
 
     Embedding embedding;
     GRU word_rnn;
@@ -77,6 +83,7 @@ public:
     HierarchicalPoolingNetwork(const DocModelConfig& config, Pool pool, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return pool_ == Pool::mean ? "hn-ave" : "hn-max"; }
+    void set_fused(bool on) override;
 
     Embedding embedding;
     GRU word_rnn;
@@ -95,6 +102,7 @@ public:
     FlatAttentionNetwork(const DocModelConfig& config, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return "flat"; }
+    void set_fused(bool on) override { rnn.mode = on ? RnnMode::fused : RnnMode::stepwise; }
 
     Embedding embedding;
     GRU rnn;
@@ -110,6 +118,7 @@ public:
     BagOfWords(const DocModelConfig& config, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return "bow"; }
+    void set_fused(bool) override {}  // nothing to fuse: one lookup and a sum
 
     Embedding weight;  // V×C
     Var bias;          // C

@@ -114,6 +114,7 @@ int main(int argc, char** argv) try {
                                 .word_attention = attention_dim, .sentence_hidden = hidden,
                                 .sentence_attention = attention_dim, .num_classes = C};
     std::unique_ptr<DocModel> model = make_doc_model(model_name, config, gen);
+    model->set_fused(common.fused);  // fused GRU gates unless --no-fused
     Adam optimizer(model->named_parameters(), {.lr = lr});
     std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n";
 

@@ -132,6 +132,7 @@ int main(int argc, char** argv) try {
 
     Generator gen(static_cast<uint64_t>(s.common.seed));
     Seq2SeqModel model(s.model, gen);
+    model.set_fused(s.common.fused);  // fused GRU gates unless --no-fused
     Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr});
     std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n";
 
