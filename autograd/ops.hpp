@@ -138,7 +138,12 @@ struct SoftmaxMask {
     static SoftmaxMask additive(Tensor t) { return {Kind::additive, std::move(t)}; }
 };
 // scores B×n×m, axis -1 → weights B×n×m, each row summing to 1 (or 0 if all left out).
+// One kernel forward, and a backward written by hand (tensor softmax_backward).
 Var softmax(const Var& a, int axis, const SoftmaxMask& mask = {});
+// softmax's readable twin, without a mask: e^(a − max) / Σ e^(a − max),
+// composed from autograd ops, so its backward is theirs. The same values and
+// gradients as softmax() up to rounding (tests/test_autograd_values.cpp).
+Var softmax_composed(const Var& a, int axis);
 // Left-out positions give -inf.
 Var log_softmax(const Var& a, int axis, const SoftmaxMask& mask = {});
 

@@ -89,6 +89,17 @@ Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
     });
 }
 
+// The same function written with autograd ops: softmax()'s value and its
+// hand-written backward above must agree with this one's (a test checks).
+// Subtracting the slice's maximum m cancels in the ratio, e^(a−m)/Σe^(a−m) =
+// e^a/Σe^a, but keeps e^x from overflowing; m is a constant (no gradient
+// flows through it, and none needs to: the result does not depend on it).
+Var softmax_composed(const Var& a, int axis) {
+    const Var m(max(a.value(), axis, /*keepdim=*/true));
+    const Var e = exp(a - m);
+    return e / sum(e, axis, /*keepdim=*/true);
+}
+
 // z_i = a_i − ln Σ_j e^(a_j) along axis (z_i = −∞ where left out)
 //                                            ∂L/∂a_i = g_i − e^(z_i)·Σ_j g_j
 // The sums run over the positions that take part: a left-out z_i is the

@@ -338,6 +338,28 @@ TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided,
     }
 }
 
+TEST_CASE("autograd values: softmax_composed, by hand: large scores do not overflow; the softmax kernel agrees") {
+    // e^1000 overflows a float; e^(a − max) does not: (1, 3) / 4.
+    Var x = param({1000, 1000 + std::log(3.f), -2, 0}, {2, 2});
+    Var p = softmax_composed(x, -1);
+    CHECK(close(p.value(), {0.25f, 0.75f, 0.1192029f, 0.8807971f}));
+    p.backward(Tensor::from({1, 0, 0, 1}, Shape{2, 2}));
+    // ∂p₀/∂x = (p₀(1 − p₀), −p₀p₁) = (0.1875, −0.1875); row 2: ∂p₁/∂x = (−p₀p₁, p₁(1 − p₁))
+    CHECK(close(x.grad(), {0.1875f, -0.1875f, -0.1049936f, 0.1049936f}));
+
+    Generator gen(5);
+    const Tensor scores = Tensor::normal(Shape{4, 6, 3}, 0, 2, gen);
+    const Tensor up = Tensor::normal(Shape{4, 6, 3}, 0, 1, gen);
+    for (int axis : {0, 1, 2}) {
+        Var a(scores.clone(), true), b(scores.clone(), true);
+        Var pa = softmax(a, axis), pb = softmax_composed(b, axis);
+        CHECK(allclose(pa.value(), pb.value(), 1e-6, 1e-6));
+        pa.backward(up);
+        pb.backward(up);
+        CHECK(allclose(a.grad(), b.grad(), 1e-5, 1e-6));
+    }
+}
+
 TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value and gradient") {
     struct Geometry {
         int64_t C, H, W, O, k, stride, pad;

@@ -137,6 +137,7 @@ std::vector<OpCase> nn_cases() {
     return {
         {"softmax", "axis −1", {{3, 4}}, N, [](In x) { return softmax(x[0], -1); }},
         {"softmax", "axis 0 of 3×2×2", {{3, 2, 2}}, N, [](In x) { return softmax(x[0], 0); }},
+        {"softmax_composed", "axis 1 of 3×4×2", {{3, 4, 2}}, N, [](In x) { return softmax_composed(x[0], 1); }},
         {"softmax", "keep mask, one row fully masked", {{3, 4}}, N,
          [keep](In x) { return softmax(x[0], 1, SoftmaxMask::keep(keep)); }},
         {"softmax", "additive mask with −∞, broadcast", {{2, 4}}, N,

@@ -92,6 +92,17 @@ void check_twins(const std::vector<Tensor>& inputs, const std::function<Var(cons
 
 }  // namespace
 
+TEST_CASE("twins: softmax (one kernel, backward by hand) = softmax_composed, along every axis") {
+    Generator gen(12);
+    const Tensor scores = Tensor::normal(Shape{3, 4, 5}, 0, 3, gen);
+    // The outputs weighted at random before the sum: a slice of a softmax sums
+    // to 1 whatever its input, so an unweighted sum has gradient 0 in both.
+    const Var w(Tensor::normal(Shape{3, 4, 5}, 0, 1, gen));
+    for (int axis : {0, 1, 2, -1})
+        check_twins({scores}, [&](const std::vector<Var>& x) { return sum(softmax(x[0], axis) * w); },
+                    [&](const std::vector<Var>& x) { return sum(softmax_composed(x[0], axis) * w); });
+}
+
 TEST_CASE("twins: cross_entropy = mean of −log_softmax[target] (with ignore_index and smoothing)") {
     Generator gen(11);
     const Tensor logits = Tensor::normal(Shape{5, 4}, 0, 2, gen);
