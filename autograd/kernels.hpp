@@ -36,8 +36,9 @@ Tensor pointwise(const Tensor& a, const Tensor& b, F f) {
     const real* pa = a.data();
     const real* pb = b.data();
     real* po = out.data();
-    // (the pointers copied into the closure: read through references, W2's tanh
-    // backward took 2.7 % of the step instead of 1.8, perf record)
+    // (the pointers are copied into the closure: through references to them the
+    // loop must load each pointer again after every store, and ran slower;
+    // docs/performance.md)
     parallel_for(0, a.numel(), kParallelGrain, [pa, pb, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
     });

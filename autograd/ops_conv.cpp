@@ -78,7 +78,8 @@ void for_each_window_element(const Window& w, F visit) {
 // x = ow·sw − pw + j for the ow whose x falls inside the image, a run of
 // `count` values, every sw-th of the input row, into consecutive columns.
 // run(column_offset, input_offset, count). Walking element by element, as the
-// pools do, with a division to place each one, made unfold 30% of W4's step.
+// pools do, would cost a division to place each one, for every element of the
+// unfolded copy, which is kh·kw times the input.
 // Planes bc (= b·C + c) in [bc_begin, bc_end) only: different planes touch
 // different elements of both sides, so ranges of planes can run in parallel.
 template <class F>
@@ -162,8 +163,8 @@ inline void parallel_unfold_copy(const Window& w, const real* x, real* cols) {
 // about a third of random inputs). Written before as masks and integer
 // arithmetic (keep_or_zero), they needed more registers than the loop had:
 // `greater` went through the stack on every element, in the chain from one
-// element's maximum to the next, and W4's first pool (32×32×56×56 → 28×28, one
-// thread) took 13.3 ms instead of 3.6–4.1. A function of its own, with the
+// element's maximum to the next, several times slower (docs/performance.md).
+// A function of its own, with the
 // window's sizes copied into locals: inside the lambda that parallel_planes
 // runs, read from its closure, the loop spilled registers too.
 void max_pool_planes(const Window& w, int64_t bc_begin, int64_t bc_end, const real* x, real* z, uint16_t* argmax) {

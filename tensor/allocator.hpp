@@ -4,7 +4,8 @@
 // the same sizes every step. Through malloc alone, each large block comes
 // fresh from the kernel (glibc maps blocks above 128 KiB to their own pages
 // and unmaps them on free; it trims its heap too), and every 4 KiB page of it
-// is faulted in again at ~10 µs a page on this VM. So freed blocks are kept
+// is faulted in again, a trap into the kernel per page, slowest on virtual
+// machines (docs/performance.md). So freed blocks are kept
 // here, in free lists by size class, and the next request of that class reuses
 // one: after the first step, a step costs no page faults at all.
 //
@@ -16,8 +17,8 @@
 // exceeds the largest live set so far (the most bytes ever live at once) +
 // storage_cache_limit(). So blocks freed after a step's peak are all kept,
 // however large (W6's naive attention at L = 1024 frees 512 MiB score
-// matrices; faulting them in again every step took more than half of its
-// time), and the next step reuses them, yet caching never makes the process
+// matrices, which would otherwise be faulted in again every step), and the
+// next step reuses them, yet caching never makes the process
 // hold more than its peak + the limit. When a request misses the cache and
 // the sum would pass that bound, cached blocks are freed, largest first, until
 // it holds again: a program whose sizes change does not keep its old blocks on

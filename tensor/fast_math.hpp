@@ -91,9 +91,10 @@ inline real sigmoid_real(real x) {
 
 // keep ? x : +0, without a branch: x's bits anded with a mask of all ones or
 // all zeros. For relu and its gradient: on random signs, `x > 0 ? x : 0`
-// compiles to a branch that mispredicts half the time (5 ns a value here,
-// 10% of W5's step); this is ~0.5 ns. (Multiplying by the condition is no
-// better: the int-to-float conversion serialises.)
+// compiles to a branch that mispredicts half the time, and a misprediction
+// costs ten times the two bit operations here (docs/performance.md).
+// (Multiplying by the condition is no better: the int-to-float conversion
+// serialises.)
 inline real keep_or_zero(bool keep, real x) {
     using Bits = std::conditional_t<sizeof(real) == 4, uint32_t, uint64_t>;
     return std::bit_cast<real>(std::bit_cast<Bits>(x) & (Bits{0} - static_cast<Bits>(keep)));

@@ -33,10 +33,10 @@ int default_threads() {
 
 // How long a worker keeps checking for the next job before it sleeps, and the
 // caller for the workers to finish before it sleeps. Waking a thread from a
-// condition variable takes 4–50 µs on this machine, as long as a small job
-// itself: in training, jobs come a few µs to a few hundred µs apart (between
-// them the caller does single-threaded work), so a spin of 300 µs finds most
-// of them awake. Bounded, so that an idle process stops using the CPU soon.
+// condition variable goes through the kernel's scheduler and can take as long
+// as a small job itself (docs/performance.md): in training, jobs come a few
+// µs to a few hundred µs apart (between them the caller does single-threaded
+// work), so a spin of 300 µs finds most of them awake. Bounded, so that an idle process stops using the CPU soon.
 // (OpenMP runtimes and OpenBLAS spin for as long or longer.) ATTN_SPIN_US sets
 // it (0: sleep at once). Measured in docs/performance.md.
 std::chrono::nanoseconds spin_time() {

@@ -13,7 +13,8 @@
 //
 // Between jobs the workers spin for a while (ATTN_SPIN_US, default 300 µs)
 // before they sleep: a job that finds them spinning starts in under a
-// microsecond, one that must wake them pays 4–50 µs here.
+// microsecond, one that must wake them pays the scheduler's wake-up, tens of
+// microseconds on a busy machine (docs/performance.md).
 #pragma once
 
 #include <cstdint>

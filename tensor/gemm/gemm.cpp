@@ -91,9 +91,10 @@ std::atomic<gemm_internal::Packing> packing_policy{gemm_internal::Packing::by_si
 
 // ---- threads ------------------------------------------------------------------
 // When a product is split over the pool (docs/gemm.md §7). Waking a sleeping
-// pool worker takes 4 µs at best and 15–50 µs on average on this shared
-// machine (measured); handing work to a worker that is awake, spinning for its
-// next job (parallel.cpp), takes under 1 µs. So:
+// pool worker goes through the kernel's scheduler and takes microseconds to
+// tens of microseconds (figures in docs/performance.md, "Figures behind the
+// comments"); handing work to a worker that is awake, spinning for its next
+// job (parallel.cpp), takes under a microsecond. So:
 //  - from 4M multiply-adds (about 70 µs on one core) a product is always
 //    split: half of it repays even a slow wake-up;
 //  - from 256K (64×64×64, about 4.5 µs) it is split if the workers are awake.

@@ -34,8 +34,8 @@ struct Avx2 {
     // When to pack an operand instead of reading it in place (loops.hpp).
     static constexpr int64_t pack_b_span = 256 * 1024, pack_a_min = 128 * 1024;
     // A strided Aᵀ is always packed here (loops.hpp): with 6-row tiles and
-    // 12 ymm FMAs a step, reading it in place was 1.3–1.8× slower on every
-    // shape measured (TN 1024×N×1024, N = 64 to 512; proj-out; gru-in).
+    // 12 ymm FMAs a step, each FMA waits on a strided load, so reading it in
+    // place was slower on every shape measured (docs/performance.md).
     static constexpr int64_t strided_a_in_place_min = INT64_MAX, strided_a_in_place_max_n = 0;
 
     // The mask of the columns of the last vector that exist: lane i is on
@@ -86,8 +86,8 @@ struct Avx2 {
         // emits no instruction; it tells the compiler that c may have changed,
         // so the compiler cannot instead keep one pointer per row alive from
         // tile to tile (it did: too many for the registers, spilled, reloaded
-        // before each store and stepped in memory after each tile). That cost
-        // 4–5 % of a 64×64×64 product.
+        // before each store and stepped in memory after each tile), which
+        // showed in small products (docs/performance.md).
         asm("" : "+r"(c));
 #pragma GCC unroll 6
         for (int r = 0; r < R; ++r, c += ldc)

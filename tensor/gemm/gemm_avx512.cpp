@@ -113,8 +113,8 @@ struct Avx512 {
         // emits no instruction; it tells the compiler that c may have changed,
         // so the compiler cannot instead keep one pointer per row alive from
         // tile to tile (it did: too many for the registers, spilled, reloaded
-        // before each store and stepped in memory after each tile). That cost
-        // 2–3 % of a 64×64×64 product.
+        // before each store and stepped in memory after each tile), which
+        // showed in small products (docs/performance.md).
         asm("" : "+r"(c));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r, c += ldc)

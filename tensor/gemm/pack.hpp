@@ -162,7 +162,7 @@ void pack_b_block(View b, int64_t kc, int64_t nc, float* dest) {
 // The packing buffers of one thread: allocated on its first product, 64-byte
 // aligned (one cache line, one AVX-512 register), reused by every later
 // product on that thread. Freed only when the thread ends: giving the memory
-// back would cost page faults (~10 µs per 4 KiB here) on every call.
+// back would cost a page fault per 4 KiB on every call.
 struct PackBuffers {
     struct Free {
         void operator()(float* p) const { std::free(p); }
