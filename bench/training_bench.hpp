@@ -14,6 +14,18 @@
 // the most tensor storage alive at once during the timed steps (the caching
 // allocator's count, tensor/allocator.hpp).
 //
+// Then 10 more steps under the profiler (tensor/profile.hpp), reported as
+//
+//   "profile":{"steps":10,"step_ms":..,"gemm_ms":..,"other_ms":..,"gemm_share":..,
+//              "top":{"gru_gates":..,"add":..,...}}
+//
+// per step: the time inside the matrix products ("gemm" scopes), the rest, and
+// the five ops outside them that took the most self time (ms per step, forward
+// and backward together). Products done inside a fused kernel (the attention
+// kernel's tiles) count in that kernel's row, not in "gemm". The profiled
+// steps are not the timed ones: the median above is measured with the
+// profiler off.
+//
 //   build/bench/w2_seq2seq [threads]     (one thread count only, for profiling)
 #pragma once
 
@@ -31,6 +43,7 @@
 #include "bench/memory.hpp"
 #include "tensor/allocator.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn::bench {
 
@@ -39,6 +52,37 @@ struct Workload {
     std::function<void()> step;
     int64_t params = 0;
 };
+
+// Runs `steps` more steps under a profiler and returns the "profile" JSON
+// object described at the top of this file.
+inline std::string profile_json(Workload& w, int steps = 10) {
+    Profiler profiler;
+    for (int i = 0; i < steps; ++i) {
+        const ProfileScope scope("step");
+        w.step();
+    }
+    profiler.stop();
+    const ProfileSummary s = profiler.summary();
+    const double per_step = 1000.0 / steps;  // seconds in all -> ms per step
+    const double step_ms = s.step_s * per_step, gemm_ms = s.gemm_s * per_step;
+    std::string top;
+    int listed = 0;
+    for (const ProfileRow& row : s.rows) {  // largest self time first
+        if (row.name == "gemm" || row.name == "step") continue;
+        if (listed++ == 5) break;
+        char item[160];
+        std::snprintf(item, sizeof item, "%s\"%s\":%.3f", top.empty() ? "" : ",", row.name.c_str(),
+                      row.self_s() * per_step);
+        top += item;
+    }
+    char out[512];
+    std::snprintf(out, sizeof out,
+                  "{\"steps\":%d,\"step_ms\":%.3f,\"gemm_ms\":%.3f,\"other_ms\":%.3f,\"gemm_share\":%.3f,"
+                  "\"gemm_gflops\":%.1f,\"top\":{",
+                  steps, step_ms, gemm_ms, step_ms - gemm_ms, step_ms > 0 ? gemm_ms / step_ms : 0.0,
+                  s.gemm_s > 0 ? s.gemm_flops / s.gemm_s * 1e-9 : 0.0);
+    return out + top + "}}";
+}
 
 // Builds the workload at `threads` threads, warms up, times, prints the line.
 inline void run_one(const std::string& name, const std::function<Workload()>& make_step, int threads,
@@ -55,11 +99,13 @@ inline void run_one(const std::string& name, const std::function<Workload()>& ma
     }
     std::sort(ms.begin(), ms.end());
     const double median = steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2;
+    const double rss_mb = peak_rss_mb();
+    const double tensor_peak_mb = static_cast<double>(allocator_stats().peak_live_bytes) / (1 << 20);
+    const std::string profile = profile_json(w);
     std::printf("{\"workload\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"steps_per_s\":%.2f,\"peak_rss_mb\":%.1f,"
-                "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d}\n",
-                name.c_str(), threads, median, 1000.0 / median, peak_rss_mb(),
-                static_cast<double>(allocator_stats().peak_live_bytes) / (1 << 20), static_cast<long long>(w.params),
-                warmup, steps);
+                "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d,\"profile\":%s}\n",
+                name.c_str(), threads, median, 1000.0 / median, rss_mb, tensor_peak_mb,
+                static_cast<long long>(w.params), warmup, steps, profile.c_str());
     std::fflush(stdout);
 }
 
