@@ -4,8 +4,14 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
+#include "autograd/record.hpp"
 #include "nn/init.hpp"
+#include "tensor/fast_math.hpp"
+#include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 namespace attn {
 
@@ -53,6 +59,104 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
     return activate(bias.defined() ? sum_qk + bias : sum_qk, act);  // B×m×n×d_w
 }
 
+// ---- the fused additive score --------------------------------------------------------------
+
+namespace {
+
+// t[l, :] = tanh(qb + pk[l, :]) for the n keys met by one query, qb = q + b
+// (d_w wide): n×d_w values, one tanh call over all of them.
+void additive_tanh(const real* qb, const real* pk, int64_t n, int64_t dw, real* t) {
+    for (int64_t l = 0; l < n; ++l)
+        for (int64_t a = 0; a < dw; ++a) t[l * dw + a] = qb[a] + pk[l * dw + a];
+    tanh_into(t, t, n * dw);
+}
+
+// Σ x_a y_a in eight running sums (one would wait on the previous addition).
+real dot8(const real* x, const real* y, int64_t n) {
+    real s[8] = {};
+    int64_t a = 0;
+    for (; a + 8 <= n; a += 8)
+        for (int j = 0; j < 8; ++j) s[j] += x[a + j] * y[a + j];
+    for (; a < n; ++a) s[0] += x[a] * y[a];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// qb = pq + b (b null: no bias).
+void add_bias(const real* pq, const real* bias, int64_t dw, real* qb) {
+    for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a] + (bias ? bias[a] : 0);
+}
+
+}  // namespace
+
+Var additive_score_fused(const Var& projected_queries, const Var& projected_keys, const Var& bias, const Var& w) {
+    const ProfileScope scope("additive_score_fused");
+    const std::string who = "additive_score_fused";
+    check_pair(who, projected_queries, projected_keys);
+    const int64_t B = projected_queries.size(0), m = projected_queries.size(1), n = projected_keys.size(1);
+    const int64_t dw = projected_queries.size(2);
+    if (projected_keys.size(2) != dw || w.rank() != 1 || w.size(0) != dw ||
+        (bias.defined() && (bias.rank() != 1 || bias.size(0) != dw)))
+        throw std::invalid_argument(who + ": projected queries " + projected_queries.shape().str() +
+                                    ", projected keys " + projected_keys.shape().str() + ", w " + w.shape().str() +
+                                    (bias.defined() ? ", b " + bias.shape().str() : std::string()) +
+                                    ": the last axes and w (and b) need the same width d_w");
+    const Tensor pq = projected_queries.value(), pk = projected_keys.value(), wv = w.value();
+    const Tensor bv = bias.defined() ? bias.value() : Tensor();
+    const real* pb = bv.defined() ? bv.data() : nullptr;
+
+    // E[b, i, l] = w · tanh(pq_i + pk_l + b), one row (b, i) at a time.
+    Tensor e = Tensor::empty({B, m, n});
+    parallel_for(0, B * m, parallel_grain(n * dw), [&](int64_t lo, int64_t hi) {
+        std::vector<real> qb(static_cast<size_t>(dw)), t(static_cast<size_t>(n * dw));
+        for (int64_t r = lo; r < hi; ++r) {
+            add_bias(pq.data() + r * dw, pb, dw, qb.data());
+            additive_tanh(qb.data(), pk.data() + (r / m) * n * dw, n, dw, t.data());
+            for (int64_t l = 0; l < n; ++l) e.data()[r * n + l] = dot8(t.data() + l * dw, wv.data(), dw);
+        }
+    });
+
+    std::vector<Var> inputs{projected_queries, projected_keys, w};
+    if (bias.defined()) inputs.push_back(bias);
+    return record("additive_score_fused", std::move(e), inputs, [pq, pk, wv, bv, B, m, n, dw](Backward& bw) {
+        const real* g = bw.grad().data();
+        real* dpq = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
+        real* dpk = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
+        const bool want_w = bw.needs(2), want_b = bv.defined() && bw.needs(3);
+        // ∂w and ∂b sum over the batch: each example adds into its own row
+        // here, and the rows are summed in order afterwards, so the result has
+        // the same bits on any number of threads.
+        Tensor dw_rows = Tensor::zeros({B, dw}), db_rows = Tensor::zeros({B, dw});
+        const real* bias_data = bv.defined() ? bv.data() : nullptr;
+        parallel_for(0, B, parallel_grain(m * n * dw), [&](int64_t lo, int64_t hi) {
+            std::vector<real> qb(static_cast<size_t>(dw)), t(static_cast<size_t>(n * dw));
+            for (int64_t b = lo; b < hi; ++b) {
+                real* dwr = dw_rows.data() + b * dw;
+                real* dbr = db_rows.data() + b * dw;
+                for (int64_t i = 0; i < m; ++i) {
+                    const int64_t r = b * m + i;
+                    add_bias(pq.data() + r * dw, bias_data, dw, qb.data());
+                    additive_tanh(qb.data(), pk.data() + b * n * dw, n, dw, t.data());  // t again, not kept
+                    for (int64_t l = 0; l < n; ++l) {
+                        const real G = g[r * n + l];
+                        const real* tl = t.data() + l * dw;
+                        real* dpk_l = dpk ? dpk + (b * n + l) * dw : nullptr;
+                        real* dpq_i = dpq ? dpq + r * dw : nullptr;
+                        for (int64_t a = 0; a < dw; ++a) {
+                            const real d = G * wv.data()[a] * (1 - tl[a] * tl[a]);  // δ_il
+                            dwr[a] += G * tl[a];
+                            dbr[a] += d;
+                            if (dpq_i) dpq_i[a] += d;
+                            if (dpk_l) dpk_l[a] += d;
+                        }
+                    }
+                }
+            }
+        });
+        if (want_w) bw.accumulate(2, sum(dw_rows, 0));
+        if (want_b) bw.accumulate(3, sum(db_rows, 0));
+    });
+}
+
 // ---- 15. additive_score ---------------------------------------------------------------------
 
 AdditiveScore::AdditiveScore(int64_t query_dim, int64_t key_dim, int64_t hidden_dim, Generator& gen,
@@ -75,6 +179,7 @@ Var AdditiveScore::score_projected(const Var& queries, const Var& projected_keys
     check_width(id(), "queries", queries, W_1.size(1));
     check_width(id(), "projected keys", projected_keys, W_1.size(0));
     const Var projected_queries = matmul(queries, W_1, false, true);  // Q W_1ᵀ   B×m×d_w
+    if (fused && act_ == Activation::tanh) return additive_score_fused(projected_queries, projected_keys, b, w);
     // H = act(W_1 q + W_2 k_l + b)   B×m×n×d_w
     const Var H = additive_features(projected_queries, projected_keys, b, act_);
     // e = H w: B×m×n×d_w · d_w×1 → B×m×n×1 → B×m×n

@@ -39,6 +39,19 @@ std::string activation_name(Activation act);
 // → B×m×n×d_w (the ⊕ of the catalog: every query meets every key).
 Var additive_features(const Var& projected_queries, const Var& projected_keys, const Var& bias, Activation act);
 
+// The additive score with tanh as one op, the fast twin of
+// additive_features(…, tanh) · w:
+//   E[b, i, l] = Σ_a w_a tanh(pq[b, i, a] + pk[b, l, a] + b_a)
+// projected_queries pq B×m×d_w, projected_keys pk B×n×d_w, bias d_w (or
+// undefined), w d_w → B×m×n. The composed version materialises the B×m×n×d_w
+// sum and its tanh and walks them again in backward; this op keeps only its
+// inputs and recomputes the tanh, t, in backward, where with G = ∂L/∂E:
+//   δ_il = G_il · w ⊙ (1 − t_il²)     ∂pq_i = Σ_l δ_il    ∂pk_l = Σ_i δ_il
+//   ∂b = Σ_{b,i,l} δ_il               ∂w = Σ_{b,i,l} G_il · t_il
+// AdditiveScore uses it when its `fused` is set (tests/test_scores_fused.cpp:
+// the same values and gradients as the composed score).
+Var additive_score_fused(const Var& projected_queries, const Var& projected_keys, const Var& bias, const Var& w);
+
 // ---- 15. additive_score ----------------------------------------------------------
 // Bahdanau, Cho, Bengio (2015), Neural Machine Translation by Jointly Learning
 // to Align and Translate, ICLR. "concat" in Luong et al. (2015).
@@ -64,6 +77,10 @@ public:
     std::string describe() const override;
 
     Var W_1, W_2, b, w;  // b undefined without a bias
+    // false (the default): the composed score, additive_features then · w, to
+    // read and step through; true (with tanh): additive_score_fused, the same
+    // values without the B×m×n×d_w temporaries. The example trainers set it.
+    bool fused = false;
 
 private:
     Activation act_;

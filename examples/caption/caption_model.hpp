@@ -115,8 +115,9 @@ public:
     Forward forward(const Tensor& images, const Tensor& captions);
 
     const CaptionerConfig& config() const { return config_; }
-    // The fast paths, chosen by name: the convolutions as conv2d_fused and the
-    // LSTMCell with fused gates (the same values up to rounding). Without this
+    // The fast paths, chosen by name: the convolutions as conv2d_fused, the
+    // LSTMCell with fused gates, and the attention's score as
+    // additive_score_fused (the same values up to rounding). Without this
     // call the model runs the composed versions, to read and step through; the
     // trainer turns them on unless --no-fused, W4 always.
     void set_fused(bool on);

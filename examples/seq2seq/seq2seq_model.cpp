@@ -168,6 +168,7 @@ std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.st
 void Seq2SeqModel::set_fused(bool on) {
     encoder.mode = on ? RnnMode::fused : RnnMode::stepwise;
     decoder.fused = on;
+    if (bahdanau_) bahdanau_->score.fused = on;  // additive_score_fused
 }
 
 Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& lengths) {

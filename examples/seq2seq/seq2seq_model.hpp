@@ -104,8 +104,9 @@ public:
 
     const ModelConfig& config() const { return config_; }
     std::string describe() const override;
-    // The fast paths, chosen by name: the encoder's GRU in RnnMode::fused and
-    // the decoder's GRUCell with fused gates (the same values up to rounding).
+    // The fast paths, chosen by name: the encoder's GRU in RnnMode::fused, the
+    // decoder's GRUCell with fused gates, and Bahdanau attention's score as
+    // additive_score_fused (the same values up to rounding).
     // Without this call the model runs the composed versions, to read and step
     // through; the trainer turns them on unless --no-fused, W2 always.
     void set_fused(bool on);
