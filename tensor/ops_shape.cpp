@@ -238,6 +238,12 @@ Tensor slice(const Tensor& a, int axis, int64_t start, int64_t end, int64_t step
     const int64_t inner = a.shape().stride(ax), outer = out.numel() / (count * inner);
     const real* in = a.data();
     real* po = out.data();
+    if (step == 1) {  // the slices of one outer index are one run: copy it at once
+        for (int64_t o = 0; o < outer; ++o)
+            std::memcpy(po + o * count * inner, in + (o * n + b) * inner,
+                        static_cast<size_t>(count * inner) * sizeof(real));
+        return out;
+    }
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < count; ++i)
             std::memcpy(po + (o * count + i) * inner, in + (o * n + b + i * step) * inner,
