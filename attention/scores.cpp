@@ -2,6 +2,7 @@
 // The formulas, the papers and the shape legend are in attention/scores.hpp.
 #include "attention/scores.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -63,16 +64,20 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 
 namespace {
 
+// The loops below take __restrict pointers: without the promise that the
+// arrays do not overlap, the compiler (at -O2) keeps them scalar.
+
 // t[l, :] = tanh(qb + pk[l, :]) for the n keys met by one query, qb = q + b
 // (d_w wide): n×d_w values, one tanh call over all of them.
-void additive_tanh(const real* qb, const real* pk, int64_t n, int64_t dw, real* t) {
+void additive_tanh(const real* __restrict qb, const real* __restrict pk, int64_t n, int64_t dw,
+                   real* __restrict t) {
     for (int64_t l = 0; l < n; ++l)
         for (int64_t a = 0; a < dw; ++a) t[l * dw + a] = qb[a] + pk[l * dw + a];
     tanh_into(t, t, n * dw);
 }
 
 // Σ x_a y_a in eight running sums (one would wait on the previous addition).
-real dot8(const real* x, const real* y, int64_t n) {
+real dot8(const real* __restrict x, const real* __restrict y, int64_t n) {
     real s[8] = {};
     int64_t a = 0;
     for (; a + 8 <= n; a += 8)
@@ -82,8 +87,24 @@ real dot8(const real* x, const real* y, int64_t n) {
 }
 
 // qb = pq + b (b null: no bias).
-void add_bias(const real* pq, const real* bias, int64_t dw, real* qb) {
-    for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a] + (bias ? bias[a] : 0);
+void add_bias(const real* __restrict pq, const real* __restrict bias, int64_t dw, real* __restrict qb) {
+    if (bias) {
+        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a] + bias[a];
+    } else {
+        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a];
+    }
+}
+
+// The backward of one (query, key) pair, G = ∂L/∂E_il, t = t_il:
+//   δ = G·w ⊙ (1 − t²)     dq += δ     dk += δ     dw += G·t
+void additive_pair_backward(real G, const real* __restrict t, const real* __restrict w, int64_t dw,
+                            real* __restrict dq, real* __restrict dk, real* __restrict dw_sum) {
+    for (int64_t a = 0; a < dw; ++a) {
+        const real d = G * w[a] * (1 - t[a] * t[a]);
+        dq[a] += d;
+        dk[a] += d;
+        dw_sum[a] += G * t[a];
+    }
 }
 
 }  // namespace
@@ -129,26 +150,22 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
         const real* bias_data = bv.defined() ? bv.data() : nullptr;
         parallel_for(0, B, parallel_grain(m * n * dw), [&](int64_t lo, int64_t hi) {
             std::vector<real> qb(static_cast<size_t>(dw)), t(static_cast<size_t>(n * dw));
+            std::vector<real> dq(static_cast<size_t>(dw)), dk_unused;  // Σ_l δ_il of one query
+            if (!dpk) dk_unused.assign(static_cast<size_t>(n * dw), 0);
             for (int64_t b = lo; b < hi; ++b) {
-                real* dwr = dw_rows.data() + b * dw;
-                real* dbr = db_rows.data() + b * dw;
+                real* dk = dpk ? dpk + b * n * dw : dk_unused.data();
                 for (int64_t i = 0; i < m; ++i) {
                     const int64_t r = b * m + i;
                     add_bias(pq.data() + r * dw, bias_data, dw, qb.data());
                     additive_tanh(qb.data(), pk.data() + b * n * dw, n, dw, t.data());  // t again, not kept
-                    for (int64_t l = 0; l < n; ++l) {
-                        const real G = g[r * n + l];
-                        const real* tl = t.data() + l * dw;
-                        real* dpk_l = dpk ? dpk + (b * n + l) * dw : nullptr;
-                        real* dpq_i = dpq ? dpq + r * dw : nullptr;
-                        for (int64_t a = 0; a < dw; ++a) {
-                            const real d = G * wv.data()[a] * (1 - tl[a] * tl[a]);  // δ_il
-                            dwr[a] += G * tl[a];
-                            dbr[a] += d;
-                            if (dpq_i) dpq_i[a] += d;
-                            if (dpk_l) dpk_l[a] += d;
-                        }
-                    }
+                    std::fill(dq.begin(), dq.end(), real(0));
+                    for (int64_t l = 0; l < n; ++l)
+                        additive_pair_backward(g[r * n + l], t.data() + l * dw, wv.data(), dw, dq.data(),
+                                               dk + l * dw, dw_rows.data() + b * dw);
+                    real* dbr = db_rows.data() + b * dw;  // ∂b = Σ_{b,i} Σ_l δ_il
+                    for (int64_t a = 0; a < dw; ++a) dbr[a] += dq[a];
+                    if (dpq)
+                        for (int64_t a = 0; a < dw; ++a) dpq[r * dw + a] += dq[a];
                 }
             }
         });

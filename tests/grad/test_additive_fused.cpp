@@ -3,6 +3,7 @@
 // composed additive score it replaces, value and every gradient.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "attention/scores.hpp"
@@ -51,4 +52,20 @@ TEST_CASE("additive_score_fused equals the composed AdditiveScore: value and the
         CHECK(allclose(composed.w.grad(), fused.w.grad(), 1e-12, 1e-12));
         if (with_bias) CHECK(allclose(composed.b.grad(), fused.b.grad(), 1e-12, 1e-12));
     }
+}
+
+TEST_CASE("additive_score_fused: values against the formula in plain loops") {
+    Generator gen(23);
+    const int64_t B = 2, m = 3, n = 4, dw = 5;
+    const Tensor pq = Tensor::normal({B, m, dw}, 0, 1, gen), pk = Tensor::normal({B, n, dw}, 0, 1, gen);
+    const Tensor w = Tensor::normal({dw}, 0, 1, gen), b = Tensor::normal({dw}, 0, 1, gen);
+    const Tensor e = additive_score_fused(Var(pq), Var(pk), Var(b), Var(w)).value();
+    for (int64_t x = 0; x < B; ++x)
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t l = 0; l < n; ++l) {
+                double expected = 0;  // Σ_a w_a tanh(pq[x,i,a] + pk[x,l,a] + b_a)
+                for (int64_t a = 0; a < dw; ++a)
+                    expected += w[a] * std::tanh(pq[(x * m + i) * dw + a] + pk[(x * n + l) * dw + a] + b[a]);
+                CHECK(e[(x * m + i) * n + l] == doctest::Approx(expected).epsilon(1e-12));
+            }
 }
