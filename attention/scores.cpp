@@ -125,42 +125,40 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
     const Tensor bv = bias.defined() ? bias.value() : Tensor();
     const real* pb = bv.defined() ? bv.data() : nullptr;
 
-    // E[b, i, l] = w · tanh(pq_i + pk_l + b), one row (b, i) at a time.
-    Tensor e = Tensor::empty({B, m, n});
+    // E[b, i, l] = w · t_il, t_il = tanh(pq_i + pk_l + b), one row (b, i) at
+    // a time. t is kept for the backward (B×m×n×d_w, what the composed score
+    // keeps too; computing it again there cost more than reading it).
+    Tensor e = Tensor::empty({B, m, n}), t = Tensor::empty({B, m, n, dw});
     parallel_for(0, B * m, parallel_grain(n * dw), [&](int64_t lo, int64_t hi) {
-        std::vector<real> qb(static_cast<size_t>(dw)), t(static_cast<size_t>(n * dw));
+        std::vector<real> qb(static_cast<size_t>(dw));
         for (int64_t r = lo; r < hi; ++r) {
+            real* tr = t.data() + r * n * dw;
             add_bias(pq.data() + r * dw, pb, dw, qb.data());
-            additive_tanh(qb.data(), pk.data() + (r / m) * n * dw, n, dw, t.data());
-            for (int64_t l = 0; l < n; ++l) e.data()[r * n + l] = dot8(t.data() + l * dw, wv.data(), dw);
+            additive_tanh(qb.data(), pk.data() + (r / m) * n * dw, n, dw, tr);
+            for (int64_t l = 0; l < n; ++l) e.data()[r * n + l] = dot8(tr + l * dw, wv.data(), dw);
         }
     });
 
     std::vector<Var> inputs{projected_queries, projected_keys, w};
     if (bias.defined()) inputs.push_back(bias);
-    return record("additive_score_fused", std::move(e), inputs, [pq, pk, wv, bv, B, m, n, dw](Backward& bw) {
+    return record("additive_score_fused", std::move(e), inputs, [t, wv, B, m, n, dw, with_bias = bias.defined()](Backward& bw) {
         const real* g = bw.grad().data();
         real* dpq = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
         real* dpk = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
-        const bool want_w = bw.needs(2), want_b = bv.defined() && bw.needs(3);
         // ∂w and ∂b sum over the batch: each example adds into its own row
         // here, and the rows are summed in order afterwards, so the result has
         // the same bits on any number of threads.
         Tensor dw_rows = Tensor::zeros({B, dw}), db_rows = Tensor::zeros({B, dw});
-        const real* bias_data = bv.defined() ? bv.data() : nullptr;
         parallel_for(0, B, parallel_grain(m * n * dw), [&](int64_t lo, int64_t hi) {
-            std::vector<real> qb(static_cast<size_t>(dw)), t(static_cast<size_t>(n * dw));
             std::vector<real> dq(static_cast<size_t>(dw)), dk_unused;  // Σ_l δ_il of one query
             if (!dpk) dk_unused.assign(static_cast<size_t>(n * dw), 0);
             for (int64_t b = lo; b < hi; ++b) {
                 real* dk = dpk ? dpk + b * n * dw : dk_unused.data();
                 for (int64_t i = 0; i < m; ++i) {
                     const int64_t r = b * m + i;
-                    add_bias(pq.data() + r * dw, bias_data, dw, qb.data());
-                    additive_tanh(qb.data(), pk.data() + b * n * dw, n, dw, t.data());  // t again, not kept
                     std::fill(dq.begin(), dq.end(), real(0));
                     for (int64_t l = 0; l < n; ++l)
-                        additive_pair_backward(g[r * n + l], t.data() + l * dw, wv.data(), dw, dq.data(),
+                        additive_pair_backward(g[r * n + l], t.data() + (r * n + l) * dw, wv.data(), dw, dq.data(),
                                                dk + l * dw, dw_rows.data() + b * dw);
                     real* dbr = db_rows.data() + b * dw;  // ∂b = Σ_{b,i} Σ_l δ_il
                     for (int64_t a = 0; a < dw; ++a) dbr[a] += dq[a];
@@ -169,8 +167,8 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
                 }
             }
         });
-        if (want_w) bw.accumulate(2, sum(dw_rows, 0));
-        if (want_b) bw.accumulate(3, sum(db_rows, 0));
+        if (bw.needs(2)) bw.accumulate(2, sum(dw_rows, 0));
+        if (with_bias && bw.needs(3)) bw.accumulate(3, sum(db_rows, 0));
     });
 }
 

@@ -43,9 +43,10 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 // additive_features(…, tanh) · w:
 //   E[b, i, l] = Σ_a w_a tanh(pq[b, i, a] + pk[b, l, a] + b_a)
 // projected_queries pq B×m×d_w, projected_keys pk B×n×d_w, bias d_w (or
-// undefined), w d_w → B×m×n. The composed version materialises the B×m×n×d_w
-// sum and its tanh and walks them again in backward; this op keeps only its
-// inputs and recomputes the tanh, t, in backward, where with G = ∂L/∂E:
+// undefined), w d_w → B×m×n. The composed version makes the B×m×n×d_w sum,
+// its tanh and their product with w as three ops, each with its own pass and
+// its own backward pass; this op makes one pass forward, keeping t (the tanh),
+// and one backward, where with G = ∂L/∂E:
 //   δ_il = G_il · w ⊙ (1 − t_il²)     ∂pq_i = Σ_l δ_il    ∂pk_l = Σ_i δ_il
 //   ∂b = Σ_{b,i,l} δ_il               ∂w = Σ_{b,i,l} G_il · t_il
 // AdditiveScore uses it when its `fused` is set (tests/test_scores_fused.cpp:

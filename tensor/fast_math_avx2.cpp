@@ -10,7 +10,7 @@
 namespace attn {
 namespace {
 
-__m256 exp8(__m256 x) {
+[[gnu::always_inline]] inline __m256 exp8(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-104.0f), hi = _mm256_set1_ps(88.72284f);
     const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);  // max_ps(NaN, lo) = lo: finite
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
@@ -35,7 +35,7 @@ __m256 exp8(__m256 x) {
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN in, NaN out
 }
 
-__m256 tanh8(__m256 x) {
+[[gnu::always_inline]] inline __m256 tanh8(__m256 x) {
     const __m256 z = _mm256_mul_ps(x, x);
     __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
     p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
@@ -52,7 +52,7 @@ __m256 tanh8(__m256 x) {
     return _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
 }
 
-__m256 sigmoid8(__m256 x) {
+[[gnu::always_inline]] inline __m256 sigmoid8(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f);
     return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
@@ -72,8 +72,18 @@ void apply8(const float* in, float* out, int64_t n, F8 f8) {
 
 }  // namespace
 
-void exp_avx2(const float* in, float* out, int64_t n) { apply8(in, out, n, exp8); }
-void tanh_avx2(const float* in, float* out, int64_t n) { apply8(in, out, n, tanh8); }
-void sigmoid_avx2(const float* in, float* out, int64_t n) { apply8(in, out, n, sigmoid8); }
+// (Each function is handed over as a lambda, whose type is its own, and
+// forced inline: handed over by name it is a pointer to a function, and left
+// to itself GCC called exp8 and tanh8 for every 8 values, at about a third of
+// the speed.)
+void exp_avx2(const float* in, float* out, int64_t n) {
+    apply8(in, out, n, [](__m256 x) { return exp8(x); });
+}
+void tanh_avx2(const float* in, float* out, int64_t n) {
+    apply8(in, out, n, [](__m256 x) { return tanh8(x); });
+}
+void sigmoid_avx2(const float* in, float* out, int64_t n) {
+    apply8(in, out, n, [](__m256 x) { return sigmoid8(x); });
+}
 
 }  // namespace attn
