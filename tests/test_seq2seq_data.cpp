@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -110,6 +111,22 @@ TEST_CASE("seq2seq lexicon: the hash split is deterministic, about 90/5/5, and k
         CHECK(e.pronunciations.size() == 2);
     }
     CHECK(word_split("abandon") == word_split("abandon"));
+}
+
+TEST_CASE("seq2seq lexicon: the 2007 CMUdict training list in the tree reads as documented") {
+    // examples/seq2seq/g2p-2007/README.md: 106,837 words, 113,438 pronunciations, 39 phonemes.
+    const Lexicon lex = load_lexicon("examples/seq2seq/g2p-2007/g014b2b.train");
+    CHECK(lex.size() == 106837);
+    size_t pronunciations = 0;
+    std::set<std::string> phonemes;
+    for (const auto& e : lex)
+        for (const auto& p : e.pronunciations) {
+            ++pronunciations;
+            phonemes.insert(p.begin(), p.end());
+        }
+    CHECK(pronunciations == 113438);
+    CHECK(phonemes.size() == 39);
+    CHECK(lex.front().word == "aaa");  // case-folded
 }
 
 TEST_CASE("seq2seq batches: padding, teacher-forcing shift, bucketing covers every pair once") {
