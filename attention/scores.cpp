@@ -10,6 +10,7 @@
 #include "autograd/record.hpp"
 #include "nn/init.hpp"
 #include "tensor/fast_math.hpp"
+#include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
@@ -76,16 +77,6 @@ void additive_tanh(const real* __restrict qb, const real* __restrict pk, int64_t
     tanh_into(t, t, n * dw);
 }
 
-// Σ x_a y_a in eight running sums (one would wait on the previous addition).
-real dot8(const real* __restrict x, const real* __restrict y, int64_t n) {
-    real s[8] = {};
-    int64_t a = 0;
-    for (; a + 8 <= n; a += 8)
-        for (int j = 0; j < 8; ++j) s[j] += x[a + j] * y[a + j];
-    for (; a < n; ++a) s[0] += x[a] * y[a];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
 // qb = pq + b (b null: no bias).
 void add_bias(const real* __restrict pq, const real* __restrict bias, int64_t dw, real* __restrict qb) {
     if (bias) {
@@ -111,7 +102,7 @@ void additive_pair_backward(real G, const real* __restrict t, const real* __rest
 
 Var additive_score_fused(const Var& projected_queries, const Var& projected_keys, const Var& bias, const Var& w) {
     const ProfileScope scope("additive_score_fused");
-    const std::string who = "additive_score_fused";
+    static const std::string who = "additive_score_fused";
     check_pair(who, projected_queries, projected_keys);
     const int64_t B = projected_queries.size(0), m = projected_queries.size(1), n = projected_keys.size(1);
     const int64_t dw = projected_queries.size(2);
@@ -135,13 +126,15 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
             real* tr = t.data() + r * n * dw;
             add_bias(pq.data() + r * dw, pb, dw, qb.data());
             additive_tanh(qb.data(), pk.data() + (r / m) * n * dw, n, dw, tr);
-            for (int64_t l = 0; l < n; ++l) e.data()[r * n + l] = dot8(tr + l * dw, wv.data(), dw);
+            // E[r, :] = T_r w: n×d_w times d_w, the library's matrix-vector product
+            gemm(false, false, n, 1, dw, real(1), tr, dw, wv.data(), 1, real(0), e.data() + r * n, 1);
         }
     });
 
     std::vector<Var> inputs{projected_queries, projected_keys, w};
     if (bias.defined()) inputs.push_back(bias);
-    return record("additive_score_fused", std::move(e), inputs, [t, wv, B, m, n, dw, with_bias = bias.defined()](Backward& bw) {
+    const bool with_bias = bias.defined();
+    return record("additive_score_fused", std::move(e), inputs, [t, wv, B, m, n, dw, with_bias](Backward& bw) {
         const real* g = bw.grad().data();
         real* dpq = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
         real* dpk = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;

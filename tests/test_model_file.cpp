@@ -56,6 +56,22 @@ std::map<std::string, Shape> shapes_of(const StateDict& tensors) {
     return out;
 }
 
+// The seq2seq trainer's parts on one batch, `steps` steps an epoch: its loss
+// as the step, minus its loss as the validation score, and in model_metadata
+// what it takes to use the model.
+TrainerParts one_batch_parts(seq2seq::Seq2SeqModel& model, const seq2seq::Batch& batch,
+                             const seq2seq::Seq2SeqSetup& setup, int64_t steps) {
+    TrainerParts parts;
+    parts.begin_epoch = [steps](int64_t) { return steps; };
+    parts.step = [&model, &batch](int64_t, int64_t, int64_t) { return StepLoss{model.loss(batch)}; };
+    parts.validate = [&model, &batch] {
+        NoGradGuard no_grad;
+        return Validation{.score = -model.loss(batch).item()};
+    };
+    parts.model_metadata = [setup](std::map<std::string, std::string>& m) { seq2seq::save_setup(setup, m); };
+    return parts;
+}
+
 }  // namespace
 
 TEST_CASE("train_loop: model.safetensors holds exactly the model's parameters and loads back to the same outputs") {
@@ -67,16 +83,8 @@ TEST_CASE("train_loop: model.safetensors holds exactly the model's parameters an
     seq2seq::Seq2SeqModel model(setup.config, gen);
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = 0.02});
 
-    // The seq2seq trainer's parts, on one batch: training state in
-    // save_extra, what it takes to use the model in model_metadata.
-    TrainerParts parts;
-    parts.begin_epoch = [](int64_t) { return int64_t{2}; };
-    parts.step = [&](int64_t, int64_t, int64_t) { return StepLoss{model.loss(batch)}; };
-    parts.validate = [&] {
-        NoGradGuard no_grad;
-        return Validation{.score = -model.loss(batch).item()};
-    };
-    parts.model_metadata = [&](std::map<std::string, std::string>& m) { seq2seq::save_setup(setup, m); };
+    // The seq2seq trainer's parts, on one batch, with training state in save_extra.
+    TrainerParts parts = one_batch_parts(model, batch, setup, 2);
     parts.save_extra = [](std::map<std::string, std::string>& extra) { extra["task.baseline"] = "0.5"; };
     std::ostringstream quiet;
     const LoopResult r = train_loop(LoopOptions{.dir = dir.path, .seed = 3, .epochs = 3, .log = &quiet}, model,
@@ -128,14 +136,7 @@ TEST_CASE("train_loop: a run resumed from checkpoints without model.safetensors 
         Generator gen(5);
         seq2seq::Seq2SeqModel model(setup.config, gen);
         Adam optimizer(model.named_parameters(), AdamOptions{.lr = 0.02});
-        TrainerParts parts;
-        parts.begin_epoch = [](int64_t) { return int64_t{1}; };
-        parts.step = [&](int64_t, int64_t, int64_t) { return StepLoss{model.loss(batch)}; };
-        parts.validate = [&] {
-            NoGradGuard no_grad;
-            return Validation{.score = -model.loss(batch).item()};
-        };
-        parts.model_metadata = [&](std::map<std::string, std::string>& m) { seq2seq::save_setup(setup, m); };
+        const TrainerParts parts = one_batch_parts(model, batch, setup, 1);
         std::ostringstream quiet;
         train_loop(LoopOptions{.dir = dir.path, .epochs = 2, .resume = resume, .log = &quiet}, model, optimizer, parts);
     };

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -15,6 +16,14 @@
 namespace attn {
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
+
+std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>& arguments) {
+    if (!arguments.empty()) return arguments;
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(std::cin, line);)
+        if (!line.empty()) lines.push_back(line);
+    return lines;
+}
 
 bool colour_terminal() {
     const char* term = std::getenv("TERM");

@@ -21,6 +21,9 @@ namespace attn {
 bool colour_terminal();
 // Whether stdout is a terminal at all.
 bool stdout_is_terminal();
+// What --predict works on: the arguments given, or, when there are none, the
+// non-empty lines of standard input.
+std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>& arguments);
 
 struct TextViewOptions {
     bool colour = false;

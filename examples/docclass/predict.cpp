@@ -190,10 +190,7 @@ int predict_documents(const PredictOptions& o) {
     Generator gen(0);
     std::unique_ptr<DocModel> model = make_doc_model(setup.model_name, setup.config, gen);
     load_model(o.checkpoint, *model);
-    std::vector<std::string> inputs = o.inputs;
-    if (inputs.empty())
-        for (std::string line; std::getline(std::cin, line);)
-            if (!line.empty()) inputs.push_back(line);
+    const std::vector<std::string> inputs = arguments_or_stdin_lines(o.inputs);
     const bool draw = o.show || stdout_is_terminal();
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Prediction p = classify(*model, setup, inputs[k]);

@@ -71,10 +71,7 @@ int predict_transliterations(const Seq2SeqPredictOptions& o) {
     Seq2SeqSetup setup;
     Generator gen(0);
     const auto model = load_trained(o.checkpoint, setup, gen);
-    std::vector<std::string> inputs = o.inputs;
-    if (inputs.empty())
-        for (std::string line; std::getline(std::cin, line);)
-            if (!line.empty()) inputs.push_back(line);
+    const std::vector<std::string> inputs = arguments_or_stdin_lines(o.inputs);
     // On a terminal (or with --show) each answer comes with what the decoder
     // attended to while writing it: one row per output symbol.
     const bool draw = o.show || stdout_is_terminal();
