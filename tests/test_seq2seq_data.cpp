@@ -9,6 +9,7 @@
 
 #include "examples/seq2seq/edit_distance.hpp"
 #include "examples/seq2seq/seq2seq_data.hpp"
+#include "examples/seq2seq/task.hpp"
 #include "nn/json.hpp"
 #include "tests/helpers.hpp"
 
@@ -127,6 +128,51 @@ TEST_CASE("seq2seq lexicon: the 2007 CMUdict training list in the tree reads as 
     CHECK(pronunciations == 113438);
     CHECK(phonemes.size() == 39);
     CHECK(lex.front().word == "aaa");  // case-folded
+}
+
+TEST_CASE("seq2seq lexicon: --data g2p-2007 keeps 5% of the training list's words for dev, by their hash") {
+    // The buckets by hand (FNV-1a, 64 bits, mod 100), worked out with Python's
+    // integers: "a" 96, "abbott" 37, "aaa" 94.
+    CHECK(word_bucket("a") == 96);
+    CHECK(word_bucket("abbott") == 37);
+    CHECK(word_bucket("aaa") == 94);
+    const Lexicon tiny = parse_lexicon("a\tAH\na\tEY\nabbott\tAE B AH T\naaa\tT R IH P AH L EY\n", "tiny");
+    const LexiconSplit s = split_train_dev(tiny);
+    REQUIRE(s.dev.size() == 1);
+    CHECK(s.dev[0].word == "a");
+    CHECK(s.dev[0].pronunciations.size() == 2);  // both of its pronunciations on the dev side
+    CHECK(s.train.size() == 2);
+    CHECK(s.test.empty());
+    CHECK_THROWS_WITH_AS(split_train_dev(tiny, 0), "split_train_dev: dev_percent 0 is outside [1, 50]",
+                         std::invalid_argument);
+
+    // The whole list, counted independently by a Python script (a dict of
+    // case-folded words, the same hash): 5,400 dev words with 5,720
+    // pronunciations; 101,437 training words with 107,718.
+    TaskOptions o;
+    o.data = "g2p-2007";
+    const TaskData t = load_task(o);
+    CHECK(t.g2p);
+    CHECK(t.dev.size() == 5400);
+    CHECK(t.train.size() == 107718);
+    CHECK(t.test.empty());
+    CHECK(&t.shown() == &t.dev);
+    size_t dev_pronunciations = 0;
+    for (const auto& item : t.dev) {
+        CHECK(word_bucket(item.text) >= 95);
+        dev_pronunciations += item.references.size();
+    }
+    CHECK(dev_pronunciations == 5720);
+    CHECK(t.target_vocab.size() == 39 + 4);  // the phonemes and <pad> <s> </s> <unk>
+
+    // A test file beside it is read as it is; --dev/--test without --train is an error.
+    o.data = "dates";
+    o.dev_file = "x.dict";
+    CHECK_THROWS_WITH_AS(load_task(o), "seq2seq: --dev and --test need --train (dates are generated)",
+                         std::invalid_argument);
+    o = {};
+    o.train_file = "no/such/file.dict";
+    CHECK_THROWS_WITH_AS(load_task(o), "seq2seq: --train no/such/file.dict: no such file", std::runtime_error);
 }
 
 TEST_CASE("seq2seq batches: padding, teacher-forcing shift, bucketing covers every pair once") {

@@ -3,6 +3,7 @@
 //
 //   build/examples/seq2seq                          # dates, ~1 minute
 //   build/examples/seq2seq --data cmudict           # G2P (make data first)
+//   build/examples/seq2seq --data g2p-2007          # G2P on the papers' 2007 training list
 //   build/examples/seq2seq --predict "Nov 22 2026"  # with out/seq2seq/best.safetensors
 //   build/examples/seq2seq --dump-reference r.safetensors  # out/seq2seq/model.safetensors on fixed
 //                                                   # inputs, for python/check_torch.py
@@ -85,8 +86,9 @@ ErrorRates score(const std::vector<EvalItem>& items, const std::vector<std::vect
 int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("seq2seq", "Encoder-decoder with attention: date normalisation (--data dates) or "
-                                "grapheme-to-phoneme conversion (--data cmudict, or a lexicon file).");
-    flags.add_common(s.common, "dates (built in) | cmudict (make data) | a lexicon file (WORD PHONES per line)");
+                                "grapheme-to-phoneme conversion (--data cmudict | g2p-2007, or a lexicon file).");
+    flags.add_common(s.common, "dates (built in) | cmudict (make data) | g2p-2007 (the papers' 2007 training list, "
+                               "5% dev by a hash of the word) | a lexicon file (WORD PHONES per line)");
     flags.add("--attention", &s.model.attention,
               "bahdanau (additive score, o_t = [s_t; c_t]) | luong (any --score and --align, o_t = h~_t); "
               "also additive | dot | general | concat | scaled (Luong with that score)");
@@ -105,9 +107,11 @@ int main(int argc, char** argv) try {
     flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
     flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
     flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
-    flags.add("--train", &s.task.train_file, "lexicon file for training (with --dev and --test)");
-    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping");
-    flags.add("--test", &s.task.test_file, "lexicon file for the final score");
+    flags.add("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)");
+    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)");
+    flags.add("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
+                                           "without it the final score is on dev)");
+    flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
     flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
@@ -171,21 +175,26 @@ int main(int argc, char** argv) try {
     const std::string dir = options.dir;
     const double train_seconds = trained.train_seconds;
 
-    // ---- test ----
-    const auto hyps = decode_all(model, task, task.test, s.beam, s.length_penalty);
-    const ErrorRates test = score(task.test, hyps);
+    // ---- test (or, without a test set, dev with the final decoding settings) ----
+    const bool has_test = !task.test.empty();
+    const std::vector<EvalItem>& scored = has_test ? task.test : task.dev;
+    const char* set_name = has_test ? "test" : "dev";
+    const auto hyps = decode_all(model, task, scored, s.beam, s.length_penalty);
+    const ErrorRates test = score(scored, hyps);
     const std::string sep = task.g2p ? " " : "";
     std::cout << "samples (input → output, * = wrong):\n";
-    for (size_t i = 0; i < std::min<size_t>(task.test.size(), 10); ++i) {
-        const bool ok = closest_reference(hyps[i], task.test[i].references).distance == 0;
-        std::printf("  %-28s → %-24s %s\n", task.test[i].text.c_str(), join(hyps[i], sep).c_str(), ok ? "" : "*");
+    for (size_t i = 0; i < std::min<size_t>(scored.size(), 10); ++i) {
+        const bool ok = closest_reference(hyps[i], scored[i].references).distance == 0;
+        std::printf("  %-28s → %-24s %s\n", scored[i].text.c_str(), join(hyps[i], sep).c_str(), ok ? "" : "*");
     }
-    std::printf("test: %lld items, exact %.4f, WER %.4f, PER %.4f (%s)\n", static_cast<long long>(test.words),
-                1 - test.wer(), test.wer(), test.per(), s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy");
+    std::printf("%s: %lld items, exact %.4f, WER %.4f, PER %.4f (%s)%s\n", set_name, static_cast<long long>(test.words),
+                1 - test.wer(), test.wer(), test.per(), s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy",
+                has_test ? "" : "; no test set (give --test FILE)");
     write_seq2seq_report(s.common.out, task, model, dir, test, train_seconds, s.beam);
 
-    const Json test_json = Json::object({{"exact", 1 - test.wer()}, {"wer", test.wer()}, {"per", test.per()},
-                                         {"items", test.words}, {"decoding", s.beam > 1 ? "beam" : "greedy"}});
+    const Json test_json = Json::object({{"set", set_name}, {"exact", 1 - test.wer()}, {"wer", test.wer()},
+                                         {"per", test.per()}, {"items", test.words},
+                                         {"decoding", s.beam > 1 ? "beam" : "greedy"}});
     std::cout << "RESULT "
               << result_json("seq2seq", task.name, model.config().str(), test_json, trained, model.num_parameters(), flags).dump()
               << std::endl;

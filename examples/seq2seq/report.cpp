@@ -28,7 +28,7 @@ AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_
 
 namespace {
 
-constexpr size_t kShownItems = 4;  // test items drawn in the report (and kept each epoch)
+constexpr size_t kShownItems = 4;  // items drawn in the report (and kept each epoch): TaskData::shown()
 
 // Greedy decoding of one test item, and the picture of its alignment.
 AlignmentPicture item_alignment(Seq2SeqModel& model, const TaskData& task, const EvalItem& item) {
@@ -53,8 +53,8 @@ Json alignment_snapshot(Seq2SeqModel& model, const TaskData& task) {
     const bool training = model.is_training();
     model.eval();
     Json frames = Json::array();
-    for (size_t i = 0; i < std::min(kShownItems, task.test.size()); ++i)
-        frames.push_back(frame_json(alignment_frame(item_alignment(model, task, task.test[i]))));
+    for (size_t i = 0; i < std::min(kShownItems, task.shown().size()); ++i)
+        frames.push_back(frame_json(alignment_frame(item_alignment(model, task, task.shown()[i]))));
     if (training) model.train();
     return frames;
 }
@@ -86,8 +86,8 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
                   model.config().score + ", " + model.config().align + (model.config().input_feeding ? ", input feeding" : "") + "), " +
                   std::to_string(model.num_parameters()) + " parameters.");
     char line[256];
-    std::snprintf(line, sizeof line, "Test (%s): exact match %.2f%%, WER %.2f%%, PER %.2f%% on %lld items; trained %.0f s.",
-                  beam > 1 ? "beam search" : "greedy", 100 * (1 - test.wer()), 100 * test.wer(), 100 * test.per(),
+    std::snprintf(line, sizeof line, "%s (%s): exact match %.2f%%, WER %.2f%%, PER %.2f%% on %lld items; trained %.0f s.",
+                  task.test.empty() ? "Dev (no test set given)" : "Test", beam > 1 ? "beam search" : "greedy", 100 * (1 - test.wer()), 100 * test.wer(), 100 * test.per(),
                   static_cast<long long>(test.words), train_seconds);
     rep.paragraph(line);
 
@@ -98,7 +98,7 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     rep.figure_row({charts.loss, charts.dev}, {"training loss, the mean of every 25 steps",
                                                "dev error after each epoch (greedy decoding)"});
 
-    // The attention of a few test inputs, greedy: one explorer each, its
+    // The attention of a few test (or dev) inputs, greedy: one explorer each, its
     // frames the epochs of training (attention.jsonl) and then the tested
     // model, where it opens. The same pictures as SVG files in the run's folder.
     rep.subsection("What the decoder attended to");
@@ -109,10 +109,10 @@ void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2
     std::vector<Json> history;
     if (std::filesystem::exists(run_dir + "/attention.jsonl")) history = read_metrics(run_dir + "/attention.jsonl");
     std::vector<Explorer> explorers;
-    const size_t count = std::min(task.test.size(), kShownItems);
+    const size_t count = std::min(task.shown().size(), kShownItems);
     model.eval();
     for (size_t i = 0; i < count; ++i) {
-        const EvalItem& item = task.test[i];
+        const EvalItem& item = task.shown()[i];
         Explorer e;
         e.title = item.text;
         e.frames = history_frames(history, i);

@@ -287,10 +287,14 @@ Lexicon load_lexicon(const std::string& path) {
     return lexicon;
 }
 
-int word_split(const std::string& word) {
+int word_bucket(const std::string& word) {
     uint64_t h = 14695981039346656037ULL;  // FNV-1a, 64 bits
     for (unsigned char c : word) h = (h ^ c) * 1099511628211ULL;
-    const uint64_t bucket = h % 100;
+    return static_cast<int>(h % 100);
+}
+
+int word_split(const std::string& word) {
+    const int bucket = word_bucket(word);
     return bucket < 90 ? 0 : bucket < 95 ? 1 : 2;
 }
 
@@ -300,6 +304,15 @@ LexiconSplit split_lexicon(const Lexicon& lexicon) {
         const int k = word_split(e.word);
         (k == 0 ? s.train : k == 1 ? s.dev : s.test).push_back(e);
     }
+    return s;
+}
+
+LexiconSplit split_train_dev(const Lexicon& lexicon, int64_t dev_percent) {
+    if (dev_percent < 1 || dev_percent > 50)
+        throw std::invalid_argument("split_train_dev: dev_percent " + std::to_string(dev_percent) +
+                                    " is outside [1, 50]");
+    LexiconSplit s;
+    for (const auto& e : lexicon) (word_bucket(e.word) >= 100 - dev_percent ? s.dev : s.train).push_back(e);
     return s;
 }
 

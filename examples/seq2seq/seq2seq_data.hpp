@@ -78,12 +78,21 @@ using Lexicon = std::vector<LexiconEntry>;  // in the order words first appear
 // marker, an empty word, a control character).
 Lexicon load_lexicon(const std::string& path);
 Lexicon parse_lexicon(const std::string& text, const std::string& name);
-// 0 train, 1 dev, 2 test: FNV-1a hash of the word, (h mod 100) < 90, < 95, else.
+// The word's bucket, 0–99: its FNV-1a hash (64 bits) mod 100. Every split
+// below is by bucket, so all the pronunciations of a word go the same way and
+// a word never changes sides when the lexicon grows.
+int word_bucket(const std::string& word);
+// 0 train, 1 dev, 2 test: bucket < 90, < 95, else.
 int word_split(const std::string& word);
 struct LexiconSplit {
     Lexicon train, dev, test;
 };
+// 90/5/5 by word_split (a whole dictionary: train, dev and test).
 LexiconSplit split_lexicon(const Lexicon& lexicon);
+// A training list only (its test words kept elsewhere): the words with
+// bucket ≥ 100 − dev_percent are dev, the rest train; test stays empty.
+// With dev_percent 5 the dev words are the test part of split_lexicon.
+LexiconSplit split_train_dev(const Lexicon& lexicon, int64_t dev_percent = 5);
 
 // ---- pairs and batches ------------------------------------------------------------------
 struct Pair {

@@ -54,16 +54,37 @@ TaskData load_dates(const TaskOptions& o) {
     return t;
 }
 
+// A lexicon file the user named: a clear error before the loader's if it is missing.
+Lexicon read_lexicon(const std::string& path, const char* flag) {
+    if (!std::filesystem::exists(path))
+        throw std::runtime_error(std::string("seq2seq: ") + flag + " " + path + ": no such file" +
+                                 (path == kG2P2007Train ? " (run the trainer from the repository's root)" : ""));
+    return load_lexicon(path);
+}
+
 TaskData load_lexicons(const TaskOptions& o) {
     TaskData t;
     t.g2p = true;
     LexiconSplit split;
-    if (!o.train_file.empty()) {
-        if (o.dev_file.empty() || o.test_file.empty())
-            throw std::invalid_argument("seq2seq: --train needs --dev and --test as well");
-        split = {load_lexicon(o.train_file), load_lexicon(o.dev_file), load_lexicon(o.test_file)};
-        t.name = o.train_file;
+    std::string how;  // how the parts were made, for the description
+    const std::string train_file = o.data == "g2p-2007" && o.train_file.empty() ? kG2P2007Train : o.train_file;
+    if (!train_file.empty()) {
+        if (o.dev_file.empty()) {
+            split = split_train_dev(read_lexicon(train_file, "--train"), o.dev_percent);
+            how = "dev = " + std::to_string(o.dev_percent) + "% of the training list by a hash of the word";
+        } else {
+            split.train = read_lexicon(train_file, "--train");
+            split.dev = read_lexicon(o.dev_file, "--dev");
+        }
+        if (!o.test_file.empty()) split.test = read_lexicon(o.test_file, "--test");
+        t.name = o.data == "g2p-2007" ? o.data : train_file;
+        if (split.train.empty() || split.dev.empty())
+            throw std::runtime_error(train_file + ": " + std::to_string(split.train.size()) + " training and " +
+                                     std::to_string(split.dev.size()) +
+                                     " dev words; both must be non-empty (give a larger list, or --dev FILE)");
     } else {
+        if (!o.dev_file.empty() || !o.test_file.empty())
+            throw std::invalid_argument("seq2seq: --dev and --test need --train");
         std::string path = o.data;
         if (o.data == "cmudict") {
             path = find_cmudict();
@@ -72,8 +93,9 @@ TaskData load_lexicons(const TaskOptions& o) {
                     "seq2seq: cmudict-en-us.dict is in neither data/ nor /usr/share/pocketsphinx/model/en-us/; "
                     "run `make data` to fetch it");
         }
-        split = split_lexicon(load_lexicon(path));
+        split = split_lexicon(read_lexicon(path, "--data"));
         t.name = o.data;
+        how = "split 90/5/5 by a hash of the word";
         // The hash split of a tiny lexicon can leave a part empty: no words to train or score on.
         for (const auto& [part, words] : {std::pair<const char*, const Lexicon*>{"training", &split.train},
                                           {"dev", &split.dev}, {"test", &split.test}})
@@ -96,15 +118,20 @@ TaskData load_lexicons(const TaskOptions& o) {
     t.test = eval_items(split.test, t.source_vocab);
     t.description = "G2P on " + t.name + ": " + std::to_string(split.train.size()) + " train words (" +
                     std::to_string(t.train.size()) + " pronunciations), " + std::to_string(t.dev.size()) + " dev, " +
-                    std::to_string(t.test.size()) + " test words; " + std::to_string(t.target_vocab.size() - 4) +
-                    " phonemes";
+                    (t.test.empty() ? std::string("no test") : std::to_string(t.test.size()) + " test") +
+                    " words; " + std::to_string(t.target_vocab.size() - 4) + " phonemes" +
+                    (how.empty() ? "" : " (" + how + ")");
     return t;
 }
 
 }  // namespace
 
 TaskData load_task(const TaskOptions& options) {
-    if (options.data == "dates" && options.train_file.empty()) return load_dates(options);
+    if (options.data == "dates" && options.train_file.empty()) {
+        if (!options.dev_file.empty() || !options.test_file.empty())
+            throw std::invalid_argument("seq2seq: --dev and --test need --train (dates are generated)");
+        return load_dates(options);
+    }
     return load_lexicons(options);
 }
 
