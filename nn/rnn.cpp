@@ -207,7 +207,9 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
             if (has_cell) c_n.push_back(last.c);
         }
         layer_in = D == 2 ? concat(outputs, 2) : outputs[0];  // T×B×D·H = [forward | backward]
-        if (l + 1 < L) layer_in = dropout(layer_in, options_.dropout, dropout_gen_, is_training());
+        if (l + 1 < L)
+            layer_in = dropout(layer_in, options_.dropout, external_dropout_gen_ ? *external_dropout_gen_ : dropout_gen_,
+                               is_training());
     }
     return {transpose(layer_in, 0, 1), stack(h_n, 0), has_cell ? stack(c_n, 0) : Var()};
 }

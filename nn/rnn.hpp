@@ -72,6 +72,11 @@ public:
     bool bidirectional() const { return options_.bidirectional; }
     int64_t directions() const { return options_.bidirectional ? 2 : 1; }
     const RNNOptions& options() const { return options_; }
+    // Draw the between-layer dropout masks from `gen` (kept by reference: it
+    // must outlive the layer) instead of the layer's own generator, so that a
+    // model whose trainer reseeds one generator every step (for resumable runs)
+    // reseeds these masks too.
+    void use_dropout_generator(Generator& gen) { external_dropout_gen_ = &gen; }
     // The parameters of layer `layer`, direction 0 (forward) or 1 (reverse).
     const RNNWeights& weights(int64_t layer, int64_t direction) const;
     std::string describe() const override;
@@ -104,6 +109,7 @@ private:
     RNNOptions options_;
     std::vector<RNNWeights> weights_;  // index layer·D + direction
     mutable Generator dropout_gen_;    // forked from the constructor's generator
+    Generator* external_dropout_gen_ = nullptr;  // use_dropout_generator's, if set
 };
 
 // GRU over sequences. At each step t of each layer and direction:

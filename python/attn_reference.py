@@ -286,7 +286,7 @@ class Seq2Seq(nn.Module):
         feed = S if self.luong else 2 * H
         self.input_feeding = c["input_feeding"] == "1"
         self.source_embedding = nn.Embedding(int(c["source_vocab"]), E, padding_idx=0)
-        self.encoder = nn.GRU(E, H, batch_first=True, bidirectional=True)
+        self.encoder = nn.GRU(E, H, num_layers=int(c.get("encoder_layers", 1)), batch_first=True, bidirectional=True)
         self.init = nn.Linear(2 * H, S)
         self.target_embedding = nn.Embedding(int(c["target_vocab"]), E, padding_idx=0)
         self.decoder = nn.GRUCell(E + (feed if self.input_feeding else 0), S)
@@ -300,7 +300,7 @@ class Seq2Seq(nn.Module):
         """source B×n ids, lengths B, target_in B×T ids → logits B×T×V, attention B×T×n."""
         states, h_n = run_rnn(self.encoder, self.source_embedding(source), lengths)
         keep = torch.arange(source.shape[1]) < torch.as_tensor(lengths).unsqueeze(1)  # B×n
-        s = torch.tanh(self.init(torch.cat([h_n[0], h_n[1]], -1)))
+        s = torch.tanh(self.init(torch.cat([h_n[-2], h_n[-1]], -1)))  # the top layer's final states
         feed = states.new_zeros(source.shape[0], s.shape[1] if self.luong else states.shape[2])
         if not self.luong:
             projected = self.attention.score.project_keys(states)  # U_a h̄, once

@@ -57,8 +57,9 @@ train() {
 SEQ2SEQ="--data dates --train-size 3000 --epochs 2 --batch 32 \
     --embedding 16 --encoder-hidden 16 --decoder-hidden 32 --attention-dim 32"
 RUN= train seq2seq $SEQ2SEQ
-# Luong's general score (its own --out: the trainer's folder is seq2seq either way)
-RUN=-luong train seq2seq $SEQ2SEQ --attention luong --score general --out "$OUT/luong"
+# Luong's general score over a 2-layer encoder with dropout between its layers
+# (its own --out: the trainer's folder is seq2seq either way)
+RUN=-luong train seq2seq $SEQ2SEQ --attention luong --score general --encoder-layers 2 --dropout 0.1 --out "$OUT/luong"
 CAPTION="--data shapes --cell-size 8 --train-size 512 --valid-size 32 --test-size 16 --epochs 2 --beam 1 \
     --channels1 8 --channels2 16 --hidden 32 --embedding 16 --attention-dim 32"
 RUN= train caption $CAPTION

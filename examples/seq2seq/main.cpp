@@ -98,6 +98,7 @@ int main(int argc, char** argv) try {
     flags.add("--window", &s.model.window, "half-width D of the local windows", 1);
     flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0);
     flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0);
+    flags.add("--encoder-layers", &s.model.encoder_layers, "stacked bidirectional GRU layers of the encoder", 1, 8);
     flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)", 0);
     flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)", 0);
     flags.add("--dropout", &s.model.dropout, "dropout on the embeddings and the output layer's input, while training", 0, 0.99);

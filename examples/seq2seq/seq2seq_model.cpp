@@ -18,7 +18,8 @@ namespace attn::seq2seq {
 std::string ModelConfig::str() const {
     std::ostringstream s;
     s << "source_vocab=" << source_vocab << " target_vocab=" << target_vocab << " embedding=" << embedding
-      << " encoder_hidden=" << encoder_hidden << " decoder_hidden=" << decoder_hidden
+      << " encoder_hidden=" << encoder_hidden << " encoder_layers=" << encoder_layers
+      << " decoder_hidden=" << decoder_hidden
       << " attention_dim=" << attention_dim << " attention=" << attention << " score=" << score << " align=" << align
       << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window << " dropout=" << dropout;
     return s.str();
@@ -46,6 +47,7 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "target_vocab") c.target_vocab = number();
         else if (key == "embedding") c.embedding = number();
         else if (key == "encoder_hidden") c.encoder_hidden = number();
+        else if (key == "encoder_layers") c.encoder_layers = number();  // absent in older checkpoints: 1
         else if (key == "decoder_hidden") c.decoder_hidden = number();
         else if (key == "attention_dim") c.attention_dim = number();
         else if (key == "attention") c.attention = value;
@@ -134,12 +136,14 @@ Encoded Encoded::select(const std::vector<int64_t>& rows) const {
 Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
     : source_embedding(checked(config).source_vocab, config.embedding, gen, kPad),
       target_embedding(config.target_vocab, config.embedding, gen, kPad),
-      encoder(config.embedding, config.encoder_hidden, gen, {.bidirectional = true}),
+      encoder(config.embedding, config.encoder_hidden, gen,
+              {.num_layers = config.encoder_layers, .bidirectional = true, .dropout = static_cast<real>(config.dropout)}),
       init(2 * config.encoder_hidden, config.decoder_hidden, gen),
       decoder(decoder_input(checked(config)), config.decoder_hidden, gen),
       output(output_input(checked(config)), config.target_vocab, gen),
       dropout(static_cast<real>(config.dropout), gen),
       config_(checked(config)) {
+    encoder.use_dropout_generator(gen);  // the masks between its layers follow the trainer's reseeding
     register_module("source_embedding", source_embedding);
     register_module("encoder", encoder);
     register_module("init", init);
@@ -174,11 +178,13 @@ void Seq2SeqModel::set_fused(bool on) {
 Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& lengths) {
     Encoded enc;
     const Var x = dropout(source_embedding(source));     // B×n×E
-    const GRUOutput out = encoder(x, Var(), lengths);    // h̄ B×n×2H, h_n 2×B×H
+    const GRUOutput out = encoder(x, Var(), lengths);    // h̄ B×n×2H, h_n 2L×B×H
     enc.states = out.output;
     enc.mask = length_mask(lengths, source.size(1));     // B×n
-    // [h→ after the last real step ; h← after reading back to position 0]   B×2H
-    enc.summary = concat({squeeze(narrow(out.h_n, 0, 0, 1), 0), squeeze(narrow(out.h_n, 0, 1, 1), 0)}, -1);
+    // The top layer's [h→ after the last real step ; h← after reading back to
+    // position 0]: rows 2(L−1) and 2(L−1) + 1 of h_n.   B×2H
+    const int64_t top = 2 * (config_.encoder_layers - 1);
+    enc.summary = concat({squeeze(narrow(out.h_n, 0, top, 1), 0), squeeze(narrow(out.h_n, 0, top + 1, 1), 0)}, -1);
     if (bahdanau_) enc.memory = bahdanau_->precompute(enc.states, enc.mask);  // U_a h̄, once
     return enc;
 }

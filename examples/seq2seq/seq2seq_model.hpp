@@ -6,8 +6,10 @@
 // H encoder hidden per direction (encoder states d_h = 2H), S decoder hidden
 // d_s, A attention width, V target vocabulary, F the fed-back vector's width.
 //
-//   encoder   x B×n → Embedding B×n×E → bidirectional GRU → h̄ B×n×2H (padding rows 0)
+//   encoder   x B×n → Embedding B×n×E → L-layer bidirectional GRU → h̄ B×n×2H
+//             (padding rows 0; with dropout, also between the layers)
 //   init      s_0 = tanh(W_init [h→_last ; h←_first] + b)                 B×S
+//             (the top layer's final states)
 //   decoder   s_t = GRUCell([emb(y_{t−1}) ; f_{t−1}], s_{t−1})          B×S  (f_0 = 0)
 //   attention queried by the new state s_t, over h̄ with the padding masked:
 //     bahdanau  bahdanau_attention: e = vᵀ tanh(W_a s_t + U_a h̄_j), soft
@@ -46,6 +48,7 @@ struct ModelConfig {
     int64_t target_vocab = 48;
     int64_t embedding = 64;        // E (source and target)
     int64_t encoder_hidden = 128;  // H per direction
+    int64_t encoder_layers = 1;    // L, stacked bidirectional GRU layers
     int64_t decoder_hidden = 256;  // S
     int64_t attention_dim = 256;   // A (additive, concat, local-p's predictor)
     std::string attention = "bahdanau";    // bahdanau | luong
