@@ -62,6 +62,9 @@ public:
     int64_t d_model() const { return d_model_; }
     int64_t d_k() const { return d_k_; }
     int64_t d_v() const { return d_v_; }
+    // Options::fused after construction (a trainer's --fused / --no-fused).
+    void set_fused(bool on) { options_.fused = on; }
+    bool fused() const { return options_.fused; }
 
     Var W_Q, W_K;  // d_model×(h·d_k)
     Var W_V;       // d_model×(h·d_v)

@@ -35,56 +35,7 @@ MultiHeadAttention::Options mha_options(bool bias, bool fused, int64_t d_k = 0, 
 
 // ---- the independent references: the catalog's formulas in plain loops ------------------
 
-// 40: head_j = Attn(Q W^Q_j + b^Q_j, K W^K_j + b^K_j, V W^V_j + b^V_j)     (entry 44)
-//     MH = [g_1 head_1, …, g_h head_h] W^O + b^O                       (g_j = 1 but in entry 49)
-//   W^Q_j, W^K_j d_model×d_k and W^V_j d_model×d_v are column block j of the
-//   parameters W_Q, W_K d_model×(h·d_k), W_V d_model×(h·d_v); W_O (h·d_v)×d_model
-//   (the XW form, as the module stores them); the biases only with `bias`.
-//   queries B×m×d_model, keys, values B×n×d_model → output B×m×d_model, weights B×h×m×n.
-struct Heads {
-    std::string prefix;  // "" for entry 40, "mha." inside entry 49
-    bool self = false;   // r.x[0] is the queries, keys and values (else r.x[0], r.x[1], r.x[2])
-    int64_t h = 1;
-    bool bias = false;
-    Visible visible;
-    Vec gates = {};  // one per head; empty: all 1
-};
-
-std::vector<Expected> multi_head_reference(const Ref& r, const Heads& heads) {
-    const Array &Xq = r.x[0], &Xk = heads.self ? r.x[0] : r.x[1], &Xv = heads.self ? r.x[0] : r.x[2];
-    const Array W_Q = r.p[heads.prefix + "W_Q"], W_K = r.p[heads.prefix + "W_K"], W_V = r.p[heads.prefix + "W_V"];
-    const Array W_O = r.p[heads.prefix + "W_O"];
-    const int64_t B = Xq.size(0), m = Xq.size(1), n = Xk.size(1), d_model = Xq.size(2), h = heads.h;
-    const int64_t d_k = W_Q.size(1) / h, d_v = W_V.size(1) / h;
-    auto project = [&](const Vec& x, const Array& W, const char* b) {  // xᵀ W (+ b), all heads side by side
-        const Vec y = times(x, W);
-        return heads.bias ? add(y, vec(r.p[heads.prefix + b])) : y;
-    };
-    Array O({B, m, d_model}), A({B, h, m, n});
-    for (int64_t b = 0; b < B; ++b) {
-        std::vector<Vec> q, k, v;
-        for (const Vec& x : rows_of(Xq, b)) q.push_back(project(x, W_Q, "b_Q"));
-        for (const Vec& x : rows_of(Xk, b)) k.push_back(project(x, W_K, "b_K"));
-        for (const Vec& x : rows_of(Xv, b)) v.push_back(project(x, W_V, "b_V"));
-        for (int64_t i = 0; i < m; ++i) {
-            Vec concat_heads;  // [g_1 head_1, …, g_h head_h] at query i
-            for (int64_t j = 0; j < h; ++j) {
-                std::vector<Vec> k_j, v_j;
-                for (const Vec& key : k) k_j.push_back(part(key, j * d_k, d_k));
-                for (const Vec& value : v) v_j.push_back(part(value, j * d_v, d_v));
-                const Attended a = one_query_attention(part(q[static_cast<size_t>(i)], j * d_k, d_k), k_j, v_j,
-                                                       heads.visible.keep(b, i, m, n), std::sqrt(double(d_k)));
-                for (int64_t l = 0; l < n; ++l) A(b, j, i, l) = a.weights[static_cast<size_t>(l)];
-                const double g = heads.gates.empty() ? 1.0 : heads.gates[static_cast<size_t>(j)];
-                concat_heads = concat(concat_heads, scale(a.output, g));
-            }
-            Vec y = times(concat_heads, W_O);
-            if (heads.bias) y = add(y, vec(r.p[heads.prefix + "b_O"]));
-            set_row(O, b, i, y);
-        }
-    }
-    return {{"output", O}, {"weights", A}};
-}
+// 40: multi_head_reference (tests/grad/transformer_reference.hpp, shared with entries 82, 83).
 
 // 41: X_j = columns j·c … (j+1)·c − 1 of X (narrow, c = d/h), or all of X (wide, c = d)
 //     head_j = Attn(X_j W_Q[j], X_j W_K[j], X_j W_V[j])   (W_Q, W_K, W_V h×c×c, the XW form)

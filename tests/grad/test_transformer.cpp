@@ -1,10 +1,12 @@
 // The Transformer's own mechanisms, double build: catalog entries 44
 // (scaled_dot_product_attention, composite and fused), 45
-// (restricted_self_attention), 48 (relative_position_self_attention) and 50
-// (random_synthesizer_attention), all in attention/transformer.hpp: their
+// (restricted_self_attention), 48 (relative_position_self_attention), 50
+// (random_synthesizer_attention), 82 (causal_self_attention) and 83
+// (cross_attention), all in attention/transformer.hpp: their
 // independent references and registry entries (tests/grad/catalog.hpp), then
 // the catalog's reference values and properties, and the
-// TransformerEncoderLayer against PyTorch. The fused kernel's own tests
+// TransformerEncoderLayer and TransformerDecoderLayer against PyTorch
+// (tests/fixtures/make_transformer_reference.py prints the values). The fused kernel's own tests
 // against its composite twin are in test_fused_attention_grad.cpp.
 #include <doctest/doctest.h>
 
@@ -389,6 +391,102 @@ const RegisterEntry synthesizer_entry(50, "random_synthesizer_attention", {
     synthesizer_case("n = 3 < n_max = 7, causal and padding {2, 3}", {2, 3, 4}, 7, 2, true, {keep_first({2, 3}, 3)}),
 });
 
+// ---- entries 82 and 83: the decoder's two attentions ------------------------------------------
+
+MultiHeadAttention::Options layer_heads(bool fused) {
+    MultiHeadAttention::Options o;
+    o.bias = true;  // as in the Transformer layers (PyTorch's MultiheadAttention)
+    o.fused = fused;
+    return o;
+}
+
+// 82: multi_head_reference over Y (queries = keys = values) where query i sees
+//   key j when j ≤ i and j is not padding. Y B×T×d_model, masks[0] a B×T
+//   padding (optional) → output B×T×d_model, weights B×h×T×T.
+Case causal_self_case(std::string variant, Shape y, int64_t h, bool fused, std::vector<Tensor> masks = {}) {
+    Case c;
+    c.variant = (fused ? "fused heads, " : "") + std::move(variant);
+    c.inputs = {y};
+    c.masks = std::move(masks);
+    const int64_t d_model = y[2];
+    c.make = [=](Generator& g) { return std::make_unique<MultiHeadAttention>(d_model, h, g, layer_heads(fused)); };
+    c.run = [fused](Module* m, In x, Masks keep) {
+        return output_and_weights(causal_self_attention(as<MultiHeadAttention>(m), x[0], mask_or_none(keep)), !fused);
+    };
+    c.reference = [h](const Ref& r) { return multi_head_reference(r, {"", true, h, true, visible_keys(r, true)}); };
+    if (!c.masks.empty()) c.masking = {{0, {0}, {"weights"}, {}, true}};
+    c.properties = {rows_sum_to_one("weights"), causal_rows({0}, {{"output", 1}, {"weights", -2}})};
+    return c;
+}
+
+const RegisterEntry causal_self_entry(82, "causal_self_attention", {
+    causal_self_case("h 2, d_model 4, T 4", {2, 4, 4}, 2, false),
+    causal_self_case("h 2, d_model 4, T 5, target padding {5, 3}", {2, 5, 4}, 2, false, {keep_first({5, 3}, 5)}),
+    causal_self_case("h 1, d_model 3, T 3", {2, 3, 3}, 1, false),
+    causal_self_case("h 3, d_model 6, T 4, target padding {2, 4}", {2, 4, 6}, 3, true, {keep_first({2, 4}, 4)}),
+    causal_self_case("h 2, d_model 4, T 4", {2, 4, 4}, 2, true),
+});
+
+// Cross-attention's queries do not see each other: changing row p of the
+// queries (input 0) changes row p of the output (axis 1) and of the weights
+// (axis −2) and no other row.
+Property queries_independent() {
+    return {"a query row changes only its own output rows", [](const PropertyContext& c) -> std::string {
+                const Evaluation original = c.run(c.inputs, c.masks);
+                const Tensor& y = c.inputs[0];
+                const int64_t T = y.size(1), d = y.size(2);
+                for (int64_t p = 0; p < T; ++p) {
+                    std::vector<Tensor> xs = c.inputs;
+                    xs[0] = y.clone();
+                    for (int64_t b = 0; b < y.size(0); ++b)
+                        for (int64_t k = 0; k < d; ++k) xs[0][(b * T + p) * d + k] += real(1.25);
+                    const Evaluation changed = c.run(xs, c.masks);
+                    for (const auto& [name, axis] : {std::pair<std::string, int>{"output", 1}, {"weights", 2}}) {
+                        const Tensor &a = original[name], &z = changed[name];
+                        int64_t inner = 1;
+                        for (int k = axis + 1; k < a.rank(); ++k) inner *= a.size(k);
+                        for (int64_t i = 0; i < a.numel(); ++i)
+                            if ((i / inner) % a.size(axis) != p && a[i] != z[i])
+                                return name + " at flat index " + std::to_string(i) + " moved when query row " +
+                                       std::to_string(p) + " changed";
+                    }
+                }
+                return "";
+            }};
+}
+
+// 83: multi_head_reference with queries Y and the memory M as keys and
+//   values, where every query sees the memory rows that are not padding.
+//   Y B×T×d_model, M B×n×d_model, masks[0] a B×n padding (optional) →
+//   output B×T×d_model, weights B×h×T×n.
+Case cross_case(std::string variant, Shape y, Shape memory, int64_t h, bool fused, std::vector<Tensor> masks = {}) {
+    Case c;
+    c.variant = (fused ? "fused heads, " : "") + std::move(variant);
+    c.inputs = {y, memory};
+    c.masks = std::move(masks);
+    const int64_t d_model = y[2];
+    c.make = [=](Generator& g) { return std::make_unique<MultiHeadAttention>(d_model, h, g, layer_heads(fused)); };
+    c.run = [fused](Module* m, In x, Masks keep) {
+        return output_and_weights(cross_attention(as<MultiHeadAttention>(m), x[0], x[1], mask_or_none(keep)), !fused);
+    };
+    c.reference = [h](const Ref& r) { return multi_head_reference(r, {"", false, h, true, visible_keys(r, false)}); };
+    const std::vector<int> masks_of_keys = c.masks.empty() ? std::vector<int>{} : std::vector<int>{0};
+    // A fully masked memory leaves the output at b_O, not 0: no zero_when_empty.
+    if (!c.masks.empty()) c.masking = {{0, {1}, {"weights"}, {}}};
+    c.properties = {rows_sum_to_one("weights"), permutation_invariant({1}, masks_of_keys, {"output"}),
+                    permutation_equivariant_keys({1}, masks_of_keys, {"weights"}), queries_independent()};
+    return c;
+}
+
+const RegisterEntry cross_entry(83, "cross_attention", {
+    cross_case("h 2, d_model 4, T 3 queries over n 5, memory padding {5, 3}", {2, 3, 4}, {2, 5, 4}, 2, false,
+               {keep_first({5, 3}, 5)}),
+    cross_case("h 2, T 4 > n 2", {2, 4, 4}, {2, 2, 4}, 2, false),
+    cross_case("h 4, d_model 4 (heads of width 1), T 2, n 3", {2, 2, 4}, {2, 3, 4}, 4, false),
+    cross_case("h 3, d_model 6, T 3, n 4, memory padding {1, 4}", {2, 3, 6}, {2, 4, 6}, 3, true,
+               {keep_first({1, 4}, 4)}),
+});
+
 }  // namespace
 
 // ---- entry 44: scaled_dot_product_attention ------------------------------------------
@@ -572,4 +670,144 @@ TEST_CASE("TransformerEncoderLayer: gradients to inputs and parameters match fin
         const GradcheckResult r = gradcheck("TransformerEncoderLayer", [&] { return layer.forward(x, mask).output; }, vars);
         CHECK_MESSAGE(r.ok, r.message);
     }
+}
+
+// ---- TransformerDecoderLayer -------------------------------------------------------------------
+
+namespace {
+
+// Parameter k of PyTorch's named_parameters() (its layout): flat[i] = 0.3 sin(1.7 i + k).
+Tensor torch_param(int k, const Shape& shape) {
+    Tensor t = Tensor::empty(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = 0.3 * std::sin(1.7 * static_cast<double>(i) + k);
+    return t;
+}
+
+// PyTorch's MultiheadAttention parameters k, k+1, k+2, k+3 (in_proj_weight
+// [W_Qᵀ; W_Kᵀ; W_Vᵀ], in_proj_bias, out_proj.weight = W_Oᵀ, out_proj.bias) into ours.
+void set_torch_attention(MultiHeadAttention& mha, int k, int64_t d) {
+    const Tensor in_proj = torch_param(k, {3 * d, d}), in_bias = torch_param(k + 1, {3 * d});
+    set(mha.W_Q, transpose(slice(in_proj, 0, 0, d), 0, 1)), set(mha.b_Q, slice(in_bias, 0, 0, d));
+    set(mha.W_K, transpose(slice(in_proj, 0, d, 2 * d), 0, 1)), set(mha.b_K, slice(in_bias, 0, d, 2 * d));
+    set(mha.W_V, transpose(slice(in_proj, 0, 2 * d, 3 * d), 0, 1)), set(mha.b_V, slice(in_bias, 0, 2 * d, 3 * d));
+    set(mha.W_O, transpose(torch_param(k + 2, {d, d}), 0, 1)), set(mha.b_O, torch_param(k + 3, {d}));
+}
+
+}  // namespace
+
+TEST_CASE("TransformerDecoderLayer equals torch.nn.TransformerDecoderLayer (post-LN, ReLU, batch_first)") {
+    // Reference: tests/fixtures/make_transformer_reference.py (torch 1.13, float64,
+    // TransformerDecoderLayer(4, 2, 8, dropout=0, batch_first=True)): parameter k of
+    // named_parameters() flat[i] = 0.3 sin(1.7 i + k); target x flat[i] = sin(0.5 i) + 0.1 i / 24
+    // (2×3×4); memory flat[i] = cos(0.3 i) − 0.05 i / 32 (2×4×4); tgt_mask causal.
+    Generator gen(6);
+    TransformerDecoderLayer layer(4, 2, 8, gen);
+    set_torch_attention(layer.self_attn(), 0, 4);
+    set_torch_attention(layer.multihead_attn(), 4, 4);
+    set(layer.linear1.weight, torch_param(8, {8, 4})), set(layer.linear1.bias, torch_param(9, {8}));
+    set(layer.linear2.weight, torch_param(10, {4, 8})), set(layer.linear2.bias, torch_param(11, {4}));
+    set(layer.norm1.weight, torch_param(12, {4})), set(layer.norm1.bias, torch_param(13, {4}));
+    set(layer.norm2.weight, torch_param(14, {4})), set(layer.norm2.bias, torch_param(15, {4}));
+    set(layer.norm3.weight, torch_param(16, {4})), set(layer.norm3.bias, torch_param(17, {4}));
+    Tensor x = Tensor::empty(Shape{2, 3, 4}), memory = Tensor::empty(Shape{2, 4, 4});
+    for (int64_t i = 0; i < 24; ++i) x[i] = std::sin(0.5 * static_cast<double>(i)) + 0.1 * static_cast<double>(i) / 24;
+    for (int64_t i = 0; i < 32; ++i) memory[i] = std::cos(0.3 * static_cast<double>(i)) - 0.05 * static_cast<double>(i) / 32;
+
+    // tgt_key_padding_mask hides target 2 of example 1; memory_key_padding_mask
+    // hides source 3 of example 0 and sources 2, 3 of example 1.
+    const std::vector<real> padded = {
+        -0.387264, 0.382343, 0.378306, -0.052193, -0.296482, 0.366373, 0.506175, -0.010689,
+        -0.382198, 0.386103, 0.390876, -0.053992, -0.387242, 0.382084, 0.378765, -0.053036,
+        -0.297790, 0.366767, 0.505858, -0.013414, -0.360975, 0.391077, 0.435587, -0.058904};
+    // No padding: the causal mask only.
+    const std::vector<real> causal = {
+        -0.387307, 0.382104, 0.378489, -0.052785, -0.297242, 0.366808, 0.505843, -0.011878,
+        -0.382290, 0.385761, 0.391013, -0.054738, -0.387182, 0.382414, 0.378518, -0.052225,
+        -0.296675, 0.366097, 0.506381, -0.011751, -0.361441, 0.391440, 0.434438, -0.058143};
+    for (bool fused : {false, true}) {
+        CAPTURE(fused);
+        layer.set_fused(fused);
+        const auto a = layer.forward(Var(x), Var(memory), length_mask({3, 2}, 3), length_mask({3, 2}, 4));
+        check_close(a.output.value(), padded);
+        check_close(layer.forward(Var(x), Var(memory)).output.value(), causal);
+        REQUIRE(a.self_weights.defined());
+        REQUIRE(a.cross_weights.defined());
+        CHECK(a.self_weights.shape() == Shape{2, 2, 3, 3});
+        CHECK(a.cross_weights.shape() == Shape{2, 2, 3, 4});
+        CHECK(a.self_weights.value()[(0 * 3 + 0) * 3 + 1] == 0);     // causal: query 0 never sees key 1
+        CHECK(a.cross_weights.value()[((1 * 2 + 1) * 3 + 0) * 4 + 2] == 0);  // padded source 2 of example 1
+    }
+    // W5's sizes (d_model 128, 4 heads, feed-forward 512) have PyTorch's parameter count.
+    CHECK(TransformerDecoderLayer(128, 4, 512, gen).num_parameters() == 264576);
+    CHECK(layer.describe() == "TransformerDecoderLayer(d_model=4, nhead=2, dim_feedforward=8, norm_first=false)");
+}
+
+TEST_CASE("TransformerDecoderLayer: gradients to target, memory and parameters match finite differences") {
+    for (bool fused : {false, true}) {
+        CAPTURE(fused);
+        Generator gen(56);
+        TransformerDecoderLayer::Options options;
+        options.fused = fused;
+        TransformerDecoderLayer layer(4, 2, 6, gen, options);
+        Var y(Tensor::normal({2, 3, 4}, 0, 1, gen), true), memory(Tensor::normal({2, 5, 4}, 0, 1, gen), true);
+        std::vector<Var> vars{y, memory};
+        for (const Var& p : layer.parameters()) vars.push_back(p);
+        const Tensor target_padding = length_mask({3, 2}, 3), memory_padding = length_mask({5, 3}, 5);
+        const GradcheckResult r = gradcheck(
+            "TransformerDecoderLayer",
+            [&] { return layer.forward(y, memory, target_padding, memory_padding).output; }, vars);
+        CHECK_MESSAGE(r.ok, r.message);
+    }
+}
+
+TEST_CASE("Transformer layers: dropout only in training, reproducible from the seed, gradient checked") {
+    TransformerLayerOptions options;
+    options.dropout = 0.3;
+    Generator gen(57), plain_gen(57);
+    TransformerDecoderLayer dropped(4, 2, 6, gen, options), plain(4, 2, 6, plain_gen);  // the same weights
+    CHECK(dropped.describe() ==
+          "TransformerDecoderLayer(d_model=4, nhead=2, dim_feedforward=6, dropout=0.3, norm_first=false)");
+    const Var y(Tensor::normal({2, 3, 4}, 0, 1, gen)), memory(Tensor::normal({2, 5, 4}, 0, 1, gen));
+    dropped.eval();
+    check_close(dropped.forward(y, memory).output.value(), plain.forward(y, memory).output.value(), 0);
+    dropped.train();
+    gen = Generator(9);
+    const Tensor first = dropped.forward(y, memory).output.value();
+    gen = Generator(9);
+    check_close(dropped.forward(y, memory).output.value(), first, 0);  // the same draws, the same output
+    CHECK(max_abs_diff(first, plain.forward(y, memory).output.value()) > 1e-3);
+    // With the draws replayed before every evaluation, the dropped layer is a
+    // fixed function: its gradients match finite differences.
+    Var x(Tensor::normal({2, 3, 4}, 0, 1, gen), true);
+    std::vector<Var> vars{x};
+    for (const Var& p : dropped.parameters()) vars.push_back(p);
+    const GradcheckResult r = gradcheck("TransformerDecoderLayer with dropout", [&] {
+        gen = Generator(10);
+        return dropped.forward(x, memory).output;
+    }, vars);
+    CHECK_MESSAGE(r.ok, r.message);
+    // The encoder layer: the same rule.
+    Generator enc_gen(58), enc_plain_gen(58);
+    TransformerEncoderLayer encoder(4, 2, 6, enc_gen, options), encoder_plain(4, 2, 6, enc_plain_gen);
+    encoder.eval();
+    check_close(encoder.forward(y).output.value(), encoder_plain.forward(y).output.value(), 0);
+    encoder.train();
+    CHECK(max_abs_diff(encoder.forward(y).output.value(), encoder_plain.forward(y).output.value()) > 1e-3);
+}
+
+TEST_CASE("cross_attention and causal_self_attention: bad shapes name the mechanism and the shapes") {
+    Generator gen(83);
+    MultiHeadAttention mha(4, 2, gen);
+    const Var y(Tensor::zeros({2, 3, 4})), memory(Tensor::zeros({2, 5, 4}));
+    CHECK_THROWS_WITH_AS(cross_attention(mha, y, memory, length_mask({3, 3}, 3)),
+                         "cross_attention: memory_padding 2×3 must be B×n = 2×5 for the rows 2×5×4",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(causal_self_attention(mha, y, length_mask({1}, 3)),
+                         "causal_self_attention: padding 1×3 must be B×n = 2×3 for the rows 2×3×4",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(cross_attention(mha, y, Var(Tensor::zeros({2, 5, 6}))), doctest::Contains("d_model = 4"),
+                         std::invalid_argument);
+    TransformerDecoderLayer layer(4, 2, 6, gen);
+    CHECK_THROWS_WITH_AS(layer.forward(y, Var(Tensor::zeros({2, 5}))), doctest::Contains("cross_attention: memory"),
+                         std::invalid_argument);
 }

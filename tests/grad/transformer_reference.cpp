@@ -84,6 +84,45 @@ Vec layer_norm_row(const Vec& x, const Vec& gamma, const Vec& beta, double eps) 
     return y;
 }
 
+// ---- multi-head attention ------------------------------------------------------------------
+
+std::vector<Expected> multi_head_reference(const Ref& r, const Heads& heads) {
+    const Array &Xq = r.x[0], &Xk = heads.self ? r.x[0] : r.x[1];
+    const Array& Xv = heads.self ? r.x[0] : r.x.size() > 2 ? r.x[2] : r.x[1];
+    const Array W_Q = r.p[heads.prefix + "W_Q"], W_K = r.p[heads.prefix + "W_K"], W_V = r.p[heads.prefix + "W_V"];
+    const Array W_O = r.p[heads.prefix + "W_O"];
+    const int64_t B = Xq.size(0), m = Xq.size(1), n = Xk.size(1), d_model = Xq.size(2), h = heads.h;
+    const int64_t d_k = W_Q.size(1) / h, d_v = W_V.size(1) / h;
+    auto project = [&](const Vec& x, const Array& W, const char* b) {  // xᵀ W (+ b), all heads side by side
+        const Vec y = times(x, W);
+        return heads.bias ? add(y, vec(r.p[heads.prefix + b])) : y;
+    };
+    Array O({B, m, d_model}), A({B, h, m, n});
+    for (int64_t b = 0; b < B; ++b) {
+        std::vector<Vec> q, k, v;
+        for (const Vec& x : rows_of(Xq, b)) q.push_back(project(x, W_Q, "b_Q"));
+        for (const Vec& x : rows_of(Xk, b)) k.push_back(project(x, W_K, "b_K"));
+        for (const Vec& x : rows_of(Xv, b)) v.push_back(project(x, W_V, "b_V"));
+        for (int64_t i = 0; i < m; ++i) {
+            Vec concat_heads;  // [g_1 head_1, …, g_h head_h] at query i
+            for (int64_t j = 0; j < h; ++j) {
+                std::vector<Vec> k_j, v_j;
+                for (const Vec& key : k) k_j.push_back(part(key, j * d_k, d_k));
+                for (const Vec& value : v) v_j.push_back(part(value, j * d_v, d_v));
+                const Attended a = one_query_attention(part(q[static_cast<size_t>(i)], j * d_k, d_k), k_j, v_j,
+                                                       heads.visible.keep(b, i, m, n), std::sqrt(double(d_k)));
+                for (int64_t l = 0; l < n; ++l) A(b, j, i, l) = a.weights[static_cast<size_t>(l)];
+                const double g = heads.gates.empty() ? 1.0 : heads.gates[static_cast<size_t>(j)];
+                concat_heads = concat(concat_heads, scale(a.output, g));
+            }
+            Vec y = times(concat_heads, W_O);
+            if (heads.bias) y = add(y, vec(r.p[heads.prefix + "b_O"]));
+            set_row(O, b, i, y);
+        }
+    }
+    return {{"output", O}, {"weights", A}};
+}
+
 // ---- properties -----------------------------------------------------------------------------
 
 namespace {

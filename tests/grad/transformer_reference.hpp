@@ -1,7 +1,7 @@
 // What the independent references of the Transformer family share (entries
-// 37, 38, 40, 41, 44, 45, 48–50; tests/grad/test_transformer.cpp,
+// 37, 38, 40, 41, 44, 45, 48–50, 82, 83; tests/grad/test_transformer.cpp,
 // test_self_attention.cpp, test_multi_head.cpp): which keys a query may see,
-// one query's scaled dot-product attention and a LayerNorm, written in plain
+// one query's scaled dot-product attention, multi-head attention and a LayerNorm, written in plain
 // loops over tests/grad/reference.hpp; and the properties of self-attention
 // that the catalog's "Test:" lines ask for.
 //
@@ -59,6 +59,25 @@ Vec part(const Vec& x, int64_t from, int64_t count);
 // LayerNorm of one row (torch.nn.LayerNorm): γ ∘ (x − μ)/√(σ² + ε) + β,
 // μ and the biased σ² over the row.
 Vec layer_norm_row(const Vec& x, const Vec& gamma, const Vec& beta, double eps = 1e-5);
+
+// ---- entry 40, and 82 and 83 built on it ------------------------------------------
+// 40: head_j = Attn(Q W^Q_j + b^Q_j, K W^K_j + b^K_j, V W^V_j + b^V_j)     (entry 44)
+//     MH = [g_1 head_1, …, g_h head_h] W^O + b^O                       (g_j = 1 but in entry 49)
+//   W^Q_j, W^K_j d_model×d_k and W^V_j d_model×d_v are column block j of the
+//   parameters W_Q, W_K d_model×(h·d_k), W_V d_model×(h·d_v); W_O (h·d_v)×d_model
+//   (the XW form, as the module stores them); the biases only with `bias`.
+//   queries B×m×d_model, keys, values B×n×d_model → output B×m×d_model, weights B×h×m×n.
+struct Heads {
+    std::string prefix;  // "" for entry 40, "mha." inside entry 49
+    bool self = false;   // r.x[0] is the queries, keys and values (else r.x[0], r.x[1], r.x[2];
+                         // r.x[0], r.x[1], r.x[1] when there are two: the memory is keys and values)
+    int64_t h = 1;
+    bool bias = false;
+    Visible visible;
+    Vec gates = {};  // one per head; empty: all 1
+};
+
+std::vector<Expected> multi_head_reference(const Ref& r, const Heads& heads);
 
 // ---- properties -----------------------------------------------------------------------
 // Self-attention without position information is permutation equivariant:
