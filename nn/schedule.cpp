@@ -1,5 +1,6 @@
 #include "nn/schedule.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -105,6 +106,28 @@ double LinearWarmup::lr(int64_t t) const {
 std::string LinearWarmup::str() const {
     std::ostringstream os;
     os << "warmup(steps=" << warmup_steps_ << ", start_factor=" << start_factor_ << ") then " << after_->str();
+    return os.str();
+}
+
+// ---- inverse square root with warm-up (Vaswani et al. 2017) --------------------------
+
+InverseSqrtWarmup::InverseSqrtWarmup(double peak_lr, int64_t warmup_steps)
+    : peak_lr_(peak_lr), warmup_steps_(warmup_steps) {
+    check_base_lr(peak_lr, "InverseSqrtWarmup");
+    if (warmup_steps < 1)
+        throw std::invalid_argument("InverseSqrtWarmup: warmup_steps must be >= 1, got " + std::to_string(warmup_steps));
+}
+
+// lr(t) = peak_lr · min(s / W, √(W / s)),  s = t + 1
+double InverseSqrtWarmup::lr(int64_t t) const {
+    check_step(t, "InverseSqrtWarmup");
+    const double s = static_cast<double>(t + 1), W = static_cast<double>(warmup_steps_);
+    return peak_lr_ * std::min(s / W, std::sqrt(W / s));
+}
+
+std::string InverseSqrtWarmup::str() const {
+    std::ostringstream os;
+    os << "noam(peak_lr=" << peak_lr_ << ", warmup_steps=" << warmup_steps_ << ")";
     return os.str();
 }
 

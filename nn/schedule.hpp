@@ -97,4 +97,25 @@ private:
     std::shared_ptr<const LrSchedule> after_;
 };
 
+// Vaswani et al. (2017), §5.3, the Transformer's schedule ("noam"): a linear
+// warm-up over W steps, then a decay with the inverse square root of the step:
+//
+//   lr(t) = peak_lr · min(s / W, √(W / s)),   s = t + 1
+//
+// The paper writes it lrate = d_model^−0.5 · min(s^−0.5, s · W^−1.5), which is
+// this with peak_lr = (d_model · W)^−0.5: the rate rises to peak_lr at s = W
+// and falls as 1/√s after (fairseq's inverse_sqrt). Here the peak is given
+// directly, so a trainer's --lr means the same under every schedule.
+// (PyTorch: LambdaLR with this lambda.) Requires W >= 1.
+class InverseSqrtWarmup : public LrSchedule {
+public:
+    InverseSqrtWarmup(double peak_lr, int64_t warmup_steps);
+    double lr(int64_t t) const override;
+    std::string str() const override;
+
+private:
+    double peak_lr_;
+    int64_t warmup_steps_;
+};
+
 }  // namespace attn

@@ -106,7 +106,7 @@ TEST_CASE("flags: --help lists the --data choices and the declared defaults; a c
     const char* bad[] = {"trainer", "--align", "gumbel"};
     CHECK_THROWS_WITH_AS(flags.parse(3, bad), "--align expects soft | hard, got 'gumbel'", std::invalid_argument);
     const char* schedule[] = {"trainer", "--schedule", "linear"};
-    CHECK_THROWS_WITH_AS(flags.parse(3, schedule), "--schedule expects constant | cosine, got 'linear'",
+    CHECK_THROWS_WITH_AS(flags.parse(3, schedule), "--schedule expects constant | cosine | noam, got 'linear'",
                          std::invalid_argument);
     CHECK(kind == "hard");
 }

@@ -2,6 +2,7 @@
 // PyTorch's formulas (torch.optim.lr_scheduler).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numbers>
@@ -71,6 +72,24 @@ TEST_CASE("schedule: linear warm-up is SequentialLR(LinearLR, then the next sche
     CHECK(w.lr(4) == doctest::Approx(0.01));
     const LinearWarmup none(0, 1.0, std::make_shared<ConstantSchedule>(0.3));
     CHECK(none.lr(0) == 0.3);
+}
+
+TEST_CASE("schedule: noam is Vaswani et al.'s d^-0.5 · min(s^-0.5, s · W^-1.5), given by its peak") {
+    // The paper's base model: d_model 512, W = 4000; the peak (512 · 4000)^-0.5 at s = W.
+    const double d = 512, W = 4000, peak = 1 / std::sqrt(d * W);
+    const InverseSqrtWarmup s(peak, 4000);
+    auto vaswani = [&](double step) { return std::pow(d, -0.5) * std::min(std::pow(step, -0.5), step * std::pow(W, -1.5)); };
+    for (int64_t t : {0, 1, 999, 3998, 3999, 4000, 15999, 99999})
+        CHECK(s.lr(t) == doctest::Approx(vaswani(static_cast<double>(t + 1))).epsilon(1e-12));
+    // Small numbers by hand: peak 1, W = 4: s/4 up to s = 4, then 2/√s.
+    const InverseSqrtWarmup small(1.0, 4);
+    CHECK(small.lr(0) == 0.25);
+    CHECK(small.lr(1) == 0.5);
+    CHECK(small.lr(3) == 1.0);
+    CHECK(small.lr(15) == 0.5);
+    CHECK(small.lr(63) == 0.25);
+    CHECK(small.str() == "noam(peak_lr=1, warmup_steps=4)");
+    CHECK_THROWS_WITH(InverseSqrtWarmup(1.0, 0), "InverseSqrtWarmup: warmup_steps must be >= 1, got 0");
 }
 
 TEST_CASE("schedule: invalid arguments are rejected by name") {

@@ -410,3 +410,25 @@ TEST_CASE("result_json: every trainer's RESULT line has the same top-level keys"
     CHECK(j["epochs"].as_int() == 2);
     CHECK(j["settings"]["data"].as_string() == "x");
 }
+
+TEST_CASE("learning_rate_schedule: --schedule noam and cosine with --warmup, by hand") {
+    // noam, --lr 0.01 the peak, W = 10: 0.01 · min(s/10, √(10/s)), s = t + 1
+    const auto noam = learning_rate_schedule("noam", 0.01, 1000, 10);
+    CHECK(noam(0) == doctest::Approx(0.001));
+    CHECK(noam(9) == doctest::Approx(0.01));
+    CHECK(noam(39) == doctest::Approx(0.005));
+    // W = 0: a tenth of the run, 100 steps
+    CHECK(learning_rate_schedule("noam", 0.01, 1000)(99) == doctest::Approx(0.01));
+    CHECK(learning_rate_schedule("noam", 0.01, 1000)(49) == doctest::Approx(0.005));
+    // cosine after 10 steps of warm-up from lr/10: 0.1·(0.1 + 0.9 t/10), then the cosine over 90 steps to 5%
+    const auto cosine = learning_rate_schedule("cosine", 0.1, 100, 10);
+    CHECK(cosine(0) == doctest::Approx(0.01));
+    CHECK(cosine(5) == doctest::Approx(0.1 * (0.1 + 0.9 * 0.5)));
+    CHECK(cosine(10) == doctest::Approx(0.1));
+    CHECK(cosine(55) == doctest::Approx(0.005 + 0.095 / 2));
+    CHECK(cosine(100) == doctest::Approx(0.005));
+    // without warm-up the cosine starts at lr
+    CHECK(learning_rate_schedule("cosine", 0.1, 100)(0) == doctest::Approx(0.1));
+    CHECK_THROWS_WITH_AS(learning_rate_schedule("linear", 0.1, 100), "--schedule expects constant, cosine or noam, got 'linear'",
+                         std::invalid_argument);
+}

@@ -250,7 +250,7 @@ int main(int argc, char** argv) try {
         return v;
     };
     parts.snapshot = [&] { return caption_snapshot(model, data, attention_kind); };  // the report's epoch slider
-    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch);
+    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches_per_epoch, common.warmup);
     // what --predict needs besides the weights, in model.safetensors and every checkpoint
     const CaptionSetup setup{.config = config, .words = data.vocab.words, .height = data.height, .width = data.width,
                              .max_length = static_cast<int64_t>(data.train.at(0).caption.size())};

@@ -115,8 +115,11 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "schedule spans --epochs", 0);
     add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
     add("--patience", &f.patience, "stop after this many epochs without a better validation score (0: never)", 0);
-    add_choice("--schedule", &f.schedule, {"constant", "cosine"},
-               "the learning rate over the run: constant, or cosine-annealed to 5% of --lr over --epochs");
+    add_choice("--schedule", &f.schedule, {"constant", "cosine", "noam"},
+               "the learning rate over the run: constant, cosine-annealed to 5% of --lr over --epochs, or noam "
+               "(Vaswani et al. 2017: linear warm-up to --lr over --warmup steps, then --lr·sqrt(warmup/step))");
+    add("--warmup", &f.warmup,
+        "steps of linear warm-up: noam's W (0: a tenth of the run's steps); cosine: before the annealing (0: none)", 0);
     add("--seed", &f.seed, "the seed every random choice derives from");
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
     add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);

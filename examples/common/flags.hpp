@@ -31,7 +31,8 @@ struct CommonFlags {
     int64_t steps = 0;         // if > 0: stop after this optimiser step (a stopping point, not the run's length)
     double time_budget = 0;    // if > 0: stop after this many seconds of this invocation
     int64_t patience = 0;      // if > 0: stop after this many epochs without a better validation score
-    std::string schedule = "constant";  // the learning rate: constant, or cosine (annealed to 5% over --epochs)
+    std::string schedule = "constant";  // the learning rate: constant, cosine (annealed to 5% over --epochs) or noam
+    int64_t warmup = 0;        // linear warm-up steps: noam's (0: a tenth of the run), or before the cosine (0: none)
     int64_t seed = 1;          // every random choice derives from it
     int64_t threads = 0;       // 0: ATTN_NUM_THREADS or the number of cores
     std::string out = "out";   // OUT/NAME/ gets checkpoints and metrics; OUT/report.html the report
@@ -76,7 +77,7 @@ public:
     void add_choice(const std::string& name, std::string* target, const std::vector<std::string>& choices,
                     const std::string& help);
     // --data (help: `data_choices`, e.g. "dates | cmudict | a lexicon file") --epochs --steps
-    // --time-budget --patience --schedule --seed --threads --out --save/--no-save --resume --eval-only
+    // --time-budget --patience --schedule --warmup --seed --threads --out --save/--no-save --resume --eval-only
     // --fused/--no-fused
     void add_common(CommonFlags& flags, const std::string& data_choices);
     // --predict (help: `what`, e.g. "classify the arguments (or stdin lines)"),

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -39,11 +40,22 @@ LoopOptions loop_options(const CommonFlags& f, const std::string& name) {
                        .resume = f.resume, .eval_only = f.eval_only};
 }
 
-std::function<double(int64_t)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps) {
+std::function<double(int64_t)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps,
+                                                      int64_t warmup_steps) {
     if (kind == "constant") return {};
-    if (kind != "cosine") throw std::invalid_argument("--schedule expects constant or cosine, got '" + kind + "'");
-    const CosineAnnealing cosine(lr, std::max<int64_t>(1, total_steps), lr * 0.05);
-    return [cosine](int64_t step) { return cosine.lr(step); };
+    if (kind == "noam") {
+        if (warmup_steps < 0) throw std::invalid_argument("--warmup must be >= 0, got " + std::to_string(warmup_steps));
+        const InverseSqrtWarmup noam(lr, warmup_steps > 0 ? warmup_steps : std::max<int64_t>(1, total_steps / 10));
+        return [noam](int64_t step) { return noam.lr(step); };
+    }
+    if (kind != "cosine")
+        throw std::invalid_argument("--schedule expects constant, cosine or noam, got '" + kind + "'");
+    if (warmup_steps < 0) throw std::invalid_argument("--warmup must be >= 0, got " + std::to_string(warmup_steps));
+    // with a warm-up: linear from lr/W to lr over W steps, then the cosine over the rest
+    const auto cosine =
+        std::make_shared<CosineAnnealing>(lr, std::max<int64_t>(1, total_steps - warmup_steps), lr * 0.05);
+    const LinearWarmup warm(warmup_steps, warmup_steps > 0 ? 1.0 / static_cast<double>(warmup_steps) : 1.0, cosine);
+    return [warm](int64_t step) { return warm.lr(step); };
 }
 
 Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,

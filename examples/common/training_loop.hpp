@@ -120,9 +120,14 @@ struct TrainerParts {
 // --time-budget, --patience, --save, --resume, --eval-only.
 LoopOptions loop_options(const CommonFlags& flags, const std::string& name);
 
-// --schedule: "constant" (unset: the optimiser keeps --lr) or "cosine" (lr
-// annealed to 5% of lr over total_steps, the steps of --epochs).
-std::function<double(int64_t step)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps);
+// --schedule: "constant" (unset: the optimiser keeps --lr), "cosine" (lr
+// annealed to 5% of lr over total_steps, the steps of --epochs; with
+// warmup_steps W > 0, first a linear warm-up from lr/W to lr over W steps,
+// then the cosine over the rest) or "noam" (Vaswani et al. 2017: a linear
+// warm-up to lr over W steps, then lr·√(W/s); W = 0: a tenth of total_steps;
+// nn/schedule.hpp's InverseSqrtWarmup).
+std::function<double(int64_t step)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps,
+                                                           int64_t warmup_steps = 0);
 
 enum class StopReason { finished, early_stop, steps, time_budget, interrupted, eval_only };
 const char* to_string(StopReason reason);

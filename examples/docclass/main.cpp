@@ -154,7 +154,7 @@ int main(int argc, char** argv) try {
     parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
     LoopOptions options = loop_options(common, "docclass");
     options.clip = clip;
-    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches);
+    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches, common.warmup);
     const LoopResult trained = train_loop(options, *model, optimizer, parts);
     const std::string dir = options.dir;
     const double train_seconds = trained.train_seconds;
