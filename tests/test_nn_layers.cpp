@@ -269,6 +269,25 @@ TEST_CASE("load_state_dict: a missing, unexpected or mis-shaped tensor is named,
 
 // ---- losses ------------------------------------------------------------------------------------------
 
+TEST_CASE("loss::cross_entropy: label smoothing by hand, and PyTorch's value") {
+    // Row 0: x = (1, 2, 3), t = 0. log p = x − log Σ e^x = (−2.407606, −1.407606, −0.407606);
+    //   ℓ = −0.9 · log p_0 − (0.1 / 3) · Σ_c log p_c = 2.166845 + 0.140761 = 2.307606.
+    // Row 1: x = (0.5, −1, 2), t = 2. log p = (−1.741311, −3.241311, −0.241311);
+    //   ℓ = 0.9 · 0.241311 + (0.1 / 3) · 5.223933 = 0.391311.
+    // torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1) = 1.3494586 (the mean),
+    // and 2.3076060 with ignore_index=2 (row 1 dropped).
+    const Tensor x = Tensor::from({1, 2, 3, 0.5f, -1, 2}, {2, 3}), t = Tensor::from({0, 2}, {2});
+    const Var fused = loss::cross_entropy(Var(x), t, {.label_smoothing = 0.1f});  // the fused op
+    const Var composed = loss::cross_entropy(Var(x), t, {.label_smoothing = 0.1f, .weight = Tensor::ones({2})});
+    const Var rows = loss::cross_entropy(Var(x), t, {.label_smoothing = 0.1f, .reduction = loss::Reduction::none});
+    CHECK(rows.value()[0] == doctest::Approx(2.307606).epsilon(1e-6));
+    CHECK(rows.value()[1] == doctest::Approx(0.391311).epsilon(1e-5));
+    CHECK(fused.item() == doctest::Approx(1.3494586).epsilon(1e-6));
+    CHECK(composed.item() == doctest::Approx(1.3494586).epsilon(1e-6));
+    CHECK(loss::cross_entropy(Var(x), t, {.ignore_index = 2, .label_smoothing = 0.1f}).item() ==
+          doctest::Approx(2.3076060).epsilon(1e-6));
+}
+
 TEST_CASE("loss::cross_entropy: a zero weight is the same as ignore_index; nothing counted gives 0") {
     Generator gen(10);
     const Tensor logits = Tensor::normal({2, 4, 6}, 0, 1, gen);
