@@ -23,7 +23,7 @@ void save_setup(const Seq2SeqSetup& s, std::map<std::string, std::string>& m) {
         for (int64_t i = 4; i < v.size(); ++i) text += v.symbol(i) + "\n";
         return text;
     };
-    m["seq2seq.config"] = s.config.str();
+    m["seq2seq.config"] = s.model == "transformer" ? s.transformer.str() : s.config.str();
     m["seq2seq.task"] = s.g2p ? "g2p" : "dates";
     m["seq2seq.source_vocab"] = lines(s.source_vocab);
     m["seq2seq.target_vocab"] = lines(s.target_vocab);
@@ -43,11 +43,24 @@ Seq2SeqSetup load_setup(const std::map<std::string, std::string>& m, const std::
         return v;
     };
     Seq2SeqSetup s;
-    s.config = ModelConfig::parse(get("seq2seq.config"));
+    const std::string& config = get("seq2seq.config");
+    if (config.rfind("model=transformer", 0) == 0) {
+        s.model = "transformer";
+        s.transformer = TransformerConfig::parse(config);
+    } else {
+        s.config = ModelConfig::parse(config);
+    }
     s.g2p = get("seq2seq.task") == "g2p";
     s.source_vocab = vocab("seq2seq.source_vocab");
     s.target_vocab = vocab("seq2seq.target_vocab");
     return s;
+}
+
+std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen) {
+    if (setup.model == "transformer") return std::make_unique<TransformerSeq2Seq>(setup.transformer, gen);
+    if (setup.model != "rnn")
+        throw std::invalid_argument("seq2seq: --model must be rnn or transformer, got '" + setup.model + "'");
+    return std::make_unique<Seq2SeqModel>(setup.config, gen);
 }
 
 namespace {
@@ -55,9 +68,9 @@ namespace {
 // The model of a model file or checkpoint, in evaluation mode. `gen` only
 // initialises the weights the file then replaces (and would draw dropout's
 // masks, which evaluation never does); it must outlive the model.
-std::unique_ptr<Seq2SeqModel> load_trained(const std::string& path, Seq2SeqSetup& setup, Generator& gen) {
+std::unique_ptr<Translator> load_trained(const std::string& path, Seq2SeqSetup& setup, Generator& gen) {
     setup = load_setup(load_safetensors(path).metadata, path);
-    auto model = std::make_unique<Seq2SeqModel>(setup.config, gen);
+    auto model = make_model(setup, gen);
     load_model(path, *model);
     model->eval();
     return model;

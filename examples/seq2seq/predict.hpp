@@ -6,25 +6,34 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "examples/common/flags.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
+#include "examples/seq2seq/transformer_model.hpp"
 
 namespace attn::seq2seq {
 
-// What a model file or checkpoint needs beyond the weights to be used: the
-// model's configuration and both vocabularies.
+// What a model file or checkpoint needs beyond the weights to be used: which
+// model, its configuration and both vocabularies.
 struct Seq2SeqSetup {
-    ModelConfig config;
+    std::string model = "rnn";      // rnn | transformer: which configuration below holds
+    ModelConfig config;             // --model rnn
+    TransformerConfig transformer;  // --model transformer
     bool g2p = false;  // inputs are words (case-folded letters), outputs phonemes joined with spaces
     Vocab source_vocab, target_vocab;
 };
-// Metadata keys seq2seq.config, seq2seq.task, seq2seq.source_vocab, seq2seq.target_vocab.
+// Metadata keys seq2seq.config (the RNN's ModelConfig::str(), or the
+// Transformer's TransformerConfig::str(), which begins "model=transformer"),
+// seq2seq.task, seq2seq.source_vocab, seq2seq.target_vocab.
 void save_setup(const Seq2SeqSetup& setup, std::map<std::string, std::string>& metadata);
 // Throws std::runtime_error naming `path` and the key that is missing.
 Seq2SeqSetup load_setup(const std::map<std::string, std::string>& metadata, const std::string& path);
+// The model a setup describes, freshly initialised from `gen` (which must
+// outlive it: dropout keeps it).
+std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen);
 
 // --predict: transliterates `inputs` (or the lines of standard input) with
 // the model in `checkpoint` (a model file or a training checkpoint).
@@ -45,7 +54,8 @@ int predict_transliterations(const Seq2SeqPredictOptions& options);
 //   input.lengths    B      real source lengths
 //   input.target_in  B×T    decoder inputs: <s>, then the greedy output (0 = <pad> after it)
 //   output.logits    B×T×V  Seq2SeqModel::forward's logits, evaluation mode
-//   output.attention B×T×n  α_t of every step
+//   output.attention B×T×n  α_t of every step (the Transformer: its last decoder layer's
+//                           cross-attention, the mean of the heads)
 // metadata: example = seq2seq, model = model_path.
 void dump_seq2seq_reference(const std::string& model_path, const std::string& out_path);
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "examples/seq2seq/edit_distance.hpp"
-#include "examples/seq2seq/seq2seq_model.hpp"
+#include "examples/seq2seq/decoding.hpp"
 #include "examples/seq2seq/task.hpp"
 #include "nn/json.hpp"
 
@@ -25,7 +25,7 @@ AlignmentPicture alignment_picture(const Hypothesis& h, const std::vector<int64_
 // The alignments greedy decoding gives the report's test items (the first
 // four) now, one explorer frame each (examples/common/explorer.hpp), as JSON:
 // what the trainer keeps after every epoch for the report's epoch slider.
-Json alignment_snapshot(Seq2SeqModel& model, const TaskData& task);
+Json alignment_snapshot(Translator& model, const TaskData& task);
 
 // The learning curves of a run, from its metrics records: the training loss
 // every 25 steps, the dev error after each epoch.
@@ -34,7 +34,9 @@ struct Seq2SeqCharts {
 };
 Seq2SeqCharts seq2seq_charts(const std::vector<Json>& records, bool g2p);
 
-void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Seq2SeqModel& model,
+// With the Transformer, the report also draws every layer and head of its
+// three attentions (encoder self, decoder self, cross) on the first test item.
+void write_seq2seq_report(const std::string& out_dir, const TaskData& task, Translator& model,
                           const std::string& run_dir, const ErrorRates& test, double train_seconds, int64_t beam);
 
 }  // namespace attn::seq2seq

@@ -228,113 +228,48 @@ Var Seq2SeqModel::forward(const Batch& batch, Tensor* weights) {
     return stack(logits, 1);                             // B×T×V
 }
 
-Var Seq2SeqModel::loss(const Batch& batch) { return cross_entropy(forward(batch), batch.target_out, kPad); }
-
 // ---- decoding ---------------------------------------------------------------------------
 
-int64_t decode_limit(int64_t source_length) { return 2 * source_length + 5; }
+namespace {
 
-std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths) {
-    NoGradGuard no_grad;
-    const Encoded enc = model.encode(source, lengths);
-    DecoderState state = model.initial_state(enc);
-    const int64_t B = source.size(0), n = source.size(1);
-    std::vector<Hypothesis> hyps(static_cast<size_t>(B));
-    std::vector<bool> done(static_cast<size_t>(B), false);
-    int64_t max_length = 0;
-    for (int64_t len : lengths) max_length = std::max(max_length, decode_limit(len));
-    Tensor previous = Tensor::full(Shape{B}, static_cast<real>(kBos));
-    for (int64_t t = 0; t < max_length; ++t) {
-        StepOutput out = model.step(enc, state, previous, t);
-        const Tensor lp = log_softmax(out.logits.value(), -1);  // B×V
-        const Tensor w = out.weights.value();
-        const int64_t V = lp.size(1);
-        bool all_done = true;
-        for (int64_t b = 0; b < B; ++b) {
-            const real* row = lp.data() + b * V;
-            const int64_t best = std::max_element(row, row + V) - row;  // the first maximum
-            previous[b] = static_cast<real>(best);
-            auto& h = hyps[static_cast<size_t>(b)];
-            if (done[static_cast<size_t>(b)]) continue;
-            h.log_prob += row[best];
-            h.attention.emplace_back(w.data() + b * n, w.data() + (b + 1) * n);
-            if (best == kEos) done[static_cast<size_t>(b)] = true;
-            else h.tokens.push_back(best);
-            if (t + 1 >= decode_limit(lengths[static_cast<size_t>(b)])) done[static_cast<size_t>(b)] = true;
-            all_done = all_done && done[static_cast<size_t>(b)];
-        }
-        state = out.state;
-        if (all_done) break;
+// The encoder's output for the sources, and the decoder's state of each
+// hypothesis under way (row k continues source rows[k]).
+class RnnSession : public DecodingSession {
+public:
+    RnnSession(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths)
+        : model_(model), encoded_(model.encode(source, lengths)), state_(model.initial_state(encoded_)) {
+        for (int64_t b = 0; b < source.size(0); ++b) rows_.push_back(b);
     }
-    return hyps;
-}
 
-Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam, double length_penalty) {
-    NoGradGuard no_grad;
-    const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(source.size()));
-    Tensor src = Tensor::zeros(Shape{1, n});
-    for (size_t j = 0; j < source.size(); ++j) src[static_cast<int64_t>(j)] = static_cast<real>(source[j]);
-    const Encoded one = model.encode(src, {static_cast<int64_t>(std::max<size_t>(1, source.size()))});
-    DecoderState state = model.initial_state(one);
-    const int64_t max_length = decode_limit(static_cast<int64_t>(source.size()));
-    std::vector<Hypothesis> alive(1), finished;
-    auto normalised = [&](const Hypothesis& h) {
-        return h.log_prob / std::pow(static_cast<double>(h.tokens.size() + 1), length_penalty);
-    };
-    for (int64_t t = 0; t < max_length && !alive.empty() && static_cast<int64_t>(finished.size()) < beam; ++t) {
-        const int64_t K = static_cast<int64_t>(alive.size());
-        Tensor previous = Tensor::empty(Shape{K});
-        for (int64_t k = 0; k < K; ++k) {
-            const auto& toks = alive[static_cast<size_t>(k)].tokens;
-            previous[k] = static_cast<real>(toks.empty() ? kBos : toks.back());
-        }
-        StepOutput out = model.step(one.select(std::vector<int64_t>(static_cast<size_t>(K), 0)), state, previous, t);
-        const Tensor lp = log_softmax(out.logits.value(), -1);  // K×V
-        const Tensor w = out.weights.value();
-        const int64_t V = lp.size(1);
-        // every extension (k, v), best first; ties: the larger log p of the step, then the smaller (k, v)
-        struct Candidate {
-            double score;
-            real step;
-            int64_t k, v;
-        };
-        std::vector<Candidate> cands;
-        for (int64_t k = 0; k < K; ++k)
-            for (int64_t v = 0; v < V; ++v)
-                cands.push_back({alive[static_cast<size_t>(k)].log_prob + lp[k * V + v], lp[k * V + v], k, v});
-        const size_t keep = std::min(cands.size(), static_cast<size_t>(beam));
-        std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end(),
-                          [](const Candidate& a, const Candidate& b) {
-                              if (a.score != b.score) return a.score > b.score;
-                              if (a.step != b.step) return a.step > b.step;
-                              return a.k != b.k ? a.k < b.k : a.v < b.v;
-                          });
-        std::vector<Hypothesis> next;
-        std::vector<int64_t> parents;
-        for (size_t i = 0; i < keep; ++i) {
-            const Candidate& c = cands[i];
-            Hypothesis h = alive[static_cast<size_t>(c.k)];
-            h.log_prob = c.score;
-            h.attention.emplace_back(w.data() + c.k * n, w.data() + (c.k + 1) * n);
-            if (c.v == kEos) {
-                finished.push_back(std::move(h));
-            } else {
-                h.tokens.push_back(c.v);
-                next.push_back(std::move(h));
-                parents.push_back(c.k);
-            }
-        }
-        alive = std::move(next);
-        if (!alive.empty()) {
-            state.s = index_select(out.state.s, 0, parents);
-            if (out.state.feed.defined()) state.feed = index_select(out.state.feed, 0, parents);
-        }
+    NextToken step(const Tensor& previous) override {
+        const bool same_rows = rows_.size() == static_cast<size_t>(encoded_.states.size(0)) &&
+                               std::is_sorted(rows_.begin(), rows_.end()) &&
+                               std::adjacent_find(rows_.begin(), rows_.end()) == rows_.end();
+        const StepOutput out = model_.step(same_rows ? encoded_ : encoded_.select(rows_), state_, previous, t_++);
+        state_ = out.state;
+        return {log_softmax(out.logits.value(), -1), out.weights.value()};
     }
-    for (auto& h : alive) finished.push_back(std::move(h));  // ran out of steps
-    size_t best = 0;
-    for (size_t i = 1; i < finished.size(); ++i)
-        if (normalised(finished[i]) > normalised(finished[best])) best = i;
-    return finished.at(best);
+
+    void select(const std::vector<int64_t>& rows) override {
+        std::vector<int64_t> sources;
+        for (int64_t r : rows) sources.push_back(rows_.at(static_cast<size_t>(r)));
+        rows_ = std::move(sources);
+        state_.s = index_select(state_.s, 0, rows);
+        if (state_.feed.defined()) state_.feed = index_select(state_.feed, 0, rows);
+    }
+
+private:
+    Seq2SeqModel& model_;
+    Encoded encoded_;
+    DecoderState state_;
+    std::vector<int64_t> rows_;  // the source row of each hypothesis
+    int64_t t_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DecodingSession> Seq2SeqModel::start(const Tensor& source, const std::vector<int64_t>& lengths) {
+    return std::make_unique<RnnSession>(*this, source, lengths);
 }
 
 }  // namespace attn::seq2seq

@@ -1,6 +1,6 @@
 // The encoder–decoder with attention of the seq2seq example (Bahdanau et al.,
-// 2015; Luong et al., 2015), batched with padding masks, and its decoders
-// (greedy and beam search).
+// 2015; Luong et al., 2015), batched with padding masks: `--model rnn`, one of
+// the two Translators of decoding.hpp (the other: transformer_model.hpp).
 //
 // Shape legend: B batch, n source length, T target length, E embedding,
 // H encoder hidden per direction (encoder states d_h = 2H), S decoder hidden
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "attention/query_types.hpp"
+#include "examples/seq2seq/decoding.hpp"
 #include "examples/seq2seq/seq2seq_data.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
@@ -89,7 +90,7 @@ struct StepOutput {
     DecoderState state;
 };
 
-class Seq2SeqModel : public Module {
+class Seq2SeqModel : public Translator {
 public:
     // `gen` initialises the weights and, with dropout, draws its masks: the
     // model keeps it by reference, so it must outlive the model.
@@ -101,18 +102,19 @@ public:
     // One decoder step: previous tokens B (ids as reals), at target position t.
     StepOutput step(const Encoded& enc, const DecoderState& state, const Tensor& previous, int64_t t);
     // Teacher forcing over a whole batch: logits B×T×V; the weights B×T×n if asked.
-    Var forward(const Batch& batch, Tensor* weights = nullptr);
-    // Mean cross-entropy over the real target tokens (padding ignored).
-    Var loss(const Batch& batch);
+    Var forward(const Batch& batch, Tensor* weights = nullptr) override;
+    // Decoding: the encoder once, then step() with the state s_t carried over.
+    std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>& lengths) override;
 
     const ModelConfig& config() const { return config_; }
+    std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
     // The fast paths, chosen by name: the encoder's GRU in RnnMode::fused, the
     // decoder's GRUCell with fused gates, and Bahdanau attention's score as
     // additive_score_fused (the same values up to rounding).
     // Without this call the model runs the composed versions, to read and step
     // through; the trainer turns them on unless --no-fused, W2 always.
-    void set_fused(bool on);
+    void set_fused(bool on) override;
 
     Embedding source_embedding, target_embedding;
     GRU encoder;
@@ -132,26 +134,5 @@ private:
     std::unique_ptr<BahdanauAttention> bahdanau_;  // --attention bahdanau
     std::unique_ptr<LuongAttention> luong_;        // --attention luong
 };
-
-// ---- decoding ---------------------------------------------------------------------------
-struct Hypothesis {
-    std::vector<int64_t> tokens;                // without <s> and </s>
-    std::vector<std::vector<real>> attention;   // one row of n weights per output step (incl. </s>)
-    double log_prob = 0;
-};
-// How many output symbols a source of n symbols may produce before decoding
-// stops it: 2n + 5 (dates grow from 8 to 10 characters; a G2P output is
-// rarely longer than its word).
-int64_t decode_limit(int64_t source_length);
-// Greedy decoding of a batch (argmax at every step); row b stops at </s> or
-// after decode_limit(lengths[b]) steps.
-std::vector<Hypothesis> greedy_decode(Seq2SeqModel& model, const Tensor& source,
-                                      const std::vector<int64_t>& lengths);
-// Beam search for one source (ids), keeping `beam` hypotheses; a finished
-// hypothesis scores log p / len^length_penalty (len counts </s>); the best one
-// is returned. beam = 1 gives exactly greedy_decode's output.
-// At most decode_limit(source length) steps.
-Hypothesis beam_decode(Seq2SeqModel& model, const std::vector<int64_t>& source, int64_t beam,
-                       double length_penalty = 1.0);
 
 }  // namespace attn::seq2seq

@@ -1,0 +1,274 @@
+// The seq2seq example's Transformer (--model transformer): its parameter
+// count against the layers' formulas, the configuration string, the loss
+// with label smoothing against a hand computation, greedy decoding against
+// teacher forcing, beam width 1 against greedy, padding, the fused paths, a
+// tiny model overfitting, and a model file loaded back from its metadata.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "autograd/ops.hpp"
+#include "tensor/ops.hpp"
+#include "examples/seq2seq/predict.hpp"
+#include "examples/seq2seq/transformer_model.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/optim.hpp"
+#include "nn/safetensors.hpp"
+#include "tests/helpers.hpp"
+
+using namespace attn;
+using namespace attn::seq2seq;
+
+namespace {
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+    REQUIRE(a.shape() == b.shape());
+    double m = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
+    return m;
+}
+
+TransformerConfig tiny(bool tie = true) {
+    return TransformerConfig{.source_vocab = 10, .target_vocab = 9, .d_model = 8, .heads = 2, .layers = 2,
+                             .ffn = 12, .dropout = 0, .tie_output = tie};
+}
+
+// Reverse-and-shift, as in test_seq2seq_model.cpp: a handful of pairs of different lengths.
+std::vector<Pair> toy_pairs() {
+    return {{{4, 5, 6}, {5, 4, 3}}, {{7, 4}, {3, 6}}, {{5, 5, 8, 9}, {8, 7, 4, 4}}, {{9, 6, 4}, {3, 5, 8}},
+            {{6}, {5}}, {{8, 7, 6, 5, 4}, {3, 4, 5, 6, 7}}};
+}
+
+Batch all_pairs(const std::vector<Pair>& pairs) {
+    std::vector<size_t> index(pairs.size());
+    for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+    return make_batch(pairs, index);
+}
+
+// A few Adam steps away from the initialisation, so that the model has preferences.
+void train_steps(TransformerSeq2Seq& model, const Batch& b, int steps, double lr = 0.01) {
+    Adam opt(model.named_parameters(), AdamOptions{.lr = lr});
+    for (int i = 0; i < steps; ++i) {
+        opt.zero_grad();
+        model.loss(b).backward();
+        opt.step();
+    }
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq transformer: the parameter count of the layers' formulas; G2P defaults") {
+    // embeddings (V_s + V_t)·d; an encoder layer 4d² + 4d (attention) + 2·d·f + f + d (FFN) + 4d (two
+    // LayerNorms); a decoder layer two attentions, the FFN and three LayerNorms; tied output: nothing more.
+    auto expected = [](const TransformerConfig& c) {
+        const int64_t d = c.d_model, f = c.ffn, N = c.layers;
+        const int64_t attention = 4 * d * d + 4 * d, ffn = 2 * d * f + f + d;
+        const int64_t output = c.tie_output ? 0 : d * c.target_vocab + c.target_vocab;
+        return (c.source_vocab + c.target_vocab) * d + N * (attention + ffn + 4 * d) +
+               N * (2 * attention + ffn + 6 * d) + output;
+    };
+    Generator gen(1);
+    const TransformerConfig g2p{};  // d_model 256, 4 heads, 3 + 3 layers, FFN 1024
+    CHECK(TransformerSeq2Seq(g2p, gen).num_parameters() == expected(g2p));
+    CHECK(expected(g2p) == 5550080);  // with source vocabulary 32 and target vocabulary 48
+    CHECK(TransformerSeq2Seq(tiny(false), gen).num_parameters() == expected(tiny(false)));
+    // torch.nn.Transformer's names for the layers
+    TransformerSeq2Seq model(tiny(), gen);
+    const auto named = model.named_parameters();
+    bool found = false;
+    for (const auto& [name, p] : named) found = found || name == "decoder.layers.1.multihead_attn.W_Q";
+    CHECK(found);
+}
+
+TEST_CASE("seq2seq transformer: the configuration string round-trips; bad values are refused by name") {
+    const TransformerConfig c{.source_vocab = 30, .target_vocab = 41, .d_model = 48, .heads = 6, .layers = 1,
+                              .ffn = 96, .dropout = 0.25, .tie_output = false};
+    const TransformerConfig back = TransformerConfig::parse(c.str());
+    CHECK(back.str() == c.str());
+    CHECK(c.str() == "model=transformer source_vocab=30 target_vocab=41 d_model=48 heads=6 layers=1 ffn=96 "
+                     "dropout=0.25 tie_output=0");
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("model=transformer d_model=64 heads=3"),
+                         "seq2seq transformer: --d-model 64 must be divisible by --heads 3 (each head has d_model "
+                         "/ heads columns)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("d_model=7 heads=7"), doctest::Contains("--d-model 7 must be even"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("layers=0"), "seq2seq transformer: --layers must be > 0, got 0",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("ffn=x"), doctest::Contains("ffn=x is not a size"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("dropout=1"), doctest::Contains("dropout=1 is not a probability"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(TransformerConfig::parse("attention=bahdanau"), doctest::Contains("unknown key 'attention'"),
+                         std::runtime_error);
+    Generator gen(2);
+    CHECK_THROWS_WITH_AS(TransformerSeq2Seq(TransformerConfig{.d_model = 10, .heads = 4}, gen),
+                         doctest::Contains("divisible by --heads 4"), std::invalid_argument);
+}
+
+TEST_CASE("seq2seq transformer: the loss is the label-smoothed cross-entropy of the logits, padding ignored") {
+    Generator gen(3);
+    TransformerSeq2Seq model(tiny(), gen);
+    const Batch b = all_pairs(toy_pairs());
+    const Tensor logits = model.forward(b).value();  // B×T×V
+    const int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);
+    for (double eps : {0.0, 0.1, 0.3}) {
+        CAPTURE(eps);
+        // ℓ = −(1 − ε) log p_y − (ε/V) Σ_c log p_c over the real target tokens, their mean
+        double total = 0;
+        int64_t count = 0;
+        for (int64_t r = 0; r < B * T; ++r) {
+            const int64_t y = static_cast<int64_t>(b.target_out[r]);
+            if (y == kPad) continue;
+            const real* x = logits.data() + r * V;
+            double max = x[0], z = 0, all = 0;
+            for (int64_t c = 1; c < V; ++c) max = std::max(max, double(x[c]));
+            for (int64_t c = 0; c < V; ++c) z += std::exp(x[c] - max);
+            for (int64_t c = 0; c < V; ++c) all += x[c] - max - std::log(z);
+            total += -(1 - eps) * (x[y] - max - std::log(z)) - eps / double(V) * all;
+            ++count;
+        }
+        CHECK(model.loss(b, eps).item() == doctest::Approx(total / double(count)).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("seq2seq transformer: greedy decoding is the argmax of teacher forcing on its own output") {
+    Generator gen(4);
+    TransformerSeq2Seq model(tiny(), gen);
+    const auto pairs = toy_pairs();
+    train_steps(model, all_pairs(pairs), 10);
+    model.eval();
+    const Batch b = all_pairs(pairs);
+    const std::vector<Hypothesis> greedy = greedy_decode(model, b.source, b.source_lengths);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        CAPTURE(i);
+        // teacher-force the greedy output (alone, no padding): position t must predict token t, then </s>
+        const Batch one = make_batch({{pairs[i].source, greedy[i].tokens}}, {0});
+        NoGradGuard no_grad;
+        const Tensor lp = attn::log_softmax(model.forward(one).value(), -1);  // 1×T×V
+        const int64_t T = lp.size(1), V = lp.size(2);
+        const size_t written = greedy[i].attention.size();  // tokens, and </s> unless it ran out of steps
+        REQUIRE(static_cast<int64_t>(written) <= T);
+        double log_prob = 0;
+        for (size_t t = 0; t < written; ++t) {
+            const real* row = lp.data() + static_cast<int64_t>(t) * V;
+            const int64_t argmax = std::max_element(row, row + V) - row;
+            CHECK(argmax == (t < greedy[i].tokens.size() ? greedy[i].tokens[t] : kEos));
+            log_prob += row[argmax];
+        }
+        CHECK(greedy[i].log_prob == doctest::Approx(log_prob).epsilon(1e-4));
+    }
+}
+
+TEST_CASE("seq2seq transformer: beam width 1 equals greedy; padding in a batch changes nothing") {
+    Generator gen(5);
+    TransformerSeq2Seq model(tiny(), gen);
+    const auto pairs = toy_pairs();
+    train_steps(model, all_pairs(pairs), 10);
+    model.eval();
+    const Batch b = all_pairs(pairs);
+    const auto batched = greedy_decode(model, b.source, b.source_lengths);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        CAPTURE(i);
+        const Batch one = make_batch(pairs, {i});
+        const Hypothesis alone = greedy_decode(model, one.source, one.source_lengths)[0];
+        const Hypothesis beam = beam_decode(model, pairs[i].source, 1);
+        CHECK(beam.tokens == alone.tokens);
+        CHECK(beam.log_prob == doctest::Approx(alone.log_prob));
+        CHECK(batched[i].tokens == alone.tokens);  // the padded sources of the batch are masked
+        CHECK(batched[i].log_prob == doctest::Approx(alone.log_prob).epsilon(1e-4));
+        REQUIRE(batched[i].attention.size() == alone.attention.size());
+        for (size_t t = 0; t < alone.attention.size(); ++t)
+            for (size_t j = 0; j < alone.attention[t].size(); ++j)
+                CHECK(batched[i].attention[t][j] == doctest::Approx(alone.attention[t][j]).epsilon(1e-4));
+        const Hypothesis wide = beam_decode(model, pairs[i].source, 4, 0.0);
+        CHECK(wide.log_prob >= beam.log_prob - 1e-4);  // length penalty 0: the raw log p, at least greedy's
+    }
+}
+
+TEST_CASE("seq2seq transformer: the fused paths give the composed values; dropout only while training") {
+    Generator gen(6);
+    TransformerSeq2Seq model(tiny(), gen);
+    const Batch b = all_pairs(toy_pairs());
+    Tensor composed_weights, fused_weights;
+    const Tensor composed = model.forward(b, &composed_weights).value();
+    model.set_fused(true);
+    const Tensor fused = model.forward(b, &fused_weights).value();
+    CHECK(max_abs_diff(composed, fused) < 1e-4);
+    CHECK(max_abs_diff(composed_weights, fused_weights) < 1e-5);
+    CHECK(composed_weights.shape() == Shape{b.source.size(0), b.target_in.size(1), b.source.size(1)});
+
+    Generator drop_gen(7);
+    TransformerConfig c = tiny();
+    c.dropout = 0.3;
+    TransformerSeq2Seq dropped(c, drop_gen);
+    Generator plain_gen(7);
+    TransformerSeq2Seq plain(tiny(), plain_gen);  // the same weights: dropout draws nothing at construction
+    dropped.eval();
+    CHECK(max_abs_diff(dropped.forward(b).value(), plain.forward(b).value()) == 0);
+    dropped.train();
+    CHECK(max_abs_diff(dropped.forward(b).value(), plain.forward(b).value()) > 1e-3);
+}
+
+TEST_CASE("seq2seq transformer: a tiny model overfits a handful of pairs to zero error") {
+    Generator gen(8);
+    TransformerConfig c = tiny();
+    c.d_model = 16, c.ffn = 32;
+    TransformerSeq2Seq model(c, gen);
+    Adam opt(model.named_parameters(), AdamOptions{.lr = 0.01});
+    const auto pairs = toy_pairs();
+    const Batch b = all_pairs(pairs);
+    auto all_right = [&] {
+        model.eval();
+        const auto hyps = greedy_decode(model, b.source, b.source_lengths);
+        model.train();
+        for (size_t i = 0; i < pairs.size(); ++i)
+            if (hyps[i].tokens != pairs[i].target) return false;
+        return true;
+    };
+    int64_t step = 0;
+    for (; step < 400 && !(step % 20 == 0 && step > 0 && all_right()); ++step) {
+        opt.zero_grad();
+        model.loss(b, 0.1).backward();
+        clip_grad_norm_(model.parameters(), 5);
+        opt.step();
+    }
+    MESSAGE("steps to zero error: " << step);
+    CHECK(all_right());
+}
+
+TEST_CASE("seq2seq transformer: a model file names its model; loaded back, it predicts the same") {
+    Generator gen(9);
+    TransformerSeq2Seq model(tiny(), gen);
+    const Batch b = all_pairs(toy_pairs());
+    train_steps(model, b, 3);
+    model.eval();
+    Seq2SeqSetup setup;
+    setup.model = "transformer", setup.transformer = model.config();
+    std::map<std::string, std::string> metadata;
+    save_setup(setup, metadata);
+    CHECK(metadata.at("seq2seq.config").rfind("model=transformer ", 0) == 0);
+    const attn::testing::TempDir tmp("transformer_roundtrip");
+    const std::string path = tmp / "model.safetensors";
+    save_model(path, model, metadata);
+
+    const Seq2SeqSetup loaded_setup = load_setup(load_safetensors(path).metadata, path);
+    CHECK(loaded_setup.model == "transformer");
+    Generator other(99);
+    const std::unique_ptr<Translator> loaded = make_model(loaded_setup, other);
+    load_model(path, *loaded);
+    loaded->eval();
+    REQUIRE(dynamic_cast<TransformerSeq2Seq*>(loaded.get()) != nullptr);
+    const auto a = greedy_decode(model, b.source, b.source_lengths);
+    const auto c = greedy_decode(*loaded, b.source, b.source_lengths);
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].tokens == c[i].tokens);
+        CHECK(a[i].log_prob == c[i].log_prob);
+    }
+    // An RNN's file still loads as the RNN.
+    Seq2SeqSetup rnn;
+    metadata.clear();
+    save_setup(rnn, metadata);
+    CHECK(load_setup(metadata, "rnn.safetensors").model == "rnn");
+}
