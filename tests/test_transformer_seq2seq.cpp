@@ -81,6 +81,47 @@ TEST_CASE("seq2seq transformer: the parameter count of the layers' formulas; G2P
     CHECK(found);
 }
 
+TEST_CASE("seq2seq transformer: forward is the paper's model written out from its layers") {
+    // x = E_s[src]·√d + PE, the encoder layers with the source padding; y = E_t[y_in]·√d + PE, the
+    // decoder layers with the target and source padding; logits_c = y · E_t[c] (tied). The embedding
+    // rows, the sinusoids (sin(t / 10000^{2i/d}), cos(…)) and the output product are in plain loops;
+    // the layers are the ones of the model (tested against PyTorch in tests/grad/test_transformer.cpp).
+    Generator gen(10);
+    TransformerSeq2Seq model(tiny(), gen);
+    const Batch b = all_pairs(toy_pairs());
+    const int64_t d = model.config().d_model, V = model.config().target_vocab;
+    auto embed = [&](const Embedding& e, const Tensor& ids) {
+        const int64_t B = ids.size(0), L = ids.size(1);
+        Tensor x = Tensor::empty(Shape{B, L, d});
+        for (int64_t r = 0; r < B * L; ++r)
+            for (int64_t c = 0; c < d; ++c) {
+                const double t = static_cast<double>(r % L), i2 = static_cast<double>(c - c % 2);
+                const double angle = t / std::pow(10000.0, i2 / static_cast<double>(d));
+                const double pe = c % 2 == 0 ? std::sin(angle) : std::cos(angle);
+                x[r * d + c] = static_cast<real>(e.weight.value()[static_cast<int64_t>(ids[r]) * d + c] *
+                                                     std::sqrt(static_cast<double>(d)) + pe);
+            }
+        return Var(x);
+    };
+    const Tensor source_keep = length_mask(b.source_lengths, b.source.size(1));
+    Var memory = embed(model.source_embedding, b.source);
+    for (auto& layer : model.encoder) memory = layer->forward(memory, key_mask(source_keep)).output;
+    Var y = embed(model.target_embedding, b.target_in);
+    for (auto& layer : model.decoder) y = layer->forward(y, memory, target_padding(b.target_in), source_keep).output;
+    const Tensor Y = y.value(), E = model.target_embedding.weight.value();
+    const Tensor logits = model.forward(b).value();
+    REQUIRE(logits.shape() == Shape{Y.size(0), Y.size(1), V});
+    double worst = 0;
+    for (int64_t r = 0; r < Y.size(0) * Y.size(1); ++r)
+        for (int64_t c = 0; c < V; ++c) {
+            double dot = 0;
+            for (int64_t k = 0; k < d; ++k) dot += double(Y[r * d + k]) * double(E[c * d + k]);
+            worst = std::max(worst, std::abs(dot - double(logits[r * V + c])));
+        }
+    CHECK(worst < 1e-4);
+    CHECK(target_padding(b.target_in).shape() == b.target_in.shape());
+}
+
 TEST_CASE("seq2seq transformer: the configuration string round-trips; bad values are refused by name") {
     const TransformerConfig c{.source_vocab = 30, .target_vocab = 41, .d_model = 48, .heads = 6, .layers = 1,
                               .ffn = 96, .dropout = 0.25, .tie_output = false};

@@ -727,6 +727,8 @@ TEST_CASE("TransformerDecoderLayer equals torch.nn.TransformerDecoderLayer (post
     for (bool fused : {false, true}) {
         CAPTURE(fused);
         layer.set_fused(fused);
+        CHECK((layer.norm1.fused == fused && layer.norm2.fused == fused && layer.norm3.fused == fused));
+        CHECK((layer.self_attn().fused() == fused && layer.multihead_attn().fused() == fused));
         const auto a = layer.forward(Var(x), Var(memory), length_mask({3, 2}, 3), length_mask({3, 2}, 4));
         check_close(a.output.value(), padded);
         check_close(layer.forward(Var(x), Var(memory)).output.value(), causal);
@@ -776,6 +778,19 @@ TEST_CASE("Transformer layers: dropout only in training, reproducible from the s
     gen = Generator(9);
     check_close(dropped.forward(y, memory).output.value(), first, 0);  // the same draws, the same output
     CHECK(max_abs_diff(first, plain.forward(y, memory).output.value()) > 1e-3);
+    // Where the masks go (PyTorch's dropout1, dropout2, dropout, dropout3), replayed by hand:
+    // the same draws in the same order, m_i = 1/(1 − p) if u_i ≥ p else 0.
+    Generator replay(9);
+    auto mask = [&](const Shape& shape) {
+        Tensor m = Tensor::empty(shape);
+        for (int64_t i = 0; i < m.numel(); ++i) m[i] = replay.uniform() >= 0.3 ? 1 / (1 - 0.3) : 0;
+        return Var(m);
+    };
+    const Var y1 = plain.norm1(y + causal_self_attention(plain.self_attn(), y).output * mask(y.shape()));
+    const Var y2 = plain.norm2(y1 + cross_attention(plain.multihead_attn(), y1, memory).output * mask(y.shape()));
+    const Var hidden = relu(plain.linear1(y2));
+    const Var ffn = plain.linear2(hidden * mask(hidden.shape()));
+    check_close(first, plain.norm3(y2 + ffn * mask(y.shape())).value(), 1e-12);
     // With the draws replayed before every evaluation, the dropped layer is a
     // fixed function: its gradients match finite differences.
     Var x(Tensor::normal({2, 3, 4}, 0, 1, gen), true);
