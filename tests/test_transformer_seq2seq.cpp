@@ -225,6 +225,16 @@ TEST_CASE("seq2seq transformer: beam width 1 equals greedy; padding in a batch c
                 CHECK(batched[i].attention[t][j] == doctest::Approx(alone.attention[t][j]).epsilon(1e-4));
         const Hypothesis wide = beam_decode(model, pairs[i].source, 4, 0.0);
         CHECK(wide.log_prob >= beam.log_prob - 1e-4);  // length penalty 0: the raw log p, at least greedy's
+        // Its score is the model's log p of its own tokens (and </s>), teacher-forced: the
+        // rows beam search kept were fed the tokens of the hypotheses they belong to.
+        const Batch forced = make_batch({{pairs[i].source, wide.tokens}}, {0});
+        NoGradGuard no_grad;
+        const Tensor lp = attn::log_softmax(model.forward(forced).value(), -1);
+        const int64_t V = lp.size(2);
+        double log_p = 0;
+        for (size_t t = 0; t < wide.attention.size(); ++t)
+            log_p += lp[static_cast<int64_t>(t) * V + (t < wide.tokens.size() ? wide.tokens[t] : kEos)];
+        CHECK(wide.log_prob == doctest::Approx(log_p).epsilon(1e-4));
     }
 }
 
