@@ -11,6 +11,7 @@
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
 #include "examples/seq2seq/predict.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/transformer_model.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
@@ -322,4 +323,36 @@ TEST_CASE("seq2seq transformer: a model file names its model; loaded back, it pr
     metadata.clear();
     save_setup(rnn, metadata);
     CHECK(load_setup(metadata, "rnn.safetensors").model == "rnn");
+}
+
+TEST_CASE("decoding sessions of both models: select() keeps each row's own history") {
+    // Duplicate a row, feed the copies different tokens, swap them: each row's next
+    // distribution must be the teacher-forced one of its own prefix.
+    Generator gen(11);
+    TransformerSeq2Seq transformer(tiny(), gen);
+    Seq2SeqModel rnn(ModelConfig{.source_vocab = 10, .target_vocab = 9, .embedding = 8, .encoder_hidden = 6,
+                                 .decoder_hidden = 10, .attention_dim = 8},
+                     gen);
+    for (Translator* model : {static_cast<Translator*>(&transformer), static_cast<Translator*>(&rnn)}) {
+        CAPTURE(model->describe());
+        model->eval();
+        const std::vector<int64_t> source = {4, 5, 6, 7};
+        const Batch one = make_batch({{source, {}}}, {0});
+        NoGradGuard no_grad;
+        const auto session = model->start(one.source, one.source_lengths);
+        session->step(Tensor::from({real(kBos)}, {1}));
+        session->select({0, 0});
+        session->step(Tensor::from({4, 5}, {2}));  // rows: <s> 4, <s> 5
+        session->select({1, 0});                   // rows: <s> 5, <s> 4
+        const NextToken next = session->step(Tensor::from({6, 6}, {2}));
+        const std::vector<std::vector<int64_t>> prefixes = {{5, 6}, {4, 6}};
+        for (size_t r = 0; r < 2; ++r) {
+            CAPTURE(r);
+            const Batch forced = make_batch({{source, prefixes[r]}}, {0});  // <s> a 6 → predicts after 6 at t = 2
+            const Tensor lp = attn::log_softmax(model->forward(forced).value(), -1);
+            const int64_t V = lp.size(2);
+            for (int64_t c = 0; c < V; ++c)
+                CHECK(next.log_probs[static_cast<int64_t>(r) * V + c] == doctest::Approx(lp[2 * V + c]).epsilon(1e-4));
+        }
+    }
 }
