@@ -69,7 +69,7 @@ void apply_task_defaults(Settings& s, bool g2p) {
         t.dropout = s.dropout;
         pick(s.batch, g2p ? 64 : 32);
         pick(s.common.warmup, g2p ? 2000 : 300);
-        pick(s.common.epochs, g2p ? 40 : 7);
+        pick(s.common.epochs, g2p ? 30 : 7);
         if (s.lr == 0) s.lr = g2p ? 1e-3 : 4e-3;
         return;
     }
