@@ -1,5 +1,6 @@
-"""PyTorch reference of the three example models of attn, and a reader for
-the safetensors files the trainers write.
+"""PyTorch reference of the three example models of attn (seq2seq with its RNN
+or its Transformer, caption, docclass), and a reader for the safetensors files
+the trainers write.
 
     from attn_reference import load_model
     model, meta = load_model("out/seq2seq/model.safetensors")   # strict load
@@ -19,6 +20,9 @@ library stores every weight the way torch uses it:
     nn.Conv2d        weight [O, C, kh, kw], bias [O]
     nn.GRU/GRUCell   weight_ih [3H, I], weight_hh [3H, H], biases [3H], gates r, z, n
     nn.LSTMCell      weight_ih [4H, I], weight_hh [4H, H], biases [4H], gates i, f, g, o
+    nn.LayerNorm     weight [d], bias [d]
+    nn.TransformerEncoderLayer / DecoderLayer (post-LN, ReLU)
+                     self_attn.*, multihead_attn.* (below), linear1, linear2, norm1..3
 
 and the attention modules, which have no torch counterpart, are written here
 with the library's parameter names and shapes, every matrix applied as
@@ -34,6 +38,14 @@ F.linear applies a Linear weight (row = position: x [.., in] → x Wᵀ [.., out
     doubly_stochastic_soft_attention
                         score (an additive_score, query h, keys a), w_beta [d_h], b_beta [1]
                         β = σ(h · w_beta + b_beta)
+
+    multi_head_attention (the Transformer's self_attn, multihead_attn)
+                        W_Q, W_K, W_V [d, d], W_O [d, d], b_Q, b_K, b_V, b_O [d]:
+                        the catalog's XW form (d_in×d_out, column block j = head j),
+                        applied as x W + b (the one exception to x Wᵀ above):
+                        torch's in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] and its
+                        out_proj.weight W_Oᵀ. The file is still loaded as it is;
+                        LibraryMultiheadAttention.forward transposes, in one place.
 
 A square weight (W_1 when d_q = d_w, seq2seq's init.weight [S, 2H] when
 S = 2H, ...) loads transposed without any shape error; only the outputs tell.
