@@ -279,6 +279,28 @@ def parse_key_values(text):
     return dict(item.split("=", 1) for item in text.split())
 
 
+# The short names a seq2seq config may give a score or an alignment (the
+# --score and --align flags, attention/by_id.cpp's table), by catalog id: the
+# file keeps the names the run was given, the C++ program reads either.
+_SCORE_IDS = {"additive": "additive_score", "concat": "additive_score", "dot": "dot_score",
+              "scaled": "scaled_dot_score", "general": "general_score"}
+_ALIGN_IDS = {"global": "soft_alignment", "soft": "soft_alignment"}
+
+
+def canonical_seq2seq_config(c):
+    """The RNN seq2seq config with catalog ids, as ModelConfig::canonical()
+    (examples/seq2seq/seq2seq_model.cpp): the older --attention additive|dot|general|concat|scaled
+    (the score's name, meaning Luong's form for all but additive), short score and alignment names."""
+    c = dict(c)
+    if c.get("attention") == "additive":
+        c["attention"], c["score"] = "bahdanau", "additive_score"
+    elif c.get("attention") in ("dot", "general", "concat", "scaled"):
+        c["attention"], c["score"] = "luong", c["attention"]
+    c["score"] = _SCORE_IDS.get(c.get("score", "additive_score"), c.get("score", "additive_score"))
+    c["align"] = _ALIGN_IDS.get(c.get("align", "soft_alignment"), c.get("align", "soft_alignment"))
+    return c
+
+
 class Seq2Seq(nn.Module):
     """examples/seq2seq/seq2seq_model.hpp, with --attention bahdanau (the default)
     or luong with the global alignment (--align soft_alignment):
@@ -290,7 +312,7 @@ class Seq2Seq(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        c = {k: v for k, v in parse_key_values(config).items()}
+        c = canonical_seq2seq_config(parse_key_values(config))
         E, H, S, A = (int(c[k]) for k in ("embedding", "encoder_hidden", "decoder_hidden", "attention_dim"))
         self.luong = c["attention"] == "luong"
         if self.luong and c["align"] != "soft_alignment":
