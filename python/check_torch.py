@@ -291,7 +291,7 @@ def check_mistakes(model_path, dump_path):
         square = all(tensors[n].dim() == 2 and tensors[n].shape[0] == tensors[n].shape[1] for n in names)
         ok, failure = check(model_path, dump_path, edit=edit, quiet=True)
         note = " (square)" if "transposed" in title and square else ""
-        print(f"  {name:25s} {title + note:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
+        print(f"  {name:27s} {title + note:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     # The training checkpoint beside the model file is no model file: its
     # optimizer.* tensors are not the model's, and a strict load must say so.
@@ -301,7 +301,7 @@ def check_mistakes(model_path, dump_path):
         optimizer = sum(name.startswith("optimizer.") for name in names)
         ok, failure = check(checkpoint, dump_path, quiet=True)
         title = f"best.safetensors ({optimizer} of {len(names)} tensors optimizer.*)"
-        print(f"  {name:25s} {title:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
+        print(f"  {name:27s} {title:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     return caught_all
 

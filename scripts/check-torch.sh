@@ -70,9 +70,10 @@ RUN=-hard train caption $CAPTION --align hard --expected-until 0 --context-layer
 RUN= train docclass --data needle --needle-train 512 --epochs 2 --embedding 16 --hidden 8 --attention-dim 16
 # the seq2seq Transformer, tied output (the default): 2 + 2 layers of d_model 16
 # with 2 heads, so that every attention projection (W_Q, W_K, W_V, W_O: 16×16)
-# loads transposed without a shape error (its own --out, as Luong's)
+# loads transposed without a shape error (its own --out, as Luong's); a short
+# warm-up, or its 188 steps would not reach the learning rate's peak
 RUN=-transformer train seq2seq --model transformer --data dates --train-size 3000 --epochs 2 --batch 32 \
-    --d-model 16 --heads 2 --layers 2 --ffn 32 --out "$OUT/transformer"
+    --d-model 16 --heads 2 --layers 2 --ffn 32 --warmup 40 --out "$OUT/transformer"
 
 echo "== reference dumps"
 "$B/examples/seq2seq" --out "$OUT" --dump-reference "$OUT/seq2seq-reference.safetensors"
