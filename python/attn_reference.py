@@ -1,5 +1,6 @@
-"""PyTorch reference of the three example models of attn, and a reader for
-the safetensors files the trainers write.
+"""PyTorch reference of the three example models of attn (seq2seq with its RNN
+or its Transformer, caption, docclass), and a reader for the safetensors files
+the trainers write.
 
     from attn_reference import load_model
     model, meta = load_model("out/seq2seq/model.safetensors")   # strict load
@@ -19,6 +20,9 @@ library stores every weight the way torch uses it:
     nn.Conv2d        weight [O, C, kh, kw], bias [O]
     nn.GRU/GRUCell   weight_ih [3H, I], weight_hh [3H, H], biases [3H], gates r, z, n
     nn.LSTMCell      weight_ih [4H, I], weight_hh [4H, H], biases [4H], gates i, f, g, o
+    nn.LayerNorm     weight [d], bias [d]
+    nn.TransformerEncoderLayer / DecoderLayer (post-LN, ReLU)
+                     self_attn.*, multihead_attn.* (below), linear1, linear2, norm1..3
 
 and the attention modules, which have no torch counterpart, are written here
 with the library's parameter names and shapes, every matrix applied as
@@ -34,6 +38,14 @@ F.linear applies a Linear weight (row = position: x [.., in] → x Wᵀ [.., out
     doubly_stochastic_soft_attention
                         score (an additive_score, query h, keys a), w_beta [d_h], b_beta [1]
                         β = σ(h · w_beta + b_beta)
+
+    multi_head_attention (the Transformer's self_attn, multihead_attn)
+                        W_Q, W_K, W_V [d, d], W_O [d, d], b_Q, b_K, b_V, b_O [d]:
+                        the catalog's XW form (d_in×d_out, column block j = head j),
+                        applied as x W + b (the one exception to x Wᵀ above):
+                        torch's in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] and its
+                        out_proj.weight W_Oᵀ. The file is still loaded as it is;
+                        LibraryMultiheadAttention.forward transposes, in one place.
 
 A square weight (W_1 when d_q = d_w, seq2seq's init.weight [S, 2H] when
 S = 2H, ...) loads transposed without any shape error; only the outputs tell.
@@ -267,6 +279,28 @@ def parse_key_values(text):
     return dict(item.split("=", 1) for item in text.split())
 
 
+# The short names a seq2seq config may give a score or an alignment (the
+# --score and --align flags, attention/by_id.cpp's table), by catalog id: the
+# file keeps the names the run was given, the C++ program reads either.
+_SCORE_IDS = {"additive": "additive_score", "concat": "additive_score", "dot": "dot_score",
+              "scaled": "scaled_dot_score", "general": "general_score"}
+_ALIGN_IDS = {"global": "soft_alignment", "soft": "soft_alignment"}
+
+
+def canonical_seq2seq_config(c):
+    """The RNN seq2seq config with catalog ids, as ModelConfig::canonical()
+    (examples/seq2seq/seq2seq_model.cpp): the older --attention additive|dot|general|concat|scaled
+    (the score's name, meaning Luong's form for all but additive), short score and alignment names."""
+    c = dict(c)
+    if c.get("attention") == "additive":
+        c["attention"], c["score"] = "bahdanau", "additive_score"
+    elif c.get("attention") in ("dot", "general", "concat", "scaled"):
+        c["attention"], c["score"] = "luong", c["attention"]
+    c["score"] = _SCORE_IDS.get(c.get("score", "additive_score"), c.get("score", "additive_score"))
+    c["align"] = _ALIGN_IDS.get(c.get("align", "soft_alignment"), c.get("align", "soft_alignment"))
+    return c
+
+
 class Seq2Seq(nn.Module):
     """examples/seq2seq/seq2seq_model.hpp, with --attention bahdanau (the default)
     or luong with the global alignment (--align soft_alignment):
@@ -278,7 +312,7 @@ class Seq2Seq(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        c = {k: v for k, v in parse_key_values(config).items()}
+        c = canonical_seq2seq_config(parse_key_values(config))
         E, H, S, A = (int(c[k]) for k in ("embedding", "encoder_hidden", "decoder_hidden", "attention_dim"))
         self.luong = c["attention"] == "luong"
         if self.luong and c["align"] != "soft_alignment":
@@ -318,6 +352,145 @@ class Seq2Seq(nn.Module):
                 logits.append(self.output(torch.cat([s, feed], -1)))
             alphas.append(alpha)
         return torch.stack(logits, 1), torch.stack(alphas, 1)
+
+
+# ---- seq2seq --model transformer: Vaswani et al. (2017) -----------------------------------------
+
+class LibraryMultiheadAttention(nn.Module):
+    """The library's MultiHeadAttention with biases (attention/multi_head.hpp, entry
+    40), standing in for torch.nn.MultiheadAttention inside torch's
+    TransformerEncoderLayer / TransformerDecoderLayer: the same call, computed by
+    torch's own F.multi_head_attention_forward, but with the library's parameter
+    names, so that a model file loads with strict=True as it is.
+
+    The library writes its projections in the XW form of the catalog (d_in×d_out,
+    multiplied from the right; column block j of W_Q is head j's), torch's
+    MultiheadAttention stores them as Linear weights (out×in). This forward is the
+    ONE place where the two are mapped onto each other:
+
+        library (state_dict)          torch.nn.MultiheadAttention
+        W_Q, W_K, W_V   d×d           in_proj_weight = [W_Qᵀ; W_Kᵀ; W_Vᵀ]  3d×d
+                                      (here passed apart: q/k/v_proj_weight = W_Qᵀ, W_Kᵀ, W_Vᵀ)
+        b_Q, b_K, b_V   d             in_proj_bias   = [b_Q; b_K; b_V]     3d
+        W_O             d×d           out_proj.weight = W_Oᵀ               d×d
+        b_O             d             out_proj.bias   = b_O
+
+    Heads: torch splits the projected d columns into h blocks of d/h, head j the
+    j-th, as the library does. Keeps the weights of its last call, every head's
+    (B×h×m×n), in .last_weights: the layers ask for none (need_weights=False)."""
+
+    batch_first = True
+    # "q, k and v have projections of their own": true here (the weights are
+    # passed apart), and it keeps torch's fused fast path, which reads
+    # in_proj_weight, out of the layers in evaluation mode.
+    _qkv_same_embed_dim = False
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.embed_dim, self.num_heads = d_model, heads
+        self.W_Q = nn.Parameter(torch.empty(d_model, d_model))
+        self.W_K = nn.Parameter(torch.empty(d_model, d_model))
+        self.W_V = nn.Parameter(torch.empty(d_model, d_model))
+        self.W_O = nn.Parameter(torch.empty(d_model, d_model))
+        self.b_Q = nn.Parameter(torch.empty(d_model))
+        self.b_K = nn.Parameter(torch.empty(d_model))
+        self.b_V = nn.Parameter(torch.empty(d_model))
+        self.b_O = nn.Parameter(torch.empty(d_model))
+        self.last_weights = None
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, **unused):
+        # batch first (B×m×d) in, torch's functional form is sequence first (m×B×d)
+        q, k, v = (x.transpose(0, 1) for x in (query, key, value))
+        out, weights = F.multi_head_attention_forward(
+            q, k, v, self.embed_dim, self.num_heads,
+            in_proj_weight=None, in_proj_bias=torch.cat([self.b_Q, self.b_K, self.b_V]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0,
+            out_proj_weight=self.W_O.t(), out_proj_bias=self.b_O, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=True, attn_mask=attn_mask,
+            use_separate_proj_weight=True,
+            q_proj_weight=self.W_Q.t(), k_proj_weight=self.W_K.t(), v_proj_weight=self.W_V.t(),
+            average_attn_weights=False)
+        self.last_weights = weights  # B×h×m×n
+        out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        return out, weights.mean(1) if average_attn_weights else weights
+
+
+def sinusoidal_positions(n, d, dtype=torch.float64):
+    """Vaswani et al. (2017) §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d)),
+    PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), n×d (computed in float64)."""
+    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)           # n×1
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)                 # d/2
+    angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / d)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.to(dtype)
+
+
+def _transformer_layer(kind, d_model, heads, ffn):
+    """torch.nn.TransformerEncoderLayer / TransformerDecoderLayer (post-LN, ReLU,
+    batch first, no dropout) with their attentions replaced by the library's
+    (LibraryMultiheadAttention): names self_attn.*, multihead_attn.*, linear1/2,
+    norm1/2/3, as the library's layers register them."""
+    layer = kind(d_model, heads, dim_feedforward=ffn, dropout=0.0, activation="relu",
+                 batch_first=True, norm_first=False)
+    layer.self_attn = LibraryMultiheadAttention(d_model, heads)
+    if hasattr(layer, "multihead_attn"):
+        layer.multihead_attn = LibraryMultiheadAttention(d_model, heads)
+    return layer
+
+
+class TransformerSeq2Seq(nn.Module):
+    """examples/seq2seq/transformer_model.hpp, --model transformer:
+        X_0 = √d · E_s[x] + PE          M = N × TransformerEncoderLayer(X_0; source padding)
+        Y_0 = √d · E_t[y_in] + PE       Y = N × TransformerDecoderLayer(Y_0, M; causal ∧ target padding,
+                                                                          source padding)
+        logits = Y E_tᵀ (tie_output=1, the default) or Y W_outᵀ + b (tie_output=0: output.*)
+    The attention returned is what the C++ forward returns: the last decoder
+    layer's cross-attention, the mean of its heads, B×T×n.
+
+    torch.nn.TransformerEncoder / TransformerDecoder without a final norm
+    (torch.nn.Transformer adds one to each; the post-LN library has none) give
+    the names encoder.layers.i.*, decoder.layers.i.*; the only names that are
+    not torch's are the attentions' (LibraryMultiheadAttention)."""
+
+    def __init__(self, config):
+        super().__init__()
+        c = parse_key_values(config)
+        if c.get("model") != "transformer":
+            raise ValueError(f"seq2seq: not a transformer config: {config!r}")
+        d, h, N, ffn = (int(c[k]) for k in ("d_model", "heads", "layers", "ffn"))
+        self.d_model = d
+        self.tied = c.get("tie_output", "1") == "1"
+        self.source_embedding = nn.Embedding(int(c["source_vocab"]), d, padding_idx=0)
+        self.target_embedding = nn.Embedding(int(c["target_vocab"]), d, padding_idx=0)
+        self.encoder = nn.TransformerEncoder(_transformer_layer(nn.TransformerEncoderLayer, d, h, ffn), N,
+                                             enable_nested_tensor=False)
+        self.decoder = nn.TransformerDecoder(_transformer_layer(nn.TransformerDecoderLayer, d, h, ffn), N)
+        self.output = None if self.tied else nn.Linear(d, int(c["target_vocab"]))
+
+    def embed(self, embedding, ids):               # ids B×L → √d · E[ids] + PE   B×L×d
+        x = embedding(ids) * math.sqrt(self.d_model)
+        return x + sinusoidal_positions(ids.shape[1], self.d_model, x.dtype)
+
+    def forward(self, source, lengths, target_in):
+        """source B×n ids, lengths B, target_in B×T ids → logits B×T×V, attention B×T×n.
+        Masks in torch's convention, True = hidden."""
+        n, T = source.shape[1], target_in.shape[1]
+        source_padding = torch.arange(n) >= torch.as_tensor(lengths).unsqueeze(1)              # B×n
+        # the target's real positions: every one up to its last non-<pad> (<s> and the tokens)
+        real = target_in != 0
+        last = torch.where(real, torch.arange(T).expand_as(target_in), torch.full_like(target_in, -1)).amax(1)
+        target_padding = torch.arange(T) > last.unsqueeze(1)                                   # B×T
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)                    # key j > query i
+        memory = self.encoder(self.embed(self.source_embedding, source), src_key_padding_mask=source_padding)
+        y = self.decoder(self.embed(self.target_embedding, target_in), memory, tgt_mask=causal,
+                         tgt_key_padding_mask=target_padding, memory_key_padding_mask=source_padding)
+        logits = F.linear(y, self.target_embedding.weight) if self.tied else self.output(y)
+        return logits, self.decoder.layers[-1].multihead_attn.last_weights.mean(1)
 
 
 # ---- caption: Show, Attend and Tell ----------------------------------------------------------
@@ -476,7 +649,8 @@ class HAN(nn.Module):
 def build_model(metadata):
     """The module for a model file's metadata (which trainer wrote it, and its sizes)."""
     if "seq2seq.config" in metadata:
-        return Seq2Seq(metadata["seq2seq.config"])
+        config = metadata["seq2seq.config"]
+        return TransformerSeq2Seq(config) if config.startswith("model=transformer") else Seq2Seq(config)
     if "caption.config" in metadata:
         return Captioner(metadata["caption.config"])
     if "docclass.model" in metadata:

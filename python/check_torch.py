@@ -5,6 +5,7 @@ and the attention weights with the ones the C++ program computed.
 
     python3 python/check_torch.py [--mistakes] MODEL.safetensors DUMP.safetensors [MODEL DUMP ...]
     python3 python/check_torch.py --write-back MODEL.safetensors OUT.safetensors
+    python3 python/check_torch.py --write-untied TRANSFORMER.safetensors OUT.safetensors
 
 (`make check-torch` trains small models of the three trainers and runs this;
 see scripts/check-torch.sh.) Prints one line per model and case:
@@ -14,7 +15,9 @@ see scripts/check-torch.sh.) Prints one line per model and case:
 and exits 1 if any difference exceeds the tolerance. --mistakes then applies
 deliberate conversion mistakes, each of which must make the check fail.
 --write-back loads a model file into torch and writes torch's state_dict back
-(with the file's metadata): the C++ program loads that file too.
+(with the file's metadata): the C++ program loads that file too. --write-untied
+does the same for a seq2seq Transformer with a tied output, giving it an output
+layer of its own (tie_output=0, which the trainer has no flag for).
 
 Tolerance. The C++ program computes in float32, the reference in float64 from
 the same float32 weights, so the C++ numbers carry float32 rounding, growing
@@ -108,7 +111,16 @@ def run_name(model_path, example):
     config = read_safetensors(model_path)[1].get("seq2seq.config", "")
     if "attention=luong" in config:
         name += "-luong-" + config.split("score=")[1].split()[0].replace("_score", "")
+    if config.startswith("model=transformer"):
+        name += "" if "transformer" in name else "-transformer"
+        name += "-untied" if "tie_output=0" in config and "untied" not in name else ""
     return name
+
+
+def mistakes_kind(model_path, example):
+    """Which list of MISTAKES applies: the example's, or seq2seq-transformer."""
+    config = read_safetensors(model_path)[1].get("seq2seq.config", "")
+    return "seq2seq-transformer" if config.startswith("model=transformer") else example
 
 
 def check(model_path, dump_path, edit=None, label=None, quiet=False):
@@ -122,7 +134,7 @@ def check(model_path, dump_path, edit=None, label=None, quiet=False):
     except Exception as e:  # a strict load that failed is the check failing, with torch's message
         message = short_load_error(str(e))
         if not quiet:
-            print(f"{label:24s} strict load FAILED: {message}")
+            print(f"{label:26s} strict load FAILED: {message}")
         return False, "strict load: " + message
     loaded = len(model.state_dict())
     with torch.no_grad():
@@ -154,7 +166,7 @@ def check(model_path, dump_path, edit=None, label=None, quiet=False):
                 first_failure = parts[-1]
         name = label + (f" ({case})" if case else "")
         if not quiet:
-            print(f"{name:24s} {loaded} tensors loaded  " + "  ".join(parts) + ("  OK" if ok else "  FAIL"))
+            print(f"{name:26s} {loaded} tensors loaded  " + "  ".join(parts) + ("  OK" if ok else "  FAIL"))
         ok_all = ok_all and ok
     return ok_all, first_failure
 
@@ -199,6 +211,47 @@ def gates_swapped(prefix, suffix, gates, first, second):
     return f"{prefix}*{suffix}: gates {order[first]} and {order[second]} swapped", names, edit
 
 
+def swapped(first, second, suffixes=("",)):
+    """Tensors `first + suffix` and `second + suffix` exchanged: same shapes, so
+    the strict load passes and only the numbers can tell (two LayerNorms read in
+    the wrong order, q and k chunks of an in_proj_weight taken in the wrong order)."""
+    names = [p + s for s in suffixes for p in (first, second)]
+
+    def edit(t):
+        for s in suffixes:
+            t[first + s], t[second + s] = t[second + s], t[first + s]
+    what = ".*" if suffixes != ("",) else ""
+    return f"{first}{what} and {second.rsplit('.', 1)[-1]}{what} swapped", names, edit
+
+
+def heads_interleaved(prefix, heads):
+    """A multi-head attention whose heads were split the wrong way: column c of
+    head j read at c·h + j (interleaved) instead of j·d_k + c (blocks, as torch
+    and the library): the columns of W_Q, W_K, W_V, the entries of their biases
+    and the rows of W_O permuted alike. Shapes unchanged; each head then mixes
+    columns of all the true heads, and the numbers change."""
+    names = [prefix + n for n in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V")]
+
+    def edit(t):
+        d = t[prefix + "W_Q"].shape[1]
+        d_k = d // heads
+        perm = [c * heads + j for j in range(heads) for c in range(d_k)]
+        for n in ("W_Q", "W_K", "W_V"):
+            t[prefix + n] = t[prefix + n][:, perm].contiguous()
+        for n in ("b_Q", "b_K", "b_V"):
+            t[prefix + n] = t[prefix + n][perm].contiguous()
+        t[prefix + "W_O"] = t[prefix + "W_O"][perm].contiguous()
+    return f"{prefix}*: heads interleaved", names, edit
+
+
+def untied_on_writing(embedding, output):
+    """A tied model written with an output layer of its own (output.weight a copy
+    of the target embedding): an unexpected tensor for the tied model."""
+    def edit(t):
+        t[output] = t[embedding].clone()
+    return f"{output} added (tied model written untied)", [embedding], edit
+
+
 MISTAKES = {
     "seq2seq": [transposed("attention.score.W_1"), transposed("attention.score.W"), transposed("attention.W_c"),
                 transposed("init.weight"),
@@ -210,22 +263,35 @@ MISTAKES = {
     "docclass": [transposed("attention.word.W"), transposed("attention.sentence.W"),
                  gates_swapped("word_rnn.", "_l0_reverse", 3, 0, 2), bias_dropped("attention.sentence.b"),
                  missing("classifier.bias"), transposed("classifier.weight")],
+    # --model transformer, 2 layers of d_model 16 with 2 heads: every attention
+    # projection is square (d×d), as are the LayerNorms' pairs
+    "seq2seq-transformer": [
+        transposed("encoder.layers.0.self_attn.W_Q"), transposed("decoder.layers.1.multihead_attn.W_O"),
+        swapped("decoder.layers.1.self_attn.W_Q", "decoder.layers.1.self_attn.W_K"),
+        swapped("decoder.layers.0.norm1", "decoder.layers.0.norm2", (".weight", ".bias")),
+        heads_interleaved("encoder.layers.1.self_attn.", 2),
+        bias_dropped("decoder.layers.1.multihead_attn.b_V"), bias_dropped("encoder.layers.0.linear1.bias"),
+        missing("decoder.layers.0.multihead_attn.W_K"), transposed("encoder.layers.1.linear1.weight"),
+        bias_dropped("output.bias"), transposed("output.weight")],
 }
 
 
 def check_mistakes(model_path, dump_path):
     """True when every deliberate mistake makes the check fail."""
     example = read_safetensors(dump_path)[1].get("example", "?")
-    tensors = read_safetensors(model_path)[0]
+    tensors, metadata = read_safetensors(model_path)
     name = run_name(model_path, example) + ":"
     caught_all = True
-    for title, names, edit in MISTAKES.get(example, []):
+    mistakes = list(MISTAKES.get(mistakes_kind(model_path, example), []))
+    if "tie_output=1" in metadata.get("seq2seq.config", ""):
+        mistakes.append(untied_on_writing("target_embedding.weight", "output.weight"))
+    for title, names, edit in mistakes:
         if not all(name in tensors for name in names):
             continue  # a tensor this configuration does not have
         square = all(tensors[n].dim() == 2 and tensors[n].shape[0] == tensors[n].shape[1] for n in names)
         ok, failure = check(model_path, dump_path, edit=edit, quiet=True)
         note = " (square)" if "transposed" in title and square else ""
-        print(f"  {name:23s} {title + note:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
+        print(f"  {name:27s} {title + note:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     # The training checkpoint beside the model file is no model file: its
     # optimizer.* tensors are not the model's, and a strict load must say so.
@@ -235,7 +301,7 @@ def check_mistakes(model_path, dump_path):
         optimizer = sum(name.startswith("optimizer.") for name in names)
         ok, failure = check(checkpoint, dump_path, quiet=True)
         title = f"best.safetensors ({optimizer} of {len(names)} tensors optimizer.*)"
-        print(f"  {name:23s} {title:45s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
+        print(f"  {name:27s} {title:56s} {'NOT CAUGHT' if ok else 'caught: ' + failure}")
         caught_all = caught_all and not ok
     return caught_all
 
@@ -249,9 +315,33 @@ def write_back(model_path, out_path):
     return 0
 
 
+def write_untied(model_path, out_path, seed=0):
+    """A Transformer with an output layer of its own (tie_output=0), written by
+    torch from a tied one: output.weight = the target embedding plus noise,
+    output.bias random (both N(0, 0.1²), torch.manual_seed(seed)), everything
+    else as loaded. The trainer has no flag for it; the C++ program loads this
+    file and dumps, and the untied path of both implementations is checked."""
+    tensors, metadata = read_safetensors(model_path)
+    config = metadata["seq2seq.config"]
+    if not config.startswith("model=transformer") or "tie_output=1" not in config.split():
+        raise ValueError(f"{model_path}: not a tied transformer ({config})")
+    metadata = dict(metadata, **{"seq2seq.config": config.replace("tie_output=1", "tie_output=0")})
+    model = build_model(metadata)
+    generator = torch.Generator().manual_seed(seed)
+    embedding = tensors["target_embedding.weight"]
+    tensors["output.weight"] = embedding + 0.1 * torch.randn(embedding.shape, generator=generator)
+    tensors["output.bias"] = 0.1 * torch.randn(embedding.shape[0], generator=generator)
+    model.load_state_dict(tensors, strict=True)
+    write_safetensors(out_path, model.state_dict(), metadata)
+    print(f"wrote {out_path} from torch's state_dict (tie_output=0)")
+    return 0
+
+
 def main(argv):
     if argv[:1] == ["--write-back"] and len(argv) == 3:
         return write_back(argv[1], argv[2])
+    if argv[:1] == ["--write-untied"] and len(argv) == 3:
+        return write_untied(argv[1], argv[2])
     mistakes = "--mistakes" in argv
     argv = [a for a in argv if a != "--mistakes"]
     if len(argv) < 2 or len(argv) % 2:
