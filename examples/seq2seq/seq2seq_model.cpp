@@ -1,13 +1,13 @@
 #include "examples/seq2seq/seq2seq_model.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
 #include "attention/by_id.hpp"
+#include "examples/seq2seq/config_text.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
 
@@ -26,23 +26,10 @@ std::string ModelConfig::str() const {
 }
 
 ModelConfig ModelConfig::parse(const std::string& text) {
+    const std::string who = "seq2seq config";
     ModelConfig c;
-    std::istringstream in(text);
-    for (std::string item; in >> item;) {
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos) throw std::runtime_error("seq2seq config: expected key=value, got '" + item + "'");
-        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-        // A size from a checkpoint's header: a whole number of a size a model can have
-        // (a corrupted one threw std::stoll's bare "stoll", or asked vector::reserve for 10¹⁸).
-        auto number = [&] {
-            char* end = nullptr;
-            errno = 0;
-            const long long x = std::strtoll(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0' || errno == ERANGE || x < 0 || x > (int64_t{1} << 20))
-                throw std::runtime_error("seq2seq config: " + key + "=" + value +
-                                         " is not a size (a whole number in [0, 1048576])");
-            return static_cast<int64_t>(x);
-        };
+    for (const auto& [key, value] : config_items(text, who)) {
+        auto number = [&, &key = key, &value = value] { return config_size(who, key, value); };
         if (key == "source_vocab") c.source_vocab = number();
         else if (key == "target_vocab") c.target_vocab = number();
         else if (key == "embedding") c.embedding = number();
@@ -55,13 +42,8 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "align") c.align = value;
         else if (key == "input_feeding") c.input_feeding = value == "1";
         else if (key == "window") c.window = number();
-        else if (key == "dropout") {
-            char* end = nullptr;
-            c.dropout = std::strtod(value.c_str(), &end);
-            if (value.empty() || *end != '\0' || !(c.dropout >= 0 && c.dropout < 1))
-                throw std::runtime_error("seq2seq config: dropout=" + value + " is not a probability in [0, 1)");
-        }
-        else throw std::runtime_error("seq2seq config: unknown key '" + key + "'");
+        else if (key == "dropout") c.dropout = config_probability(who, key, value);
+        else throw std::runtime_error(who + ": unknown key '" + key + "'");
     }
     return c.canonical();
 }

@@ -1,7 +1,6 @@
 #include "examples/seq2seq/transformer_model.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -9,6 +8,7 @@
 
 #include "attention/multi_head.hpp"
 #include "attention/position.hpp"
+#include "examples/seq2seq/config_text.hpp"
 #include "autograd/ops.hpp"
 #include "nn/init.hpp"
 #include "tensor/ops.hpp"
@@ -26,25 +26,12 @@ std::string TransformerConfig::str() const {
 }
 
 TransformerConfig TransformerConfig::parse(const std::string& text) {
+    const std::string who = "seq2seq transformer config";
     TransformerConfig c;
-    std::istringstream in(text);
-    for (std::string item; in >> item;) {
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos)
-            throw std::runtime_error("seq2seq transformer config: expected key=value, got '" + item + "'");
-        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-        auto number = [&] {
-            char* end = nullptr;
-            errno = 0;
-            const long long x = std::strtoll(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0' || errno == ERANGE || x < 0 || x > (int64_t{1} << 20))
-                throw std::runtime_error("seq2seq transformer config: " + key + "=" + value +
-                                         " is not a size (a whole number in [0, 1048576])");
-            return static_cast<int64_t>(x);
-        };
+    for (const auto& [key, value] : config_items(text, who)) {
+        auto number = [&, &key = key, &value = value] { return config_size(who, key, value); };
         if (key == "model") {
-            if (value != "transformer")
-                throw std::runtime_error("seq2seq transformer config: model=" + value + " is not a transformer");
+            if (value != "transformer") throw std::runtime_error(who + ": model=" + value + " is not a transformer");
         } else if (key == "source_vocab") c.source_vocab = number();
         else if (key == "target_vocab") c.target_vocab = number();
         else if (key == "d_model") c.d_model = number();
@@ -52,18 +39,10 @@ TransformerConfig TransformerConfig::parse(const std::string& text) {
         else if (key == "layers") c.layers = number();
         else if (key == "ffn") c.ffn = number();
         else if (key == "tie_output") {
-            if (value != "0" && value != "1")
-                throw std::runtime_error("seq2seq transformer config: tie_output=" + value + " is not 0 or 1");
+            if (value != "0" && value != "1") throw std::runtime_error(who + ": tie_output=" + value + " is not 0 or 1");
             c.tie_output = value == "1";
-        } else if (key == "dropout") {
-            char* end = nullptr;
-            c.dropout = std::strtod(value.c_str(), &end);
-            if (value.empty() || *end != '\0' || !(c.dropout >= 0 && c.dropout < 1))
-                throw std::runtime_error("seq2seq transformer config: dropout=" + value +
-                                         " is not a probability in [0, 1)");
-        } else {
-            throw std::runtime_error("seq2seq transformer config: unknown key '" + key + "'");
-        }
+        } else if (key == "dropout") c.dropout = config_probability(who, key, value);
+        else throw std::runtime_error(who + ": unknown key '" + key + "'");
     }
     c.check();
     return c;
