@@ -181,8 +181,8 @@ int main(int argc, char** argv) try {
                        .source_vocab = task.source_vocab, .target_vocab = task.target_vocab};
     setup.config.source_vocab = setup.transformer.source_vocab = task.source_vocab.size();
     setup.config.target_vocab = setup.transformer.target_vocab = task.target_vocab.size();
-    // The catalog's names in the checkpoint (score=general_score, not the flag's
-    // short "general"), as the model itself holds them; throws on an unknown one.
+    // The catalog's ids in the checkpoint, not the flags' short names (--score
+    // general), as the model itself holds them; throws on an unknown one.
     if (setup.model == "rnn") setup.config = setup.config.canonical();
     std::cerr << task.description << "\n";
 
