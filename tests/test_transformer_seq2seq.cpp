@@ -354,5 +354,23 @@ TEST_CASE("decoding sessions of both models: select() keeps each row's own histo
             for (int64_t c = 0; c < V; ++c)
                 CHECK(next.log_probs[static_cast<int64_t>(r) * V + c] == doctest::Approx(lp[2 * V + c]).epsilon(1e-4));
         }
+
+        // Two sources (the second padded): after select({1, 0, 0}) each row reads its
+        // own source's encoding, whatever order the rows came in.
+        const std::vector<std::vector<int64_t>> sources = {{4, 5, 6, 7}, {7, 3}};
+        const Batch two = make_batch({{sources[0], {}}, {sources[1], {}}}, {0, 1});
+        const auto both = model->start(two.source, two.source_lengths);
+        both->step(Tensor::from({real(kBos), real(kBos)}, {2}));
+        both->select({1, 0, 0});
+        const NextToken after = both->step(Tensor::from({4, 5, 6}, {3}));
+        const std::vector<std::pair<size_t, int64_t>> rows = {{1, 4}, {0, 5}, {0, 6}};  // (source, token fed)
+        for (size_t r = 0; r < rows.size(); ++r) {
+            CAPTURE(r);
+            const Batch forced = make_batch({{sources[rows[r].first], {rows[r].second}}}, {0});  // <s> a → after a
+            const Tensor lp = attn::log_softmax(model->forward(forced).value(), -1);
+            const int64_t V = lp.size(2);
+            for (int64_t c = 0; c < V; ++c)
+                CHECK(after.log_probs[static_cast<int64_t>(r) * V + c] == doctest::Approx(lp[1 * V + c]).epsilon(1e-4));
+        }
     }
 }

@@ -219,32 +219,25 @@ namespace {
 class RnnSession : public DecodingSession {
 public:
     RnnSession(Seq2SeqModel& model, const Tensor& source, const std::vector<int64_t>& lengths)
-        : model_(model), encoded_(model.encode(source, lengths)), state_(model.initial_state(encoded_)) {
-        for (int64_t b = 0; b < source.size(0); ++b) rows_.push_back(b);
-    }
+        : model_(model), encoded_(model.encode(source, lengths)), state_(model.initial_state(encoded_)) {}
 
     NextToken step(const Tensor& previous) override {
-        const bool same_rows = rows_.size() == static_cast<size_t>(encoded_.states.size(0)) &&
-                               std::is_sorted(rows_.begin(), rows_.end()) &&
-                               std::adjacent_find(rows_.begin(), rows_.end()) == rows_.end();
-        const StepOutput out = model_.step(same_rows ? encoded_ : encoded_.select(rows_), state_, previous, t_++);
+        const StepOutput out = model_.step(encoded_, state_, previous, t_++);
         state_ = out.state;
         return {log_softmax(out.logits.value(), -1), out.weights.value()};
     }
 
+    // Each hypothesis keeps its own row of the source's encoding and of the state.
     void select(const std::vector<int64_t>& rows) override {
-        std::vector<int64_t> sources;
-        for (int64_t r : rows) sources.push_back(rows_.at(static_cast<size_t>(r)));
-        rows_ = std::move(sources);
+        encoded_ = encoded_.select(rows);
         state_.s = index_select(state_.s, 0, rows);
         if (state_.feed.defined()) state_.feed = index_select(state_.feed, 0, rows);
     }
 
 private:
     Seq2SeqModel& model_;
-    Encoded encoded_;
+    Encoded encoded_;  // one row per hypothesis
     DecoderState state_;
-    std::vector<int64_t> rows_;  // the source row of each hypothesis
     int64_t t_ = 0;
 };
 

@@ -206,9 +206,7 @@ namespace {
 class TransformerSession : public DecodingSession {
 public:
     TransformerSession(TransformerSeq2Seq& model, const Tensor& source, const std::vector<int64_t>& lengths)
-        : model_(model), memory_(model.encode(source, lengths)), fed_(static_cast<size_t>(source.size(0))) {
-        for (int64_t b = 0; b < source.size(0); ++b) rows_.push_back(b);
-    }
+        : model_(model), memory_(model.encode(source, lengths)), fed_(static_cast<size_t>(source.size(0))) {}
 
     NextToken step(const Tensor& previous) override {
         const int64_t K = static_cast<int64_t>(fed_.size());
@@ -217,9 +215,7 @@ public:
         Tensor target_in = Tensor::empty(Shape{K, T});
         for (int64_t k = 0; k < K; ++k)
             for (int64_t t = 0; t < T; ++t) target_in[k * T + t] = fed_[static_cast<size_t>(k)][static_cast<size_t>(t)];
-        const bool same_rows = K == memory_.states.size(0) && std::is_sorted(rows_.begin(), rows_.end()) &&
-                               std::adjacent_find(rows_.begin(), rows_.end()) == rows_.end();
-        const TransformerSeq2Seq::Decoded d = model_.decode(target_in, same_rows ? memory_ : memory_.select(rows_));
+        const TransformerSeq2Seq::Decoded d = model_.decode(target_in, memory_);
         // the last position's logits K×V and cross-attention K×n (the last layer, the heads' mean)
         const Tensor logits = squeeze(slice(d.logits.value(), 1, T - 1, T), 1);
         const Tensor cross = mean_over_heads(d.cross_weights.back());
@@ -228,22 +224,18 @@ public:
         return {log_softmax(logits, -1), weights};
     }
 
+    // Each hypothesis keeps its own row of the memory and its own tokens.
     void select(const std::vector<int64_t>& rows) override {
-        std::vector<int64_t> sources;
         std::vector<std::vector<real>> fed;
-        for (int64_t r : rows) {
-            sources.push_back(rows_.at(static_cast<size_t>(r)));
-            fed.push_back(fed_.at(static_cast<size_t>(r)));
-        }
-        rows_ = std::move(sources);
+        for (int64_t r : rows) fed.push_back(fed_.at(static_cast<size_t>(r)));
         fed_ = std::move(fed);
+        memory_ = memory_.select(rows);
     }
 
 private:
     TransformerSeq2Seq& model_;
-    TransformerSeq2Seq::Memory memory_;
+    TransformerSeq2Seq::Memory memory_;   // one row per hypothesis
     std::vector<std::vector<real>> fed_;  // per hypothesis: <s> and the tokens written so far
-    std::vector<int64_t> rows_;          // the source row of each hypothesis
 };
 
 }  // namespace
