@@ -431,4 +431,7 @@ TEST_CASE("learning_rate_schedule: --schedule noam and cosine with --warmup, by 
     CHECK(learning_rate_schedule("cosine", 0.1, 100)(0) == doctest::Approx(0.1));
     CHECK_THROWS_WITH_AS(learning_rate_schedule("linear", 0.1, 100), "--schedule expects constant, cosine or noam, got 'linear'",
                          std::invalid_argument);
+    for (const char* kind : {"constant", "cosine", "noam"})
+        CHECK_THROWS_WITH_AS(learning_rate_schedule(kind, 0.1, 100, -1), "--warmup must be >= 0, got -1",
+                             std::invalid_argument);
 }

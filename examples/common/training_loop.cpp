@@ -42,15 +42,14 @@ LoopOptions loop_options(const CommonFlags& f, const std::string& name) {
 
 std::function<double(int64_t)> learning_rate_schedule(const std::string& kind, double lr, int64_t total_steps,
                                                       int64_t warmup_steps) {
+    if (warmup_steps < 0) throw std::invalid_argument("--warmup must be >= 0, got " + std::to_string(warmup_steps));
     if (kind == "constant") return {};
     if (kind == "noam") {
-        if (warmup_steps < 0) throw std::invalid_argument("--warmup must be >= 0, got " + std::to_string(warmup_steps));
         const InverseSqrtWarmup noam(lr, warmup_steps > 0 ? warmup_steps : std::max<int64_t>(1, total_steps / 10));
         return [noam](int64_t step) { return noam.lr(step); };
     }
     if (kind != "cosine")
         throw std::invalid_argument("--schedule expects constant, cosine or noam, got '" + kind + "'");
-    if (warmup_steps < 0) throw std::invalid_argument("--warmup must be >= 0, got " + std::to_string(warmup_steps));
     // with a warm-up: linear from lr/W to lr over W steps, then the cosine over the rest
     const auto cosine =
         std::make_shared<CosineAnnealing>(lr, std::max<int64_t>(1, total_steps - warmup_steps), lr * 0.05);
