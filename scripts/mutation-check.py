@@ -102,7 +102,11 @@ def run_tests(m, log):
         if out.returncode != 0:
             passed = False
             if not first_failure:
-                found = re.search(r"TEST CASE:\s+(.*)", out.stdout)
+                # doctest prints a block per test case with an ERROR and per test case
+                # with a MESSAGE (a passing test's figures): name the first failing one.
+                failing = [block for block in re.split(r"^=+$", out.stdout, flags=re.M)
+                           if re.search(r"\b(ERROR|FATAL ERROR)\b", block)]
+                found = re.search(r"TEST CASE:\s+(.*)", failing[0]) if failing else None
                 first_failure = found.group(1).strip() if found else f"{binary} exited {out.returncode}"
     return passed, first_failure
 
