@@ -80,8 +80,12 @@ DEBUG_OPT := -Og
 # scalar. "cheap" allows the remainder, as clang does at -O2; the library's
 # element-wise kernels are written as such loops. (Results are unchanged:
 # without -ffast-math no floating-point sum is reordered.)
+# -fno-trapping-math lets GCC turn a selection between two floats (x > y ?
+# x : y) into a vector mask, which it otherwise refuses because a comparison
+# might raise a floating-point exception; clang assumes so by default, and
+# the library never looks at the exception flags. (max_pool2d's 2×2 rows.)
 ifeq ($(IS_CLANG),)
-FAST_OPT += -fvect-cost-model=cheap
+FAST_OPT += -fvect-cost-model=cheap -fno-trapping-math
 endif
 endif
 ifeq ($(WERROR),1)

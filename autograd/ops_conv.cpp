@@ -197,6 +197,48 @@ void max_pool_planes(const Window& w, int64_t bc_begin, int64_t bc_end, const re
     }
 }
 
+// The same for the pool of most CNN encoders (W4's): 2×2 windows, stride 2,
+// no padding, one row of Wo windows at a time, reading two input rows. Every
+// window lies inside the input, and its four elements are compared in the
+// order of the loop above with the same selections, so the maximum and its
+// offset are the same, ties and −∞ included (tests/test_autograd_values.cpp
+// checks both against a brute-force maximum). With no loop inside a window,
+// the compiler vectorises the row: the selections become masks (GCC needs
+// -fno-trapping-math for that, see the Makefile).
+void max_pool_2x2_row(const real* top, const real* bottom, real* z, uint16_t* argmax, int64_t Wo) {
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+        const real a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
+        real best = -std::numeric_limits<real>::infinity();
+        int32_t where = 0;  // the kernel offset i·2 + j of the maximum
+        bool greater = a > best;
+        best = greater ? a : best;
+        greater = b > best;
+        best = greater ? b : best;
+        where = greater ? 1 : where;
+        greater = c > best;
+        best = greater ? c : best;
+        where = greater ? 2 : where;
+        greater = d > best;
+        best = greater ? d : best;
+        where = greater ? 3 : where;
+        z[ow] = best;
+        argmax[ow] = static_cast<uint16_t>(where);
+    }
+}
+
+// Its backward, one row of windows: window ow's gradient goes to row k/2 of
+// the pair (top or bottom), column 2·ow + k%2.
+void max_pool_2x2_backward_row(const uint16_t* argmax, const real* g, real* top, int64_t W, int64_t Wo) {
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t k = argmax[ow];
+        top[(k >> 1) * W + 2 * ow + (k & 1)] += g[ow];
+    }
+}
+
+bool is_2x2_stride_2(const Window& w) {
+    return w.kh == 2 && w.kw == 2 && w.sh == 2 && w.sw == 2 && w.ph == 0 && w.pw == 0;
+}
+
 // max_pool2d's backward on planes [bc_begin, bc_end): each window's gradient
 // goes to its maximum, at kernel offset argmax[window] = i·kw + j (ki, kj:
 // that offset's i and j, without a division per window).
@@ -309,35 +351,33 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
                 gemm(false, true, O, CK, L, real(1), g.data() + b * O * L, L, cols.data() + b * CK * L, L, real(1),
                      dW.data(), CK);
         }
-        if (has_bias && bw.needs(2)) {
+        if (has_bias && bw.needs(2)) {  // Σ over images and positions: per image a row sum (B×O), then over b
+            const Tensor per_image = sum(g, 2);
             real* db = bw.grad_buffer(2).data();
             for (int64_t b = 0; b < w.B; ++b)
-                for (int64_t o = 0; o < O; ++o) {
-                    const real* row = g.data() + (b * O + o) * L;
-                    double s = 0;
-                    for (int64_t l = 0; l < L; ++l) s += row[l];
-                    db[o] += static_cast<real>(s);
-                }
+                for (int64_t o = 0; o < O; ++o) db[o] += per_image.data()[b * O + o];
         }
         if (bw.needs(0)) {
             real* dx = bw.grad_buffer(0).data();
-            // Images in parallel (each adds only to its own part of dx), each
-            // thread with its own column gradient for one image at a time.
-            parallel_for(0, w.B, 1, [&](int64_t b_begin, int64_t b_end) {
-                Tensor dcols = Tensor::empty(Shape{CK, L});
-                for (int64_t b = b_begin; b < b_end; ++b) {
-                    gemm(true, false, CK, L, O, real(1), W2.data(), CK, g.data() + b * O * L, L, real(0),
-                         dcols.data(), L);
-                    Window one = w;  // fold image b: the walk of a batch of one, offset to image b
-                    one.B = 1;
-                    const real* gc = dcols.data();
-                    real* dxb = dx + b * w.C * w.H * w.W;
-                    const int64_t step = w.sw;
-                    for_each_unfold_run(one, 0, w.C, [=](int64_t col, int64_t in, int64_t count) {
+            // One image at a time: its column gradient Wᵀ g_b (split over the
+            // threads by gemm, and counted as a product by the profiler), then
+            // folded into dx_b with the image's channel planes in parallel
+            // (each adds only to its own plane).
+            Tensor dcols = Tensor::empty(Shape{CK, L});
+            const real* gc = dcols.data();
+            const int64_t step = w.sw;
+            Window one = w;  // the walk of a batch of one, offset to image b below
+            one.B = 1;
+            for (int64_t b = 0; b < w.B; ++b) {
+                gemm(true, false, CK, L, O, real(1), W2.data(), CK, g.data() + b * O * L, L, real(0), dcols.data(),
+                     L);
+                real* dxb = dx + b * w.C * w.H * w.W;
+                parallel_planes(one, w.kh * w.kw * L, [&](int64_t c_begin, int64_t c_end) {
+                    for_each_unfold_run(one, c_begin, c_end, [=](int64_t col, int64_t in, int64_t count) {
                         add_run(dxb + in, step, gc + col, count);
                     });
-                }
-            });
+                });
+            }
         }
     });
 }
@@ -359,9 +399,15 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     const real* x = input.value().data();
     real* pz = z.data();
     uint16_t* pa = argmax.data();
-    parallel_planes(w, w.Ho * w.Wo * w.kh * w.kw,
-                    [&](int64_t bc_begin, int64_t bc_end) { max_pool_planes(w, bc_begin, bc_end, x, pz, pa); });
-    return record("max_pool2d", std::move(z), {input}, [w, argmax = std::move(argmax)](Backward& bw) {
+    const bool two_by_two = is_2x2_stride_2(w);
+    parallel_planes(w, w.Ho * w.Wo * w.kh * w.kw, [&](int64_t bc_begin, int64_t bc_end) {
+        if (!two_by_two) return max_pool_planes(w, bc_begin, bc_end, x, pz, pa);
+        for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {  // r = bc·Ho + oh: input rows 2·oh, 2·oh + 1
+            const real* top = x + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
+            max_pool_2x2_row(top, top + w.W, pz + r * w.Wo, pa + r * w.Wo, w.Wo);
+        }
+    });
+    return record("max_pool2d", std::move(z), {input}, [w, two_by_two, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
         std::vector<int64_t> ki, kj;  // k → (i, j), without a division per window
@@ -370,7 +416,12 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
         // Planes in parallel: a window's maximum lies in its own plane.
         const uint16_t* where = argmax.data();
         parallel_planes(w, w.Ho * w.Wo, [&](int64_t bc_begin, int64_t bc_end) {
-            max_pool_backward_planes(w, bc_begin, bc_end, where, ki.data(), kj.data(), g, dx);
+            if (!two_by_two)
+                return max_pool_backward_planes(w, bc_begin, bc_end, where, ki.data(), kj.data(), g, dx);
+            for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {
+                real* top = dx + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
+                max_pool_2x2_backward_row(where + r * w.Wo, g + r * w.Wo, top, w.W, w.Wo);
+            }
         });
     });
 }

@@ -266,8 +266,10 @@ struct WindowCase {
     int64_t Wo() const { return (W + 2 * pw - kw) / sw + 1; }
 };
 // Windows that fit, overhang by a row or a column, skip input (stride > kernel
-// width), or see a whole padded border; 2×2 stride 2 is the W4 pool.
-const WindowCase kWindowCases[] = {{2, 8, 8, 2, 2, 2, 2, 0, 0}, {1, 5, 4, 3, 3, 2, 2, 1, 1}, {2, 6, 7, 3, 3, 1, 1, 1, 1},
+// width), or see a whole padded border; 2×2 stride 2 is the W4 pool (and
+// max_pool2d's own path for it), also over odd sizes that leave a row and a
+// column out.
+const WindowCase kWindowCases[] = {{2, 8, 8, 2, 2, 2, 2, 0, 0}, {3, 7, 9, 2, 2, 2, 2, 0, 0}, {1, 5, 4, 3, 3, 2, 2, 1, 1}, {2, 6, 7, 3, 3, 1, 1, 1, 1},
                                    {3, 4, 5, 2, 3, 1, 2, 0, 1}, {1, 3, 3, 3, 5, 1, 3, 1, 2}, {2, 2, 2, 1, 1, 1, 1, 0, 0},
                                    {1, 7, 5, 4, 2, 3, 1, 2, 1}, {1, 3, 3, 3, 3, 1, 1, 1, 1}};
 
