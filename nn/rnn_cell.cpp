@@ -11,6 +11,7 @@
 #include "nn/init.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -75,46 +76,57 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
     const int64_t B = h.size(0), H = h.size(1);
     Tensor rzn = Tensor::empty(Shape{B, 3 * H});
     Tensor out = Tensor::empty(Shape{B, H});
-    for (int64_t b = 0; b < B; ++b) {
-        const real* pi = gi.value().data() + b * 3 * H;
-        const real* ph = gh.value().data() + b * 3 * H;
-        const real* hv = h.value().data() + b * H;
-        real* s = rzn.data() + b * 3 * H;
-        real* o = out.data() + b * H;
-        // [r | z] = σ(gi + gh), n = tanh(gi_n + r ⊙ gh_n), each a whole row
-        // at once (the vector kernels of tensor/fast_math.hpp)
-        for (int64_t j = 0; j < 2 * H; ++j) s[j] = pi[j] + ph[j];
-        sigmoid_into(s, s, 2 * H);
-        for (int64_t j = 0; j < H; ++j) s[2 * H + j] = pi[2 * H + j] + s[j] * ph[2 * H + j];
-        tanh_into(s + 2 * H, s + 2 * H, H);
-        for (int64_t j = 0; j < H; ++j) {
-            const real z = s[H + j], n = s[2 * H + j];
-            o[j] = (1 - z) * n + z * hv[j];
+    const real *gi_v = gi.value().data(), *gh_v = gh.value().data(), *h_v = h.value().data();
+    real *rzn_v = rzn.data(), *out_v = out.data();
+    // Rows in parallel (each reads and writes only its own row); the same
+    // split as the product that wrote gh, so at 2 threads each core mostly
+    // reads rows it wrote itself (docs/performance.md, "W3 on two threads").
+    parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
+        for (int64_t b = b_begin; b < b_end; ++b) {
+            const real* pi = gi_v + b * 3 * H;
+            const real* ph = gh_v + b * 3 * H;
+            const real* hv = h_v + b * H;
+            real* s = rzn_v + b * 3 * H;
+            real* o = out_v + b * H;
+            // [r | z] = σ(gi + gh), n = tanh(gi_n + r ⊙ gh_n), each a whole row
+            // at once (the vector kernels of tensor/fast_math.hpp)
+            for (int64_t j = 0; j < 2 * H; ++j) s[j] = pi[j] + ph[j];
+            sigmoid_into(s, s, 2 * H);
+            for (int64_t j = 0; j < H; ++j) s[2 * H + j] = pi[2 * H + j] + s[j] * ph[2 * H + j];
+            tanh_into(s + 2 * H, s + 2 * H, H);
+            for (int64_t j = 0; j < H; ++j) {
+                const real z = s[H + j], n = s[2 * H + j];
+                o[j] = (1 - z) * n + z * hv[j];
+            }
         }
-    }
+    });
     return record("gru_gates", std::move(out), {gi, gh, h},
                   [rzn, gh = gh.value(), h = h.value(), B, H](Backward& bw) {
                       Tensor dgi = Tensor::empty(Shape{B, 3 * H}), dgh = Tensor::empty(Shape{B, 3 * H});
                       Tensor dh = Tensor::empty(Shape{B, H});
-                      for (int64_t b = 0; b < B; ++b) {
-                          const real* g = bw.grad().data() + b * H;
-                          const real* s = rzn.data() + b * 3 * H;
-                          const real* ghn = gh.data() + b * 3 * H + 2 * H;
-                          const real* hv = h.data() + b * H;
-                          real* di = dgi.data() + b * 3 * H;
-                          real* dhh = dgh.data() + b * 3 * H;
-                          for (int64_t j = 0; j < H; ++j) {
-                              const real r = s[j], z = s[H + j], n = s[2 * H + j];
-                              const real dn = g[j] * (1 - z) * (1 - n * n);
-                              const real dz = g[j] * (hv[j] - n) * z * (1 - z);
-                              const real dr = dn * ghn[j] * r * (1 - r);
-                              di[j] = dhh[j] = dr;
-                              di[H + j] = dhh[H + j] = dz;
-                              di[2 * H + j] = dn;
-                              dhh[2 * H + j] = dn * r;
-                              dh.data()[b * H + j] = g[j] * z;
+                      const real *g_rows = bw.grad().data(), *rzn_rows = rzn.data(), *gh_rows = gh.data(), *h_rows = h.data();
+                      real *dgi_rows = dgi.data(), *dgh_rows = dgh.data(), *dh_rows = dh.data();
+                      parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
+                          for (int64_t b = b_begin; b < b_end; ++b) {
+                              const real* g = g_rows + b * H;
+                              const real* s = rzn_rows + b * 3 * H;
+                              const real* ghn = gh_rows + b * 3 * H + 2 * H;
+                              const real* hv = h_rows + b * H;
+                              real* di = dgi_rows + b * 3 * H;
+                              real* dhh = dgh_rows + b * 3 * H;
+                              for (int64_t j = 0; j < H; ++j) {
+                                  const real r = s[j], z = s[H + j], n = s[2 * H + j];
+                                  const real dn = g[j] * (1 - z) * (1 - n * n);
+                                  const real dz = g[j] * (hv[j] - n) * z * (1 - z);
+                                  const real dr = dn * ghn[j] * r * (1 - r);
+                                  di[j] = dhh[j] = dr;
+                                  di[H + j] = dhh[H + j] = dz;
+                                  di[2 * H + j] = dn;
+                                  dhh[2 * H + j] = dn * r;
+                                  dh_rows[b * H + j] = g[j] * z;
+                              }
                           }
-                      }
+                      });
                       if (bw.needs(0)) bw.accumulate(0, std::move(dgi));
                       if (bw.needs(1)) bw.accumulate(1, std::move(dgh));
                       if (bw.needs(2)) bw.accumulate(2, std::move(dh));

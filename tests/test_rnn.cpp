@@ -5,6 +5,7 @@
 // error messages that name the layer and the shapes, a 2000-step unroll.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "autograd/ops.hpp"
 #include "nn/rnn.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;
@@ -154,6 +156,31 @@ TEST_CASE("rnn gates: fused and composed agree in value and gradient") {
         const std::vector<Tensor> composed = run(lstm, false), fused = run(lstm, true);
         const char* what[] = {"value", "∂L/∂gi", "∂L/∂gh", "∂L/∂state"};
         for (size_t k = 0; k < composed.size(); ++k) check_close(fused[k], composed[k], what[k], 1e-6);
+    }
+}
+
+TEST_CASE("gru_gates_fused split over two threads: the composed gates' values and gradients, and the same bits as one thread") {
+    // 256 rows of 3·50 gate values (W3's word GRU): large enough that the
+    // fused op's forward and backward split the rows over the threads.
+    Generator gen(8);
+    const int64_t B = 256, H = 50;
+    const Tensor gi = Tensor::normal(Shape{B, 3 * H}, 0, 2, gen), gh = Tensor::normal(Shape{B, 3 * H}, 0, 2, gen);
+    const Tensor h = Tensor::normal(Shape{B, H}, 0, 1, gen), w = Tensor::normal(Shape{B, H}, 0, 1, gen);
+    auto run = [&](bool fused, int threads) {
+        set_num_threads(threads);
+        const Var a(gi.clone(), true), b(gh.clone(), true), s(h.clone(), true);
+        const Var n = fused ? gru_gates_fused(a, b, s) : gru_gates(a, b, s);
+        sum(n * Var(w)).backward();
+        return std::vector<Tensor>{n.value(), a.grad(), b.grad(), s.grad()};
+    };
+    const int before = num_threads();
+    const std::vector<Tensor> composed = run(false, 1), one = run(true, 1), two = run(true, 2);
+    set_num_threads(before);
+    const char* what[] = {"value", "∂L/∂gi", "∂L/∂gh", "∂L/∂h"};
+    for (size_t k = 0; k < composed.size(); ++k) {
+        INFO(what[k]);
+        check_close(two[k], composed[k], what[k], 1e-6);
+        CHECK(std::equal(one[k].data(), one[k].data() + one[k].numel(), two[k].data()));
     }
 }
 

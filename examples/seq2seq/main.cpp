@@ -7,10 +7,12 @@
 //   build/examples/seq2seq --data cmudict           # G2P (make data first)
 //   build/examples/seq2seq --data g2p-2007          # G2P on the papers' 2007 training list
 //   build/examples/seq2seq --predict "Nov 22 2026"  # with out/seq2seq/best.safetensors
+//   build/examples/seq2seq --data g2p-2007 --ensemble A,B --beam 5  # trained models together, scored on dev
 //   build/examples/seq2seq --dump-reference r.safetensors  # out/seq2seq/model.safetensors on fixed
 //                                                   # inputs, for python/check_torch.py
 //
 // docs/examples/seq2seq.md explains the model, the flags and the results.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -48,7 +50,19 @@ struct Settings {
     int64_t beam = 1;            // 1: greedy
     double length_penalty = 1.0;
     PredictFlags predict;        // --predict --checkpoint --svg --show --dump-reference
+    std::string ensemble;        // --ensemble FILE,FILE,...: score (or --predict with) these models together
 };
+
+// "a,b,,c" → {"a", "b", "c"}
+std::vector<std::string> comma_list(const std::string& text) {
+    std::vector<std::string> items;
+    for (size_t start = 0; start <= text.size();) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        if (comma > start) items.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return items;
+}
 
 // The defaults that depend on the task and the model: small and quick for
 // dates; for G2P, W2 (the RNN) and the size of g2p-seq2seq's pretrained
@@ -111,6 +125,44 @@ ErrorRates score(const std::vector<EvalItem>& items, const std::vector<std::vect
     return e;
 }
 
+// --ensemble without --predict: no training; the models of `paths` decode
+// the task's dev words (and its test words, when given) together, with the
+// --beam and --length-penalty given, and are scored as the trainer scores one.
+int evaluate_ensemble(const Settings& s, const TaskData& task, const std::vector<std::string>& paths,
+                      const FlagParser& flags) {
+    Seq2SeqSetup setup;
+    const std::unique_ptr<Translator> models = load_models(paths, setup);
+    if (setup.source_vocab.symbols() != task.source_vocab.symbols() ||
+        setup.target_vocab.symbols() != task.target_vocab.symbols())
+        throw std::runtime_error("--ensemble: " + paths[0] + " was trained with other vocabularies than --data " +
+                                 task.name + " gives; score it on the data it was trained on");
+    models->set_fused(s.common.fused);
+    std::cerr << models->describe() << "\n";
+    Json sets = Json::object();
+    const char* decoding = s.beam > 1 ? "beam" : "greedy";
+    for (const auto& [name, items] : {std::pair<const char*, const std::vector<EvalItem>*>{"dev", &task.dev},
+                                      {"test", &task.test}}) {
+        if (items->empty()) continue;
+        const ErrorRates e = score(*items, decode_all(*models, task, *items, s.beam, s.length_penalty));
+        std::printf("%s: %lld items, exact %.4f, WER %.4f, PER %.4f (%s, an ensemble of %zu)\n", name,
+                    static_cast<long long>(e.words), 1 - e.wer(), e.wer(), e.per(),
+                    s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy", paths.size());
+        sets.set(name, Json::object({{"set", name}, {"exact", 1 - e.wer()}, {"wer", e.wer()}, {"per", e.per()},
+                                     {"items", e.words}, {"decoding", decoding}}));
+    }
+    Json members = Json::array();
+    for (const std::string& path : paths) members.push_back(path);
+    Json settings = Json::object();
+    for (const auto& [name, value] : flags.values()) settings.set(name, value);
+    std::cout << "RESULT "
+              << Json::object({{"example", "seq2seq"}, {"data", task.name}, {"model", models->config_text()},
+                               {"ensemble", members}, {"scores", sets}, {"params", models->num_parameters()},
+                               {"settings", settings}})
+                     .dump()
+              << std::endl;
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -160,6 +212,10 @@ int main(int argc, char** argv) try {
                                            "without it the final score is on dev)");
     flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
     flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
+    flags.add("--ensemble", &s.ensemble,
+              "trained models (model files or checkpoints, comma-separated) decoding together, their next-token "
+              "distributions averaged: with --predict, for the arguments; otherwise no training, the dev (and "
+              "--test) words of --data are scored");
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
     if (!s.predict.dump_reference.empty()) {
@@ -167,8 +223,12 @@ int main(int argc, char** argv) try {
         std::cerr << "wrote " << s.predict.dump_reference << "\n";
         return 0;
     }
+    const std::vector<std::string> ensemble = comma_list(s.ensemble);
+    if (!s.ensemble.empty() && ensemble.empty())
+        throw std::invalid_argument("--ensemble: expected model files separated by commas, got '" + s.ensemble + "'");
     if (s.predict.on)
         return predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
+                                         .ensemble = ensemble,
                                          .inputs = flags.positional(), .svg = s.predict.svg,
                                          .show = s.predict.show, .beam = s.beam,
                                          .length_penalty = s.length_penalty});
@@ -176,6 +236,7 @@ int main(int argc, char** argv) try {
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
     const TaskData task = load_task(s.task);
+    if (!ensemble.empty()) return evaluate_ensemble(s, task, ensemble, flags);
     apply_task_defaults(s, task.g2p);
     Seq2SeqSetup setup{.model = s.model_kind, .config = s.model, .transformer = s.transformer, .g2p = task.g2p,
                        .source_vocab = task.source_vocab, .target_vocab = task.target_vocab};

@@ -7,6 +7,7 @@
 
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
+#include "examples/seq2seq/ensemble.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
 #include "nn/checkpoint.hpp"
@@ -78,12 +79,33 @@ std::unique_ptr<Translator> load_trained(const std::string& path, Seq2SeqSetup& 
 
 }  // namespace
 
+std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, Seq2SeqSetup& setup) {
+    if (paths.empty()) throw std::invalid_argument("seq2seq: no model to load");
+    std::vector<Ensemble::Member> members;
+    for (const std::string& path : paths) {
+        Seq2SeqSetup own;
+        auto gen = std::make_unique<Generator>(0);
+        auto model = load_trained(path, own, *gen);
+        if (members.empty()) {
+            setup = own;
+        } else if (own.g2p != setup.g2p || own.source_vocab.symbols() != setup.source_vocab.symbols() ||
+                   own.target_vocab.symbols() != setup.target_vocab.symbols()) {
+            throw std::runtime_error("seq2seq --ensemble: " + path + " was trained on another task or vocabulary than " +
+                                     paths[0] + "; an ensemble's models must share both vocabularies");
+        }
+        members.push_back({std::move(gen), std::move(model)});
+    }
+    auto ensemble = std::make_unique<Ensemble>(std::move(members));
+    ensemble->eval();
+    return ensemble;
+}
+
 // ---- --predict -----------------------------------------------------------------------------------
 
 int predict_transliterations(const Seq2SeqPredictOptions& o) {
     Seq2SeqSetup setup;
     Generator gen(0);
-    const auto model = load_trained(o.checkpoint, setup, gen);
+    const auto model = o.ensemble.empty() ? load_trained(o.checkpoint, setup, gen) : load_models(o.ensemble, setup);
     const std::vector<std::string> inputs = arguments_or_stdin_lines(o.inputs);
     // On a terminal (or with --show) each answer comes with what the decoder
     // attended to while writing it: one row per output symbol.

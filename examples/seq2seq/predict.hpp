@@ -35,10 +35,18 @@ Seq2SeqSetup load_setup(const std::map<std::string, std::string>& metadata, cons
 // outlive it: dropout keeps it).
 std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen);
 
+// The trained models of `paths` (model files or checkpoints) as one
+// Ensemble (ensemble.hpp) in evaluation mode; one path gives an ensemble of
+// one, which decodes exactly as its model. `setup` receives the first file's; every other
+// must have the same task and vocabularies, or this throws naming both files.
+std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, Seq2SeqSetup& setup);
+
 // --predict: transliterates `inputs` (or the lines of standard input) with
-// the model in `checkpoint` (a model file or a training checkpoint).
+// the model in `checkpoint` (a model file or a training checkpoint), or the
+// ensemble of the models in `ensemble`.
 struct Seq2SeqPredictOptions {
     std::string checkpoint;
+    std::vector<std::string> ensemble;  // --ensemble: these models together instead of `checkpoint`
     std::vector<std::string> inputs;
     std::string svg;      // the alignment pictures (numbered when several)
     bool show = false;    // draw the alignment also when stdout is not a terminal
