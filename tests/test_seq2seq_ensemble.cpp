@@ -20,23 +20,14 @@
 #include "nn/optim.hpp"
 #include "tensor/ops.hpp"
 #include "tests/helpers.hpp"
+#include "tests/seq2seq_toy.hpp"
 
 using namespace attn;
 using namespace attn::seq2seq;
+using attn::testing::all_pairs;
+using attn::testing::toy_pairs;
 
 namespace {
-
-// Reverse-and-shift, as in test_seq2seq_model.cpp: a handful of pairs of different lengths.
-std::vector<Pair> toy_pairs() {
-    return {{{4, 5, 6}, {5, 4, 3}}, {{7, 4}, {3, 6}}, {{5, 5, 8, 9}, {8, 7, 4, 4}}, {{9, 6, 4}, {3, 5, 8}},
-            {{6}, {5}}, {{8, 7, 6, 5, 4}, {3, 4, 5, 6, 7}}};
-}
-
-Batch all_pairs(const std::vector<Pair>& pairs) {
-    std::vector<size_t> index(pairs.size());
-    for (size_t i = 0; i < index.size(); ++i) index[i] = i;
-    return make_batch(pairs, index);
-}
 
 // A few Adam steps away from the initialisation, so that each model has
 // preferences of its own.

@@ -14,9 +14,11 @@
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tests/helpers.hpp"
+#include "tests/seq2seq_toy.hpp"
 
 using namespace attn;
 using namespace attn::seq2seq;
+using attn::testing::toy_pairs;
 
 namespace {
 
@@ -24,12 +26,6 @@ ModelConfig tiny(const std::string& attention = "additive", const std::string& a
     return ModelConfig{.source_vocab = 10, .target_vocab = 9, .embedding = 8, .encoder_hidden = 12,
                        .decoder_hidden = 20, .attention_dim = 16, .attention = attention, .align = align,
                        .input_feeding = true, .window = 2};
-}
-
-// Reverse-and-shift: source ids a b c → target ids (a−1) … ; a handful of pairs.
-std::vector<Pair> toy_pairs() {
-    return {{{4, 5, 6}, {5, 4, 3}}, {{7, 4}, {3, 6}}, {{5, 5, 8, 9}, {8, 7, 4, 4}}, {{9, 6, 4}, {3, 5, 8}},
-            {{6}, {5}}, {{8, 7, 6, 5, 4}, {3, 4, 5, 6, 7}}};
 }
 
 std::vector<std::vector<int64_t>> greedy_tokens(Seq2SeqModel& model, const Batch& b) {

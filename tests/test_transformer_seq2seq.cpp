@@ -17,9 +17,12 @@
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
 #include "tests/helpers.hpp"
+#include "tests/seq2seq_toy.hpp"
 
 using namespace attn;
 using namespace attn::seq2seq;
+using attn::testing::all_pairs;
+using attn::testing::toy_pairs;
 
 namespace {
 
@@ -33,18 +36,6 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 TransformerConfig tiny(bool tie = true) {
     return TransformerConfig{.source_vocab = 10, .target_vocab = 9, .d_model = 8, .heads = 2, .layers = 2,
                              .ffn = 12, .dropout = 0, .tie_output = tie};
-}
-
-// Reverse-and-shift, as in test_seq2seq_model.cpp: a handful of pairs of different lengths.
-std::vector<Pair> toy_pairs() {
-    return {{{4, 5, 6}, {5, 4, 3}}, {{7, 4}, {3, 6}}, {{5, 5, 8, 9}, {8, 7, 4, 4}}, {{9, 6, 4}, {3, 5, 8}},
-            {{6}, {5}}, {{8, 7, 6, 5, 4}, {3, 4, 5, 6, 7}}};
-}
-
-Batch all_pairs(const std::vector<Pair>& pairs) {
-    std::vector<size_t> index(pairs.size());
-    for (size_t i = 0; i < index.size(); ++i) index[i] = i;
-    return make_batch(pairs, index);
 }
 
 // A few Adam steps away from the initialisation, so that the model has preferences.
