@@ -107,8 +107,8 @@ void for_each_unfold_run(const Window& w, int64_t bc_begin, int64_t bc_end, F ru
 // an input row, to consecutive columns; fold adds them back. With stride 1
 // (every convolution of the workloads) both are plain vector loops.
 inline void copy_run(real* cols, const real* in, int64_t stride, int64_t count) {
-    if (stride == 1)
-        std::copy(in, in + count, cols);
+    if (stride == 1)  // a loop, not std::copy: the runs are short (28 values in W4), a memmove call costs more
+        for (int64_t t = 0; t < count; ++t) cols[t] = in[t];
     else
         for (int64_t t = 0; t < count; ++t) cols[t] = in[t * stride];
 }
@@ -310,14 +310,18 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, S
 }
 
 // The same as one op, with a hand-written backward: what conv2d composes from
-// unfold, matmul and add, without keeping W·cols and (W·cols + b) as two
-// tensors, and with the columns' gradient made one image at a time (C·kh·kw
-// × Ho·Wo, ~1 MB) and folded at once instead of as one B-image tensor (29 MB
-// for W4's second layer). Keeps only the columns for backward:
+// unfold, matmul and add, one image at a time. An image's columns (C·kh·kw ×
+// Ho·Wo, ~1 MB for W4's second layer) are made, used by the product while
+// they are still in cache, and made again in backward, instead of keeping all
+// B images' columns (29 MB for that layer, written to memory once and read
+// back by three products). Keeps only the input for backward:
 //   z_b = W cols_b + b 1ᵀ            W O×CK, cols_b CK×L, z_b O×L
 //   ∂L/∂W += Σ_b g_b cols_bᵀ          ∂L/∂b += Σ_{b,l} g_b[:, l]
 //   ∂L/∂x_b += fold(Wᵀ g_b)
-// tests/test_autograd_values.cpp checks it against conv2d, value and gradient.
+// Each product is split over the threads by gemm (and counted as a product
+// by the profiler); the unfold and the fold of one image split its channel
+// planes. tests/test_autograd_values.cpp checks it against conv2d, value and
+// gradient, and on 1 and 2 threads.
 Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
     const ProfileScope scope("conv2d_fused");
     if (weight.rank() != 4)
@@ -329,52 +333,48 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
         throw std::invalid_argument("conv2d_fused: input " + input.shape().str() + ", weight " +
                                     weight.shape().str() + " and bias " + bias.shape().str() +
                                     " must be B×C×H×W, O×C×kh×kw and O");
-    const int64_t CK = C * kh * kw, L = w.Ho * w.Wo;
-    Tensor cols = Tensor::empty(Shape{w.B, CK, L});
-    parallel_unfold_copy(w, input.value().data(), cols.data());
+    const int64_t CK = C * kh * kw, L = w.Ho * w.Wo, image = w.C * w.H * w.W;
+    Window one = w;  // the walk of one image (offset to image b by the caller)
+    one.B = 1;
+    const Tensor x = input.value();
+    const Tensor W2 = weight.value().reshape(Shape{O, CK});
+    Tensor cols = Tensor::empty(Shape{CK, L});  // one image's columns at a time
     Tensor z = Tensor::empty(Shape{w.B, O, L});
     for (int64_t b = 0; b < w.B; ++b) {  // z_b = b 1ᵀ, then += W cols_b
         real* zb = z.data() + b * O * L;
         for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias.value()[o] : 0);
+        parallel_unfold_copy(one, x.data() + b * image, cols.data());
+        gemm(false, false, O, L, CK, real(1), W2.data(), CK, cols.data(), L, real(1), zb, L);
     }
-    const Tensor W2 = weight.value().reshape(Shape{O, CK});
-    matmul_into(z, W2, cols, false, false, 1, 1);  // W (O×CK) broadcast over the batch of cols
     std::vector<Var> inputs{input, weight};
     if (bias.defined()) inputs.push_back(bias);
     const bool has_bias = bias.defined();
     return record("conv2d_fused", z.reshape(Shape{w.B, O, w.Ho, w.Wo}), inputs,
-                  [w, cols, W2, O, CK, L, has_bias](Backward& bw) {
+                  [w, one, x, W2, O, CK, L, image, has_bias](Backward& bw) {
         const Tensor g = bw.grad().reshape(Shape{w.B, O, L});
-        if (bw.needs(1)) {
-            Tensor dW = bw.grad_buffer(1).reshape(Shape{O, CK});
-            for (int64_t b = 0; b < w.B; ++b)  // Σ_b g_b cols_bᵀ
-                gemm(false, true, O, CK, L, real(1), g.data() + b * O * L, L, cols.data() + b * CK * L, L, real(1),
-                     dW.data(), CK);
-        }
         if (has_bias && bw.needs(2)) {  // Σ over images and positions: per image a row sum (B×O), then over b
             const Tensor per_image = sum(g, 2);
             real* db = bw.grad_buffer(2).data();
             for (int64_t b = 0; b < w.B; ++b)
                 for (int64_t o = 0; o < O; ++o) db[o] += per_image.data()[b * O + o];
         }
-        if (bw.needs(0)) {
-            real* dx = bw.grad_buffer(0).data();
-            // One image at a time: its column gradient Wᵀ g_b (split over the
-            // threads by gemm, and counted as a product by the profiler), then
-            // folded into dx_b with the image's channel planes in parallel
-            // (each adds only to its own plane).
-            Tensor dcols = Tensor::empty(Shape{CK, L});
-            const real* gc = dcols.data();
-            const int64_t step = w.sw;
-            Window one = w;  // the walk of a batch of one, offset to image b below
-            one.B = 1;
-            for (int64_t b = 0; b < w.B; ++b) {
-                gemm(true, false, CK, L, O, real(1), W2.data(), CK, g.data() + b * O * L, L, real(0), dcols.data(),
-                     L);
-                real* dxb = dx + b * w.C * w.H * w.W;
+        real* dW = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
+        real* dx = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
+        Tensor scratch = Tensor::empty(Shape{CK, L});  // image b's columns again, then their gradient
+        const real* pc = scratch.data();
+        const int64_t step = w.sw;
+        for (int64_t b = 0; b < w.B; ++b) {
+            const real* gb = g.data() + b * O * L;
+            if (dW) {  // += g_b cols_bᵀ
+                parallel_unfold_copy(one, x.data() + b * image, scratch.data());
+                gemm(false, true, O, CK, L, real(1), gb, L, scratch.data(), L, real(1), dW, CK);
+            }
+            if (dx) {  // dx_b += fold(Wᵀ g_b), each plane of the image adding only to itself
+                gemm(true, false, CK, L, O, real(1), W2.data(), CK, gb, L, real(0), scratch.data(), L);
+                real* dxb = dx + b * image;
                 parallel_planes(one, w.kh * w.kw * L, [&](int64_t c_begin, int64_t c_end) {
                     for_each_unfold_run(one, c_begin, c_end, [=](int64_t col, int64_t in, int64_t count) {
-                        add_run(dxb + in, step, gc + col, count);
+                        add_run(dxb + in, step, pc + col, count);
                     });
                 });
             }
