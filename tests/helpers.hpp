@@ -1,6 +1,6 @@
 // Helpers the float unit tests share: a temporary directory, whole-file
-// reads, the path of a fixture in tests/fixtures/, and a tolerant comparison
-// of two tensors.
+// reads, the path of a fixture in tests/fixtures/, the message of an error,
+// and a tolerant comparison of two tensors.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,6 +54,18 @@ inline std::string fixture_path(const std::string& name) {
     const std::string from_root = "tests/fixtures/" + name;
     if (std::filesystem::exists(from_root)) return from_root;
     return (std::filesystem::path(__FILE__).parent_path() / "fixtures" / name).string();
+}
+
+// The message of what f() throws, or "(no exception)": for checking an
+// error's wording.
+template <class F>
+std::string error_of(F f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "(no exception)";
 }
 
 // got ≈ want element by element: |got − want| ≤ tol·(1 + |want|) everywhere,

@@ -340,6 +340,21 @@ TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided,
     }
 }
 
+TEST_CASE("autograd values: max_pool2d over 2×2 windows, by hand: an all −∞ window and NaN") {
+    // Window 0 holds only −∞: its maximum is −∞, and the gradient goes to its
+    // first element. Window 1 holds NaN, 1, 2, NaN: a NaN is never greater, so
+    // the maximum is 2, at kernel offset 2 (row 1, column 0 of the window).
+    const real inf = std::numeric_limits<real>::infinity(), nan = std::numeric_limits<real>::quiet_NaN();
+    Var x(Tensor::from({-inf, -inf, nan, 1, -inf, -inf, 2, nan}, Shape{1, 1, 2, 4}), true);
+    Var z = max_pool2d(x, Size2(2));
+    REQUIRE(z.shape() == Shape{1, 1, 1, 2});
+    CHECK(z.value()[0] == -inf);
+    CHECK(z.value()[1] == 2);
+    z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
+    const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
+    for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
+}
+
 TEST_CASE("autograd values: softmax_composed, by hand: large scores do not overflow; the softmax kernel agrees") {
     // e^1000 overflows a float; e^(a − max) does not: (1, 3) / 4.
     Var x = param({1000, 1000 + std::log(3.f), -2, 0}, {2, 2});

@@ -43,16 +43,6 @@ std::vector<uint8_t> idx_labels(uint32_t n) {
     for (uint32_t i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(i % 10));
     return b;
 }
-// The message of the exception `f` throws.
-template <class F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
-}
 
 // A tiny Fashion-MNIST directory: 12 training items (28×28) with pixel values
 // 10..21 and 4 test items with 200..203, labels i mod 10: a scene's pixels say

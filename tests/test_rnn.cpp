@@ -18,6 +18,7 @@
 #include "tests/helpers.hpp"
 
 using namespace attn;
+using attn::testing::error_of;
 using attn::testing::check_close;
 
 namespace {
@@ -26,15 +27,6 @@ bool all_zero(const Tensor& t) {
     for (int64_t i = 0; i < t.numel(); ++i)
         if (t[i] != 0) return false;
     return true;
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "(no exception)";
 }
 
 // Rows [begin, end) of axis `axis`, as a new leaf.

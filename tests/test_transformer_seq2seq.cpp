@@ -22,6 +22,7 @@
 using namespace attn;
 using namespace attn::seq2seq;
 using attn::testing::all_pairs;
+using attn::testing::check_greedy_is_teacher_forcing_argmax;
 using attn::testing::toy_pairs;
 
 namespace {
@@ -172,26 +173,7 @@ TEST_CASE("seq2seq transformer: greedy decoding is the argmax of teacher forcing
     const auto pairs = toy_pairs();
     train_steps(model, all_pairs(pairs), 10);
     model.eval();
-    const Batch b = all_pairs(pairs);
-    const std::vector<Hypothesis> greedy = greedy_decode(model, b.source, b.source_lengths);
-    for (size_t i = 0; i < pairs.size(); ++i) {
-        CAPTURE(i);
-        // teacher-force the greedy output (alone, no padding): position t must predict token t, then </s>
-        const Batch one = make_batch({{pairs[i].source, greedy[i].tokens}}, {0});
-        NoGradGuard no_grad;
-        const Tensor lp = attn::log_softmax(model.forward(one).value(), -1);  // 1×T×V
-        const int64_t T = lp.size(1), V = lp.size(2);
-        const size_t written = greedy[i].attention.size();  // tokens, and </s> unless it ran out of steps
-        REQUIRE(static_cast<int64_t>(written) <= T);
-        double log_prob = 0;
-        for (size_t t = 0; t < written; ++t) {
-            const real* row = lp.data() + static_cast<int64_t>(t) * V;
-            const int64_t argmax = std::max_element(row, row + V) - row;
-            CHECK(argmax == (t < greedy[i].tokens.size() ? greedy[i].tokens[t] : kEos));
-            log_prob += row[argmax];
-        }
-        CHECK(greedy[i].log_prob == doctest::Approx(log_prob).epsilon(1e-4));
-    }
+    check_greedy_is_teacher_forcing_argmax(model, pairs);
 }
 
 TEST_CASE("seq2seq transformer: beam width 1 equals greedy; padding in a batch changes nothing") {

@@ -57,14 +57,18 @@ std::function<double(int64_t)> learning_rate_schedule(const std::string& kind, d
     return [warm](int64_t step) { return warm.lr(step); };
 }
 
-Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,
-                 const LoopResult& trained, int64_t params, const FlagParser& flags) {
+Json flag_settings(const FlagParser& flags) {
     Json settings = Json::object();
     for (const auto& [name, value] : flags.values()) settings.set(name, value);
+    return settings;
+}
+
+Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,
+                 const LoopResult& trained, int64_t params, const FlagParser& flags) {
     return Json::object({{"example", example}, {"data", data}, {"model", model}, {"test", std::move(test)},
                          {"train_seconds", trained.train_seconds}, {"params", params},
                          {"epochs", trained.state.epoch}, {"steps", trained.state.step},
-                         {"stopped", to_string(trained.reason)}, {"settings", settings}});
+                         {"stopped", to_string(trained.reason)}, {"settings", flag_settings(flags)}});
 }
 
 namespace {

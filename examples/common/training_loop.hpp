@@ -152,5 +152,7 @@ LoopResult train_loop(const LoopOptions& options, Module& model, Optimizer& opti
 //           "settings":{"data":"needle","epochs":"4",...}}
 Json result_json(const std::string& example, const std::string& data, const std::string& model, Json test,
                  const LoopResult& trained, int64_t params, const FlagParser& flags);
+// Its "settings": every flag's value as given or defaulted, by name.
+Json flag_settings(const FlagParser& flags);
 
 }  // namespace attn

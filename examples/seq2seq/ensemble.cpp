@@ -8,9 +8,9 @@
 
 namespace attn::seq2seq {
 
-Tensor mean_of_distributions(const std::vector<Tensor>& log_probs) {
+Var mean_of_distributions(const std::vector<Var>& log_probs) {
     const real log_m = static_cast<real>(std::log(static_cast<double>(log_probs.size())));
-    return logsumexp(stack(log_probs, 0), 0) - Tensor::full(log_probs[0].shape(), log_m);
+    return logsumexp(stack(log_probs, 0), 0) - log_m;
 }
 
 namespace {
@@ -22,13 +22,14 @@ public:
         : sessions_(std::move(sessions)) {}
 
     NextToken step(const Tensor& previous) override {
-        std::vector<Tensor> log_probs, weights;
+        std::vector<Var> log_probs;
+        std::vector<Tensor> weights;
         for (auto& s : sessions_) {
             NextToken next = s->step(previous);
-            log_probs.push_back(std::move(next.log_probs));
+            log_probs.emplace_back(std::move(next.log_probs));
             weights.push_back(std::move(next.weights));
         }
-        return {mean_of_distributions(log_probs), mean(stack(weights, 0), 0)};
+        return {mean_of_distributions(log_probs).value(), mean(stack(weights, 0), 0)};
     }
     void select(const std::vector<int64_t>& rows) override {
         for (auto& s : sessions_) s->select(rows);
@@ -57,8 +58,7 @@ Var Ensemble::forward(const Batch& batch, Tensor* weights) {
         if (weights) member_weights.push_back(std::move(w));
     }
     if (weights) *weights = mean(stack(member_weights, 0), 0);
-    const real log_m = static_cast<real>(std::log(static_cast<double>(members_.size())));
-    return logsumexp(stack(log_probs, 0), 0) - log_m;
+    return mean_of_distributions(log_probs);
 }
 
 std::unique_ptr<DecodingSession> Ensemble::start(const Tensor& source, const std::vector<int64_t>& lengths) {

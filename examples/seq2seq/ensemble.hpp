@@ -45,15 +45,13 @@ public:
     std::string config_text() const override;
     std::string describe() const override;
 
-    int64_t size() const { return static_cast<int64_t>(members_.size()); }
-    Translator& member(int64_t m) { return *members_.at(static_cast<size_t>(m)).model; }
-
 private:
     std::vector<Member> members_;
 };
 
-// The mixture of M distributions given as log-probabilities (each K×V):
-// logsumexp over the members − log M. Exposed for the test.
-Tensor mean_of_distributions(const std::vector<Tensor>& log_probs);
+// The mixture of M distributions given as log-probabilities (each of the
+// same shape, the distribution along the last axis): logsumexp over the
+// members − log M. Both forward() (B×T×V) and decoding (K×V) use it.
+Var mean_of_distributions(const std::vector<Var>& log_probs);
 
 }  // namespace attn::seq2seq

@@ -125,6 +125,17 @@ ErrorRates score(const std::vector<EvalItem>& items, const std::vector<std::vect
     return e;
 }
 
+// A set's scores as the trainer prints them ("dev: 5400 items, exact …, WER …,
+// PER … (beam 5" — the caller closes the parenthesis) and as RESULT holds them.
+void print_scores(const char* set, const ErrorRates& e, int64_t beam) {
+    std::printf("%s: %lld items, exact %.4f, WER %.4f, PER %.4f (%s", set, static_cast<long long>(e.words), 1 - e.wer(),
+                e.wer(), e.per(), beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy");
+}
+Json scores_json(const char* set, const ErrorRates& e, int64_t beam) {
+    return Json::object({{"set", set}, {"exact", 1 - e.wer()}, {"wer", e.wer()}, {"per", e.per()},
+                         {"items", e.words}, {"decoding", beam > 1 ? "beam" : "greedy"}});
+}
+
 // --ensemble without --predict: no training; the models of `paths` decode
 // the task's dev words (and its test words, when given) together, with the
 // --beam and --length-penalty given, and are scored as the trainer scores one.
@@ -139,25 +150,20 @@ int evaluate_ensemble(const Settings& s, const TaskData& task, const std::vector
     models->set_fused(s.common.fused);
     std::cerr << models->describe() << "\n";
     Json sets = Json::object();
-    const char* decoding = s.beam > 1 ? "beam" : "greedy";
     for (const auto& [name, items] : {std::pair<const char*, const std::vector<EvalItem>*>{"dev", &task.dev},
                                       {"test", &task.test}}) {
         if (items->empty()) continue;
         const ErrorRates e = score(*items, decode_all(*models, task, *items, s.beam, s.length_penalty));
-        std::printf("%s: %lld items, exact %.4f, WER %.4f, PER %.4f (%s, an ensemble of %zu)\n", name,
-                    static_cast<long long>(e.words), 1 - e.wer(), e.wer(), e.per(),
-                    s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy", paths.size());
-        sets.set(name, Json::object({{"set", name}, {"exact", 1 - e.wer()}, {"wer", e.wer()}, {"per", e.per()},
-                                     {"items", e.words}, {"decoding", decoding}}));
+        print_scores(name, e, s.beam);
+        std::printf(", an ensemble of %zu)\n", paths.size());
+        sets.set(name, scores_json(name, e, s.beam));
     }
     Json members = Json::array();
     for (const std::string& path : paths) members.push_back(path);
-    Json settings = Json::object();
-    for (const auto& [name, value] : flags.values()) settings.set(name, value);
     std::cout << "RESULT "
               << Json::object({{"example", "seq2seq"}, {"data", task.name}, {"model", models->config_text()},
                                {"ensemble", members}, {"scores", sets}, {"params", models->num_parameters()},
-                               {"settings", settings}})
+                               {"settings", flag_settings(flags)}})
                      .dump()
               << std::endl;
     return 0;
@@ -301,16 +307,14 @@ int main(int argc, char** argv) try {
         const bool ok = closest_reference(hyps[i], scored[i].references).distance == 0;
         std::printf("  %-28s → %-24s %s\n", scored[i].text.c_str(), join(hyps[i], sep).c_str(), ok ? "" : "*");
     }
-    std::printf("%s: %lld items, exact %.4f, WER %.4f, PER %.4f (%s)%s\n", set_name, static_cast<long long>(test.words),
-                1 - test.wer(), test.wer(), test.per(), s.beam > 1 ? ("beam " + std::to_string(s.beam)).c_str() : "greedy",
-                has_test ? "" : "; no test set (give --test FILE)");
+    print_scores(set_name, test, s.beam);
+    std::printf(")%s\n", has_test ? "" : "; no test set (give --test FILE)");
     write_seq2seq_report(s.common.out, task, model, dir, test, train_seconds, s.beam);
 
-    const Json test_json = Json::object({{"set", set_name}, {"exact", 1 - test.wer()}, {"wer", test.wer()},
-                                         {"per", test.per()}, {"items", test.words},
-                                         {"decoding", s.beam > 1 ? "beam" : "greedy"}});
     std::cout << "RESULT "
-              << result_json("seq2seq", task.name, model.config_text(), test_json, trained, model.num_parameters(), flags).dump()
+              << result_json("seq2seq", task.name, model.config_text(), scores_json(set_name, test, s.beam), trained,
+                             model.num_parameters(), flags)
+                     .dump()
               << std::endl;
     return 0;
 } catch (const std::exception& e) {
