@@ -100,22 +100,29 @@ inline real keep_or_zero(bool keep, real x) {
     return std::bit_cast<real>(std::bit_cast<Bits>(x) & (Bits{0} - static_cast<Bits>(keep)));
 }
 
-// out[i] = f(in[i]) for i < n (out may be in). On a CPU with AVX2 and FMA
-// (and real = float) 8 values at a time by fast_math_avx2.cpp, the same
-// formulas in vector registers; else one by one with the functions above.
-// ATTN_FAST_MATH=scalar forces the one-by-one loops (to compare).
+// out[i] = f(in[i]) for i < n (out may be in). On a CPU with AVX-512 (and
+// real = float) 16 values at a time by fast_math_avx512.cpp, with AVX2 and FMA
+// 8 at a time by fast_math_avx2.cpp: the same formulas in vector registers.
+// Else one by one with the functions above. ATTN_FAST_MATH=scalar|avx2|avx512
+// forces a loop (to compare; one the CPU lacks is refused by an exception).
 void exp_into(const real* in, real* out, int64_t n);
 void tanh_into(const real* in, real* out, int64_t n);
 void sigmoid_into(const real* in, real* out, int64_t n);
 
-// The vector versions, for the test that they agree with the scalar ones (n ≥ 0;
-// call only when fast_math_avx2_available()).
+enum class FastMathPath { scalar, avx2, avx512 };
+// The loop the *_into functions use (chosen once, from the CPU and ATTN_FAST_MATH).
+FastMathPath fast_math_path();
+const char* to_string(FastMathPath path);
+
+// The vector versions, for the tests that they agree with the scalar ones
+// (n ≥ 0; call only when the CPU has the instructions).
 bool fast_math_avx2_available();
-// Whether the *_into loops use it: available, real is float, and
-// ATTN_FAST_MATH is not "scalar" (read once).
-bool fast_math_avx2_enabled();
+bool fast_math_avx512_available();
 void exp_avx2(const float* in, float* out, int64_t n);
 void tanh_avx2(const float* in, float* out, int64_t n);
 void sigmoid_avx2(const float* in, float* out, int64_t n);
+void exp_avx512(const float* in, float* out, int64_t n);
+void tanh_avx512(const float* in, float* out, int64_t n);
+void sigmoid_avx512(const float* in, float* out, int64_t n);
 
 }  // namespace attn
