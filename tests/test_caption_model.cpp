@@ -91,6 +91,62 @@ TEST_CASE("caption model: forward shapes, soft and hard") {
     }
 }
 
+TEST_CASE("caption model: the fast paths give the composed model's values and gradients") {
+    // set_fused(true): conv2d_fused, the fused LSTM gates, additive_score_fused
+    // and each max-pool before its ReLU. Random images and biases leave many
+    // 2×2 windows whose values are all negative, where ReLU-then-pool and
+    // pool-then-ReLU pick different positions (with zero gradient in both).
+    const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 3, 1, 1);
+    const CaptionBatch batch = make_caption_batch(d.train, {0, 1, 2});
+    Generator noise(9);
+    Tensor images = batch.images.clone();
+    for (int64_t i = 0; i < images.numel(); ++i) images[i] += static_cast<real>(noise.normal());
+    const CaptionerConfig config{.channels1 = 3, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5,
+                                 .vocab = 4};
+    Generator g1(4), g2(4);
+    Captioner composed(config, g1), fused(config, g2);
+    fused.set_fused(true);
+    for (Captioner* m : {&composed, &fused}) {  // biases that leave some windows all negative
+        for (int64_t c = 0; c < 3; ++c) m->conv1.bias.value()[c] = c == 0 ? real(-0.5) : real(0.1);
+        m->conv2.bias.value()[1] = -1;
+    }
+    const Captioner::Forward a = composed.forward(images, batch.captions);
+    const Captioner::Forward b = fused.forward(images, batch.captions);
+    for (int64_t i = 0; i < a.logits.numel(); ++i)
+        CHECK(b.logits.value()[i] == doctest::Approx(a.logits.value()[i]).epsilon(1e-4));
+    for (int64_t i = 0; i < a.alphas.numel(); ++i)
+        CHECK(b.alphas.value()[i] == doctest::Approx(a.alphas.value()[i]).epsilon(1e-4));
+    // a loss that weighs every logit differently, so each gradient is specific
+    Tensor weights = Tensor::empty(a.logits.shape());
+    for (int64_t i = 0; i < weights.numel(); ++i) weights[i] = static_cast<real>(noise.normal());
+    sum(a.logits * Var(weights)).backward();
+    sum(b.logits * Var(weights)).backward();
+    const auto pa = composed.named_parameters(), pb = fused.named_parameters();
+    REQUIRE(pa.size() == pb.size());
+    int64_t zero_in_pool = 0;
+    for (size_t k = 0; k < pa.size(); ++k) {
+        CAPTURE(pa[k].first);
+        const Tensor ga = pa[k].second.grad(), gb = pb[k].second.grad();
+        REQUIRE(ga.defined());
+        REQUIRE(gb.defined());
+        real scale = 0;
+        for (int64_t i = 0; i < ga.numel(); ++i) scale = std::max(scale, std::abs(ga[i]));
+        for (int64_t i = 0; i < ga.numel(); ++i) CHECK(std::abs(gb[i] - ga[i]) <= 1e-4 * scale + 1e-6);
+    }
+    // the windows the comment promises: conv1's first channel has all-negative ones
+    const Var pre = composed.conv1.forward(Var(images));
+    const int64_t H = pre.size(2), W = pre.size(3);
+    for (int64_t n = 0; n < pre.size(0); ++n)
+        for (int64_t y = 0; y + 1 < H; y += 2)
+            for (int64_t x = 0; x + 1 < W; x += 2) {
+                const real* p = pre.value().data() + n * pre.size(1) * H * W;  // channel 0
+                if (p[y * W + x] <= 0 && p[y * W + x + 1] <= 0 && p[(y + 1) * W + x] <= 0 &&
+                    p[(y + 1) * W + x + 1] <= 0)
+                    ++zero_in_pool;
+            }
+    CHECK(zero_in_pool > 0);
+}
+
 TEST_CASE("caption model: hard attention in evaluation reads the expected context or the argmax location") {
     Generator gen(3);
     const CaptionDataset d = make_shape_dataset({.rows = 1, .cols = 2, .cell_size = 8, .num_shapes = 2}, 3, 1, 1);

@@ -55,14 +55,22 @@ void Captioner::set_fused(bool on) {
         if (auto* conv = dynamic_cast<Conv2d*>(&context[i])) conv->fused = on;
     cell.fused = on;
     attention.score.fused = on;  // additive_score_fused
+    pool_before_relu_ = on;
 }
 
 Var Captioner::encode(const Var& images) {
     if (images.rank() != 4 || images.size(1) != 1 || images.size(2) % 4 != 0 || images.size(3) % 4 != 0)
         throw std::invalid_argument("Captioner::encode: images " + images.shape().str() +
                                     " must be B×1×H×W with H and W multiples of 4");
-    const Var x1 = pool.forward(relu(conv1.forward(images)));  // B×C1×H/2×W/2
-    Var x2 = pool.forward(relu(conv2.forward(x1)));            // B×D×H/4×W/4
+    // conv → ReLU → max-pool, as the paper's encoder. The fast path pools
+    // first: ReLU is monotone, so the largest of a window's ReLUs is the ReLU
+    // of its largest value, and the gradient reaches the same position (none
+    // when the window's largest value is ≤ 0), with ReLU on a quarter of the values.
+    const auto block = [&](Conv2d& conv, const Var& x) {
+        return pool_before_relu_ ? relu(pool.forward(conv.forward(x))) : pool.forward(relu(conv.forward(x)));
+    };
+    const Var x1 = block(conv1, images);  // B×C1×H/2×W/2
+    Var x2 = block(conv2, x1);            // B×D×H/4×W/4
     if (context.size() > 0) x2 = context.forward(x2);          // same shape, wider view
     const int64_t B = x2.size(0), D = x2.size(1);
     // One row per grid location: B×D×L → B×L×D

@@ -116,8 +116,9 @@ public:
 
     const CaptionerConfig& config() const { return config_; }
     // The fast paths, chosen by name: the convolutions as conv2d_fused, the
-    // LSTMCell with fused gates, and the attention's score as
-    // additive_score_fused (the same values up to rounding). Without this
+    // LSTMCell with fused gates, the attention's score as additive_score_fused
+    // (the same values up to rounding), and each max-pool before its ReLU
+    // instead of after (the same values and gradients). Without this
     // call the model runs the composed versions, to read and step through; the
     // trainer turns them on unless --no-fused, W4 always.
     void set_fused(bool on);
@@ -131,6 +132,7 @@ public:
 
 private:
     CaptionerConfig config_;
+    bool pool_before_relu_ = false;  // set_fused
     Generator sampler_gen_;  // the hard attention's draws (declared before hard_alignment)
 
 public:
