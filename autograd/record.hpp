@@ -49,8 +49,11 @@ public:
     // ∂L/∂input_i += g. A g of a broadcast shape is summed back to the input's
     // shape (sum_to): broadcasting ops need nothing more. The first gradient an
     // input receives becomes its buffer: a temporary (an rvalue just computed)
-    // is kept as it is, anything else — grad() itself, a view of it, a named
-    // tensor — is copied first, so no two buffers ever share storage.
+    // is kept as it is; grad() itself, or a view of all of it (reshape's,
+    // add's), is handed on to one input when this node will drop its gradient
+    // after this backward anyway (no retain_grad()); anything else is copied
+    // first. So no two buffers ever share storage once this backward returns,
+    // and a chain of views and additions passes one buffer down, uncopied.
     void accumulate(int i, Tensor&& g) { add_gradient(i, std::move(g), true); }
     void accumulate(int i, const Tensor& g) { add_gradient(i, g, false); }
     // Input i's gradient buffer, zero-filled on first use, for kernels that add
@@ -60,7 +63,14 @@ public:
 
 private:
     void add_gradient(int i, Tensor g, bool temporary);
+    // Whether g, a view of all of grad(), may become an input's buffer.
+    bool can_hand_on(const Tensor& g) const;
+    // The input given grad()'s storage, if any: before anything is added to
+    // its buffer within this backward, it gets a copy of its own, so grad()
+    // reads the same values until the backward function returns.
+    void take_back(Node* in);
     Node& node_;
+    Node* handed_to_ = nullptr;
 };
 
 // A node made by an op: a Node plus its backward function F.

@@ -151,6 +151,7 @@ void Backward::add_gradient(int i, Tensor g, bool temporary) {
     if (!in) return;
     const Shape& shape = in->value.shape();
     Tensor summed = g.shape() == shape ? g : sum_to(g, shape);
+    take_back(in);
     if (in->grad.defined()) {
         add_(in->grad, summed);
         return;
@@ -158,11 +159,32 @@ void Backward::add_gradient(int i, Tensor g, bool temporary) {
     // Keep `summed` as the buffer only if nobody else can see its storage.
     const bool made_by_sum_to = !summed.shares_storage_with(g);
     const bool ours = made_by_sum_to || (temporary && !g.shares_storage_with(node_.grad));
+    if (!ours && can_hand_on(summed)) {
+        in->grad = std::move(summed);  // shared with node_.grad until the engine drops that
+        handed_to_ = in;
+        return;
+    }
     in->grad = ours ? std::move(summed) : summed.clone();
+}
+
+bool Backward::can_hand_on(const Tensor& g) const {
+    // Once only (two inputs must not share a buffer), never a gradient the
+    // node keeps, and only a view of the whole buffer: a part of it would
+    // leave the rest to be copied by someone else anyway.
+    const Tensor& own = node_.grad;
+    if (handed_to_ || node_.retains_grad || !g.shares_storage_with(own)) return false;
+    return g.data() == own.data() && g.numel() == own.numel();
+}
+
+void Backward::take_back(Node* in) {
+    if (in != handed_to_) return;
+    in->grad = in->grad.clone();
+    handed_to_ = nullptr;
 }
 
 Tensor& Backward::grad_buffer(int i) {
     Node* in = node_.input(i);
+    take_back(in);
     if (!in->grad.defined()) in->grad = Tensor::zeros(in->value.shape());
     return in->grad;
 }

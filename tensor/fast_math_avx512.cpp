@@ -15,9 +15,10 @@
 
 // GCC 12's AVX-512 intrinsics (max, min, roundscale, scalef) pass
 // _mm512_undefined_ps() as the unused merge source, which it then reports as
-// "may be used uninitialized" in its own header.
+// "(may be) used uninitialized" in its own header (-O2 and -Og respectively).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace attn {

@@ -7,6 +7,7 @@
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/allocator.hpp"
 #include "tensor/ops.hpp"
 
 using namespace attn;
@@ -84,7 +85,8 @@ TEST_CASE("autograd engine: backward with an upstream gradient, and leaf gradien
 }
 
 TEST_CASE("autograd engine: a gradient buffer never shares storage with another") {
-    // add passes g through to both inputs: each must get its own copy.
+    // add passes g through to both inputs: one may be handed the buffer, the
+    // other must get a copy of its own.
     Var a(Tensor::from({1, 2}), true), b(Tensor::from({3, 4}), true);
     Var s = a + b;
     s.backward(Tensor::from({1, 1}));
@@ -93,6 +95,66 @@ TEST_CASE("autograd engine: a gradient buffer never shares storage with another"
     t.backward(Tensor::from({1, 1}));
     CHECK(close(a.grad(), {3, 3}));
     CHECK(close(b.grad(), {1, 1}));
+}
+
+TEST_CASE("autograd engine: views and additions hand their gradient on instead of copying it") {
+    // x → 2x → k reshapes → + c → L = Σ v ⊙ ·: ∂L/∂x = 2v. The gradient buffer
+    // made by mul's backward travels down the reshapes and the addition; the
+    // number of buffers the backward asks the allocator for does not grow with k.
+    const Tensor v = Tensor::from({1, -2, 3, -4, 5, -6}, Shape{2, 3});
+    auto requests_of_backward = [&](int k) {
+        Var x(Tensor::from({1, 2, 3, 4, 5, 6}, Shape{2, 3}), true);
+        Var y = x * real(2);
+        for (int i = 0; i < k; ++i) y = reshape(y, i % 2 == 0 ? Shape{3, 2} : Shape{2, 3});
+        if (k % 2 == 1) y = reshape(y, Shape{2, 3});
+        Var w = y + Var(Tensor::full(Shape{2, 3}, real(1)));
+        Var loss = sum(w * Var(v));
+        const AllocatorStats before = allocator_stats();
+        loss.backward();
+        const AllocatorStats after = allocator_stats();
+        CHECK(close(x.grad(), {2, -4, 6, -8, 10, -12}));
+        return (after.hits + after.misses) - (before.hits + before.misses);
+    };
+    CHECK(requests_of_backward(20) == requests_of_backward(2));
+}
+
+TEST_CASE("autograd engine: a handed-on gradient is taken back before its input receives more") {
+    // z = f(x, x, y) whose backward passes grad() to all three inputs, in
+    // order: x receives it twice, and y must still see the op's own gradient.
+    auto f = [](const Var& a, const Var& b, const Var& c) {
+        return record("three_way", add(add(a.value(), b.value()), c.value()), {a, b, c}, [](Backward& bw) {
+            bw.accumulate(0, bw.grad());
+            bw.accumulate(1, bw.grad());
+            bw.accumulate(2, bw.grad());
+        });
+    };
+    Var x(Tensor::from({1, 2}), true), y(Tensor::from({3, 4}), true);
+    f(x, x, y).backward(Tensor::from({1, 10}));
+    CHECK(close(x.grad(), {2, 20}));
+    CHECK(close(y.grad(), {1, 10}));
+    // grad_buffer() into an input that was handed the gradient: the same
+    auto g = [](const Var& a, const Var& b) {
+        return record("buffer_then_read", add(a.value(), b.value()), {a, b}, [](Backward& bw) {
+            bw.accumulate(0, bw.grad());
+            Tensor& buffer = bw.grad_buffer(0);
+            for (int64_t i = 0; i < buffer.numel(); ++i) buffer[i] += 100;
+            bw.accumulate(1, mul(bw.grad(), real(3)));
+        });
+    };
+    Var p(Tensor::from({1, 2}), true), q(Tensor::from({3, 4}), true);
+    g(p, q).backward(Tensor::from({1, 10}));
+    CHECK(close(p.grad(), {101, 110}));
+    CHECK(close(q.grad(), {3, 30}));
+    // a retained gradient is never handed on: it keeps its own values while
+    // its input gathers more from another path (whose backward runs after
+    // the reshape's: the engine walks the first term's graph last)
+    Var x2(Tensor::from({1, 2}), true);
+    Var h = x2 * real(1);
+    Var z = reshape(h, Shape{2, 1});
+    z.retain_grad();
+    (sum(h * Var(Tensor::from({1, 1}))) + sum(z * Var(Tensor::from({5, 7}, Shape{2, 1})))).backward();
+    CHECK(close(z.grad(), {5, 7}));
+    CHECK(close(x2.grad(), {6, 8}));
 }
 
 TEST_CASE("autograd engine: intermediate gradients are dropped unless retained") {
