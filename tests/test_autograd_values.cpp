@@ -451,6 +451,9 @@ TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when n
     }
     CHECK(kept > 700);
     CHECK(kept < 800);
+    // the mask is m_i = 1/(1−p) where the i-th uniform draw is ≥ p, else 0
+    Generator g4(42);
+    for (int64_t i = 0; i < 1000; ++i) CHECK(d1.value()[i] == (g4.uniform() >= 0.25 ? real(1 / 0.75f) : 0));
     sum(d1).backward();
     CHECK(allclose(x.grad(), d1.value(), 0, 0));  // the mask, scaled
     Generator g3(1);
