@@ -42,11 +42,13 @@ Tensor batch_matrix(const Tensor& t, int64_t b) {
 }
 
 // ∂L/∂input_i += op(x)·op(y), the product being input i's gradient before the
-// broadcast of the batch axes is undone. Four cases:
+// broadcast of the batch axes is undone. Five cases:
 //  - the product has the input's shape: the GEMM adds straight into the
 //    gradient buffer (beta = 1), or its fresh result becomes the buffer;
 //  - the input is one matrix shared by a whole batch and the product sums
 //    over rows (xᵀ·y, a weight's gradient): one GEMM of the stacked batches;
+//  - the same with x a single row per batch element (x·y, the gradient of a
+//    vector broadcast against a batch): one GEMM as well;
 //  - the input is one matrix shared by a whole batch otherwise (n×k times
 //    B×k×m, as in conv2d): Σ over the batch, one GEMM per batch element into
 //    the buffer, no B×n×k temporary;
@@ -74,6 +76,19 @@ void accumulate_product(Backward& bw, int i, const Tensor& x, const Tensor& y, b
             matmul_into(bw.grad_buffer(i), xs, ys, true, false, 1, 1);
         else
             bw.accumulate(i, matmul(xs, ys, true, false));
+        return;
+    }
+    // Σ_b x_b·y_b with every x_b a single row (like attention's u_w): the
+    // rows side by side are one 1×(B·n) row, the y_b stacked one (B·n)×d
+    // matrix, and the sum is their product.
+    if (target.rank() == 2 && !tx && !ty && x.rank() > 2 && y.rank() > 2 && x.size(-2) == 1 &&
+        batch_count(x) == batch && batch_count(y) == batch) {
+        const Tensor xs = x.reshape(Shape{1, batch * x.size(-1)});
+        const Tensor ys = y.reshape(Shape{batch * y.size(-2), y.size(-1)});
+        if (bw.has_grad(i))
+            matmul_into(bw.grad_buffer(i), xs, ys, false, false, 1, 1);
+        else
+            bw.accumulate(i, matmul(xs, ys, false, false));
         return;
     }
     if (target.rank() == 2 && per_batch(x) && per_batch(y)) {

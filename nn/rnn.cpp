@@ -198,6 +198,13 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
             const RNNWeights& w = weights(l, d);
             const size_t k = static_cast<size_t>(l * D + d);
             const bool stepwise = mode == RnnMode::stepwise;
+            if (mode == RnnMode::sequence && !has_cell) {  // the GRU's whole direction as one op
+                const Var all = gru_sequence_fused(input_projection(layer_in, w), w.w_hh, w.b_hh, h0[k], lengths,
+                                                   d == 1);  // (T+1)×B×H
+                outputs.push_back(narrow(all, 0, 0, T));
+                h_n.push_back(reshape(narrow(all, 0, T, 1), Shape{B, H}));
+                continue;
+            }
             auto [out, last] = run_direction(
                 stepwise ? layer_in : Var(), stepwise ? Var() : input_projection(layer_in, w),
                 LSTMState{h0[k], has_cell ? c0[k] : Var()}, d == 1, masks, B, H,
@@ -242,7 +249,8 @@ LSTMOutput LSTM::forward(const Var& input, const LSTMState& initial, const std::
 LSTMState LSTM::step(const Var& x_t, const Var& gi_t, const LSTMState& state, const RNNWeights& w) const {
     if (mode == RnnMode::stepwise) return lstm_cell(x_t, state, w.w_ih, w.w_hh, w.b_ih, w.b_hh);
     const Var pre = gi_t + affine(state.h, w.w_hh, w.b_hh);  // B×4H
-    return mode == RnnMode::fused ? lstm_gates_fused(pre, state.c) : lstm_gates(pre, state.c);
+    const bool fused = mode == RnnMode::fused || mode == RnnMode::sequence;  // no sequence op for the LSTM
+    return fused ? lstm_gates_fused(pre, state.c) : lstm_gates(pre, state.c);
 }
 
 }  // namespace attn

@@ -21,6 +21,7 @@ const char* to_string(RnnMode mode) {
         case RnnMode::stepwise: return "stepwise";
         case RnnMode::precomputed: return "precomputed";
         case RnnMode::fused: return "fused";
+        case RnnMode::sequence: return "sequence";
     }
     return "unknown";
 }
@@ -63,6 +64,35 @@ Var gru_gates(const Var& gi, const Var& gh, const Var& h) {
     return (1 - z) * n + z * h;                           // h' = (1 − z) ⊙ n + z ⊙ h
 }
 
+// One row of the fused gates (the vector kernels of tensor/fast_math.hpp run
+// over a whole row at once): rzn ← [r | z | n], out ← h'.
+void detail::gru_gates_row(const real* gi, const real* gh, const real* h, int64_t H, real* rzn, real* out) {
+    for (int64_t j = 0; j < 2 * H; ++j) rzn[j] = gi[j] + gh[j];  // [r | z] = σ(gi + gh)
+    sigmoid_into(rzn, rzn, 2 * H);
+    for (int64_t j = 0; j < H; ++j) rzn[2 * H + j] = gi[2 * H + j] + rzn[j] * gh[2 * H + j];
+    tanh_into(rzn + 2 * H, rzn + 2 * H, H);  // n = tanh(gi_n + r ⊙ gh_n)
+    for (int64_t j = 0; j < H; ++j) {
+        const real z = rzn[H + j], n = rzn[2 * H + j];
+        out[j] = (1 - z) * n + z * h[j];
+    }
+}
+
+// Its backward, g = ∂L/∂h' (formulas below, at gru_gates_fused).
+void detail::gru_gates_row_backward(const real* g, const real* rzn, const real* gh_n, const real* h, int64_t H,
+                                    real* dgi, real* dgh, real* dh) {
+    for (int64_t j = 0; j < H; ++j) {
+        const real r = rzn[j], z = rzn[H + j], n = rzn[2 * H + j];
+        const real dn = g[j] * (1 - z) * (1 - n * n);
+        const real dz = g[j] * (h[j] - n) * z * (1 - z);
+        const real dr = dn * gh_n[j] * r * (1 - r);
+        dgi[j] = dgh[j] = dr;
+        dgi[H + j] = dgh[H + j] = dz;
+        dgi[2 * H + j] = dn;
+        dgh[2 * H + j] = dn * r;
+        dh[j] = g[j] * z;
+    }
+}
+
 // The same in one op. Forward keeps r, z, n (B×3H) for backward, which is,
 // with g = ∂L/∂h':
 //   ∂L/∂h     = g ⊙ z
@@ -82,23 +112,8 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
     // split as the product that wrote gh, so at 2 threads each core mostly
     // reads rows it wrote itself (docs/performance.md, "W3 on two threads").
     parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
-        for (int64_t b = b_begin; b < b_end; ++b) {
-            const real* pi = gi_v + b * 3 * H;
-            const real* ph = gh_v + b * 3 * H;
-            const real* hv = h_v + b * H;
-            real* s = rzn_v + b * 3 * H;
-            real* o = out_v + b * H;
-            // [r | z] = σ(gi + gh), n = tanh(gi_n + r ⊙ gh_n), each a whole row
-            // at once (the vector kernels of tensor/fast_math.hpp)
-            for (int64_t j = 0; j < 2 * H; ++j) s[j] = pi[j] + ph[j];
-            sigmoid_into(s, s, 2 * H);
-            for (int64_t j = 0; j < H; ++j) s[2 * H + j] = pi[2 * H + j] + s[j] * ph[2 * H + j];
-            tanh_into(s + 2 * H, s + 2 * H, H);
-            for (int64_t j = 0; j < H; ++j) {
-                const real z = s[H + j], n = s[2 * H + j];
-                o[j] = (1 - z) * n + z * hv[j];
-            }
-        }
+        for (int64_t b = b_begin; b < b_end; ++b)
+            detail::gru_gates_row(gi_v + b * 3 * H, gh_v + b * 3 * H, h_v + b * H, H, rzn_v + b * 3 * H, out_v + b * H);
     });
     return record("gru_gates", std::move(out), {gi, gh, h},
                   [rzn, gh = gh.value(), h = h.value(), B, H](Backward& bw) {
@@ -107,25 +122,11 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
                       const real *g_rows = bw.grad().data(), *rzn_rows = rzn.data(), *gh_rows = gh.data(), *h_rows = h.data();
                       real *dgi_rows = dgi.data(), *dgh_rows = dgh.data(), *dh_rows = dh.data();
                       parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
-                          for (int64_t b = b_begin; b < b_end; ++b) {
-                              const real* g = g_rows + b * H;
-                              const real* s = rzn_rows + b * 3 * H;
-                              const real* ghn = gh_rows + b * 3 * H + 2 * H;
-                              const real* hv = h_rows + b * H;
-                              real* di = dgi_rows + b * 3 * H;
-                              real* dhh = dgh_rows + b * 3 * H;
-                              for (int64_t j = 0; j < H; ++j) {
-                                  const real r = s[j], z = s[H + j], n = s[2 * H + j];
-                                  const real dn = g[j] * (1 - z) * (1 - n * n);
-                                  const real dz = g[j] * (hv[j] - n) * z * (1 - z);
-                                  const real dr = dn * ghn[j] * r * (1 - r);
-                                  di[j] = dhh[j] = dr;
-                                  di[H + j] = dhh[H + j] = dz;
-                                  di[2 * H + j] = dn;
-                                  dhh[2 * H + j] = dn * r;
-                                  dh_rows[b * H + j] = g[j] * z;
-                              }
-                          }
+                          for (int64_t b = b_begin; b < b_end; ++b)
+                              detail::gru_gates_row_backward(g_rows + b * H, rzn_rows + b * 3 * H,
+                                                             gh_rows + b * 3 * H + 2 * H, h_rows + b * H, H,
+                                                             dgi_rows + b * 3 * H, dgh_rows + b * 3 * H,
+                                                             dh_rows + b * H);
                       });
                       if (bw.needs(0)) bw.accumulate(0, std::move(dgi));
                       if (bw.needs(1)) bw.accumulate(1, std::move(dgh));

@@ -34,6 +34,8 @@ enum class RnnMode {
     stepwise,     // the cell formula at every step, x_t·W_ihᵀ included: the readable one
     precomputed,  // x·W_ihᵀ for all steps in one matmul; per step h·W_hhᵀ and the composed gates
     fused,        // precomputed, and each step's gates as one op with a hand-written backward
+    sequence,     // precomputed, and (GRU) all the steps of a direction as one op, gru_sequence_fused;
+                  // an LSTM runs as fused
 };
 const char* to_string(RnnMode mode);
 
@@ -56,6 +58,19 @@ Var affine(const Var& x, const Var& w, const Var& b);
 //   h' = (1 − z) ⊙ n + z ⊙ h
 Var gru_gates(const Var& gi, const Var& gh, const Var& h);
 Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h);
+
+// One direction of a GRU layer over a batch of sequences as one op (what
+// RnnMode::sequence runs; nn/gru_sequence.cpp): for t = 0 … T−1 (reverse:
+// T−1 … 0), h_t = gru_gates(gi_t, h_{t−1}·W_hhᵀ + b_hh, h_{t−1}), the state
+// of a sequence kept and its output 0 at steps t ≥ its length.
+//   gi T×B×3H (x_t·W_ihᵀ + b_ih for every step), w_hh 3H×H, b_hh 3H or
+//   undefined, h0 B×H, lengths B (empty: every sequence T long)
+//   → (T+1)×B×H: rows 0 … T−1 the outputs, row T the final states.
+// The same values as the step-by-step layer (up to rounding). The batch is
+// split over the threads, each running every step for its own rows, and the
+// backward forms ∂L/∂W_hh with one product over all T·B rows.
+Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Var& h0,
+                       const std::vector<int64_t>& lengths, bool reverse);
 
 // LSTM gates (Hochreiter & Schmidhuber, 1997, with the forget gate of Gers et
 // al., 2000), pre = gi + gh B×4H = [i | f | g | o]:
@@ -130,6 +145,12 @@ private:
 };
 
 namespace detail {
+// One row of gru_gates_fused (H wide; gi, gh, rzn 3H): rzn ← [r | z | n], out ← h'.
+void gru_gates_row(const real* gi, const real* gh, const real* h, int64_t H, real* rzn, real* out);
+// Its backward for g = ∂L/∂h': dgi = [δr | δz | δn], dgh = [δr | δz | δn ⊙ r],
+// dh = g ⊙ z (the part of ∂L/∂h that does not pass through gh).
+void gru_gates_row_backward(const real* g, const real* rzn, const real* gh_n, const real* h, int64_t H, real* dgi,
+                            real* dgh, real* dh);
 // The rows of x along axis 0 as separate variables (x T×B×F → T of B×F), like
 // torch.unbind: each shares x's storage (no copy), and the backward of row t
 // adds its gradient into row block t of ∂L/∂x.

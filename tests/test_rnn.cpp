@@ -92,7 +92,7 @@ void check_padding_is_invisible(Module& layer, const Forward& forward, bool lstm
 }  // namespace
 
 TEST_CASE("GRU: a padded batch equals its sequences run one by one") {
-    for (RnnMode mode : {RnnMode::stepwise, RnnMode::fused}) {
+    for (RnnMode mode : {RnnMode::stepwise, RnnMode::fused, RnnMode::sequence}) {
         INFO("mode " << to_string(mode));
         Generator gen(3);
         GRU gru(3, 4, gen, {.num_layers = 2, .bidirectional = true});
@@ -174,6 +174,65 @@ TEST_CASE("gru_gates_fused split over two threads: the composed gates' values an
         check_close(two[k], composed[k], what[k], 1e-6);
         CHECK(std::equal(one[k].data(), one[k].data() + one[k].numel(), two[k].data()));
     }
+}
+
+TEST_CASE("GRU sequence mode: the step-by-step layer's values and gradients, padded, on one thread and two") {
+    // W3's word GRU in size (B = 256, H = 50), 2 layers, both directions,
+    // lengths from 0 to T, with and without biases. gru_sequence_fused splits
+    // the batch over the threads: each block of sequences runs every step on
+    // one thread, so two threads give one thread's bits.
+    Generator gen(11);
+    const int64_t B = 256, T = 7, I = 6, H = 50;
+    std::vector<int64_t> lengths(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) lengths[static_cast<size_t>(b)] = (b * 5) % (T + 1);  // 0 … T
+    const Tensor x = Tensor::normal(Shape{B, T, I}, 0, 1, gen), h0 = Tensor::normal(Shape{4, B, H}, 0, 1, gen);
+    const Tensor w_out = Tensor::normal(Shape{B, T, 2 * H}, 0, 1, gen), w_last = Tensor::normal(Shape{4, B, H}, 0, 1, gen);
+    for (bool bias : {true, false}) {
+        INFO("bias " << bias);
+        auto run = [&](RnnMode mode, int threads) {
+            set_num_threads(threads);
+            Generator g(5);
+            GRU gru(I, H, g, {.num_layers = 2, .bias = bias, .bidirectional = true});
+            gru.mode = mode;
+            const Var xv(x.clone(), true), hv(h0.clone(), true);
+            const GRUOutput o = gru(xv, hv, lengths);
+            (sum(o.output * Var(w_out)) + sum(o.h_n * Var(w_last))).backward();
+            std::vector<Tensor> all{o.output.value(), o.h_n.value(), xv.grad(), hv.grad()};
+            for (const auto& [name, p] : gru.named_parameters()) all.push_back(p.grad());
+            return all;
+        };
+        const int before = num_threads();
+        const std::vector<Tensor> steps = run(RnnMode::fused, 1), one = run(RnnMode::sequence, 1),
+                                  two = run(RnnMode::sequence, 2);
+        set_num_threads(before);
+        REQUIRE(steps.size() == two.size());
+        for (size_t k = 0; k < steps.size(); ++k) {
+            INFO("tensor " << k << " (output, h_n, ∂x, ∂h0, then the parameters' gradients)");
+            check_close(one[k], steps[k], "sequence vs steps", 1e-5);
+            CHECK(std::equal(one[k].data(), one[k].data() + one[k].numel(), two[k].data()));
+        }
+        // the padded outputs are exactly 0; the empty sequence (b = 0) keeps h0
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < 2 * H; ++j) CHECK(one[0][t * 2 * H + j] == 0);
+        for (int64_t j = 0; j < H; ++j) CHECK(one[1][j] == h0[j]);
+    }
+}
+
+TEST_CASE("gru_sequence_fused: errors name the op and the shapes") {
+    const Var gi(Tensor::zeros(Shape{4, 2, 9})), w(Tensor::zeros(Shape{9, 3})), b(Tensor::zeros(Shape{9}));
+    const Var h0(Tensor::zeros(Shape{2, 3}));
+    CHECK(error_of([&] { gru_sequence_fused(Var(Tensor::zeros(Shape{4, 2, 8})), w, b, h0, {}, false); }) ==
+          "gru_sequence_fused: gate inputs 4×2×8 must be T×B×3H");
+    CHECK(error_of([&] { gru_sequence_fused(gi, Var(Tensor::zeros(Shape{3, 9})), b, h0, {}, false); }) ==
+          "gru_sequence_fused: W_hh 3×9 should be 9×3 for gate inputs 4×2×9");
+    CHECK(error_of([&] { gru_sequence_fused(gi, w, Var(Tensor::zeros(Shape{3})), h0, {}, false); }) ==
+          "gru_sequence_fused: b_hh 3 should be 9");
+    CHECK(error_of([&] { gru_sequence_fused(gi, w, b, Var(Tensor::zeros(Shape{3, 3})), {}, false); }) ==
+          "gru_sequence_fused: h0 3×3 should be 2×3 for gate inputs 4×2×9");
+    CHECK(error_of([&] { gru_sequence_fused(gi, w, b, h0, {1}, false); }) ==
+          "gru_sequence_fused: 1 lengths for 2 sequences");
+    CHECK(error_of([&] { gru_sequence_fused(gi, w, b, h0, {1, 5}, false); }) ==
+          "gru_sequence_fused: length 5 is out of range [0, 4]");
 }
 
 TEST_CASE("GRU and LSTM: PyTorch's state_dict names and shapes") {

@@ -80,7 +80,7 @@ void check_case(const std::string& c, const Module& layer, const std::vector<std
     for (const auto& [name, p] : layer.named_parameters()) check_close(p.grad(), c + ".grad." + name);
 }
 
-const RnnMode kModes[] = {RnnMode::stepwise, RnnMode::precomputed, RnnMode::fused};
+const RnnMode kModes[] = {RnnMode::stepwise, RnnMode::precomputed, RnnMode::fused, RnnMode::sequence};
 
 }  // namespace
 

@@ -75,7 +75,7 @@ HierarchicalAttentionNetwork::HierarchicalAttentionNetwork(const DocModelConfig&
 }
 
 void HierarchicalAttentionNetwork::set_fused(bool on) {
-    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::fused : RnnMode::stepwise;
+    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise;
 }
 
 DocOutput HierarchicalAttentionNetwork::forward(const DocBatch& batch) {
@@ -110,7 +110,7 @@ HierarchicalPoolingNetwork::HierarchicalPoolingNetwork(const DocModelConfig& c, 
 }
 
 void HierarchicalPoolingNetwork::set_fused(bool on) {
-    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::fused : RnnMode::stepwise;
+    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise;
 }
 
 DocOutput HierarchicalPoolingNetwork::forward(const DocBatch& batch) {

@@ -51,8 +51,8 @@ class DocModel : public Module {
 public:
     virtual DocOutput forward(const DocBatch& batch) = 0;
     virtual std::string name() const = 0;  // "han", "hn-ave", ...
-    // The fast paths, chosen by name: each GRU in RnnMode::fused (the same
-    // values up to rounding). Without this call a model runs the composed
+    // The fast paths, chosen by name: each GRU in RnnMode::sequence (the
+    // same values up to rounding). Without this call a model runs the composed
     // versions, to read and step through; the trainer turns them on unless
     // --no-fused, W3 always.
     virtual void set_fused(bool on) = 0;
@@ -102,7 +102,7 @@ public:
     FlatAttentionNetwork(const DocModelConfig& config, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return "flat"; }
-    void set_fused(bool on) override { rnn.mode = on ? RnnMode::fused : RnnMode::stepwise; }
+    void set_fused(bool on) override { rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise; }
 
     Embedding embedding;
     GRU rnn;

@@ -38,7 +38,7 @@ Var flat(const std::vector<Var>& parts) {
     return concat(rows, 0);
 }
 
-const RnnMode kModes[] = {RnnMode::stepwise, RnnMode::precomputed, RnnMode::fused};
+const RnnMode kModes[] = {RnnMode::stepwise, RnnMode::precomputed, RnnMode::fused, RnnMode::sequence};
 
 }  // namespace
 
