@@ -1,11 +1,14 @@
 #include "nn/layernorm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <vector>
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -23,44 +26,75 @@ void check_shapes(const char* op, const Var& x, const Var& weight, const Var& bi
                                     d.str() + ", the last axis of input " + x.shape().str());
 }
 
+// Σ_k f(k) for k < D in double, in eight interleaved partial sums: rows
+// can be long, so the sums are double, and one chain of double additions
+// would wait for each addition to finish before the next (eight chains keep
+// the adder busy; docs/performance.md).
+template <class F>
+double sum8(int64_t D, F f) {
+    double part[8] = {};
+    int64_t k = 0;
+    for (; k + 8 <= D; k += 8)
+        for (int j = 0; j < 8; ++j) part[j] += f(k + j);
+    for (; k < D; ++k) part[0] += f(k);
+    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // The two kernels of the fused op, row by row (llm.c's layernorm_forward /
-// layernorm_backward). Shapes: x, y, xhat N×D; gamma, beta D; rstd N.
+// layernorm_backward), the rows split over the threads. Shapes: x, y, xhat
+// N×D; gamma, beta D; rstd N.
 void layer_norm_forward_rows(const real* x, const real* gamma, const real* beta, real eps, int64_t N, int64_t D,
                              real* y, real* xhat, real* rstd) {
-    for (int64_t r = 0; r < N; ++r) {
-        const real* row = x + r * D;
-        double mu = 0, var = 0;  // accumulated in double: rows can be long
-        for (int64_t k = 0; k < D; ++k) mu += row[k];
-        mu /= static_cast<double>(D);
-        for (int64_t k = 0; k < D; ++k) var += (row[k] - mu) * (row[k] - mu);
-        var /= static_cast<double>(D);
-        const real s = static_cast<real>(1.0 / std::sqrt(var + static_cast<double>(eps)));  // 1/√(σ² + ε)
-        rstd[r] = s;
-        for (int64_t k = 0; k < D; ++k) {
-            xhat[r * D + k] = static_cast<real>(row[k] - mu) * s;
-            y[r * D + k] = gamma[k] * xhat[r * D + k] + beta[k];
+    parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const real* row = x + r * D;
+            const double mu = sum8(D, [row](int64_t k) { return static_cast<double>(row[k]); }) / static_cast<double>(D);
+            const double var = sum8(D, [row, mu](int64_t k) { return (row[k] - mu) * (row[k] - mu); }) /
+                               static_cast<double>(D);
+            const real s = static_cast<real>(1.0 / std::sqrt(var + static_cast<double>(eps)));  // 1/√(σ² + ε)
+            rstd[r] = s;
+            for (int64_t k = 0; k < D; ++k) {
+                xhat[r * D + k] = static_cast<real>(row[k] - mu) * s;
+                y[r * D + k] = gamma[k] * xhat[r * D + k] + beta[k];
+            }
         }
-    }
+    });
 }
 
 // Adds to dx (N×D), dgamma and dbeta (D); a null pointer skips that gradient.
+// The rows go in `blocks` contiguous blocks over the threads: dx row by row;
+// dgamma and dbeta sum over the rows, each block into a row of its own, then
+// the blocks in order, so the bits depend on the block count alone.
 void layer_norm_backward_rows(const real* g, const real* xhat, const real* rstd, const real* gamma, int64_t N,
                               int64_t D, real* dx, real* dgamma, real* dbeta) {
-    for (int64_t r = 0; r < N; ++r) {
-        const real *gr = g + r * D, *hr = xhat + r * D;
-        if (dx) {
-            double sum_dh = 0, sum_dh_h = 0;  // Σ ∂L/∂x̂ and Σ ∂L/∂x̂ ⊙ x̂ over the row
-            for (int64_t k = 0; k < D; ++k) {
-                sum_dh += gr[k] * gamma[k];
-                sum_dh_h += gr[k] * gamma[k] * hr[k];
+    const int64_t blocks = std::max(parallel_chunks(0, N, parallel_grain(4 * D)), 1);
+    std::vector<real> sums(static_cast<size_t>(2 * blocks * D), real(0));  // per block: [Σ g ⊙ x̂ | Σ g]
+    auto block = [&](int64_t b) {
+        real* sum_gh = sums.data() + 2 * b * D;
+        real* sum_g = sum_gh + D;
+        for (int64_t r = N * b / blocks; r < N * (b + 1) / blocks; ++r) {
+            const real *gr = g + r * D, *hr = xhat + r * D;
+            if (dx) {  // with ∂L/∂x̂ = g ⊙ γ: Σ ∂L/∂x̂ and Σ ∂L/∂x̂ ⊙ x̂ over the row
+                const double sum_dh = sum8(D, [=](int64_t k) { return static_cast<double>(gr[k] * gamma[k]); });
+                const double sum_dh_h =
+                    sum8(D, [=](int64_t k) { return static_cast<double>(gr[k] * gamma[k] * hr[k]); });
+                const real mean_dh = static_cast<real>(sum_dh / static_cast<double>(D));
+                const real mean_dh_h = static_cast<real>(sum_dh_h / static_cast<double>(D));
+                for (int64_t k = 0; k < D; ++k)
+                    dx[r * D + k] += rstd[r] * (gr[k] * gamma[k] - mean_dh - hr[k] * mean_dh_h);
             }
-            const real mean_dh = static_cast<real>(sum_dh / static_cast<double>(D));
-            const real mean_dh_h = static_cast<real>(sum_dh_h / static_cast<double>(D));
-            for (int64_t k = 0; k < D; ++k) dx[r * D + k] += rstd[r] * (gr[k] * gamma[k] - mean_dh - hr[k] * mean_dh_h);
+            for (int64_t k = 0; k < D; ++k) sum_gh[k] += gr[k] * hr[k];
+            for (int64_t k = 0; k < D; ++k) sum_g[k] += gr[k];
         }
-        for (int64_t k = 0; dgamma && k < D; ++k) dgamma[k] += gr[k] * hr[k];
-        for (int64_t k = 0; dbeta && k < D; ++k) dbeta[k] += gr[k];
-    }
+    };
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) block(b);
+    });
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t k = 0; k < D; ++k) {
+            if (dgamma) dgamma[k] += sums[static_cast<size_t>(2 * b * D + k)];
+            if (dbeta) dbeta[k] += sums[static_cast<size_t>((2 * b + 1) * D + k)];
+        }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "nn/loss.hpp"
 #include "nn/sequential.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 
 using namespace attn;
 
@@ -168,6 +169,31 @@ TEST_CASE("LayerNorm: rows come out with mean 0 and variance 1; fused equals com
     CHECK_THROWS_WITH_AS(norm(Var(Tensor::zeros({2, 8}))),
                          "LayerNorm: input 2×8 needs 16 features on its last axis (normalized_shape = 16)",
                          std::invalid_argument);
+}
+
+TEST_CASE("LayerNorm fused: the composed version's value and every gradient, rows split over the threads") {
+    // 2048 rows (W5's batch × sequence) of D = 130 (eight-wide partial sums
+    // and a tail of 2), γ and β random, on one thread and on two.
+    Generator gen(21);
+    const int64_t N = 2048, D = 130;
+    const Tensor x = Tensor::normal({N, D}, 1, 2, gen), g = Tensor::normal({N, D}, 0, 1, gen);
+    const Tensor gamma = Tensor::normal({D}, 1, 0.3, gen), beta = Tensor::normal({D}, 0, 0.3, gen);
+    auto run = [&](bool fused, int threads) {
+        set_num_threads(threads);
+        Var xv(x.clone(), true), w(gamma.clone(), true), b(beta.clone(), true);
+        Var y = fused ? layer_norm_fused(xv, w, b) : layer_norm(xv, w, b);
+        y.backward(g);
+        return std::vector<Tensor>{y.value(), xv.grad(), w.grad(), b.grad()};
+    };
+    const int before = num_threads();
+    const std::vector<Tensor> composed = run(false, 1), one = run(true, 1), two = run(true, 2);
+    set_num_threads(before);
+    const char* what[] = {"y", "∂L/∂x", "∂L/∂γ", "∂L/∂β"};
+    for (size_t k = 0; k < composed.size(); ++k) {
+        INFO(what[k]);
+        CHECK(allclose(one[k], composed[k], 1e-4, 1e-4));
+        CHECK(allclose(two[k], composed[k], 1e-4, 1e-4));
+    }
 }
 
 // ---- Dropout ------------------------------------------------------------------------------------
