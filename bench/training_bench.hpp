@@ -12,7 +12,9 @@
 // peer, bench/peers/w2_…w5_*.py). Peak memory is the child's VmHWM (peak
 // resident set; bench/memory.hpp), which includes the program itself (~5 MB); tensor_peak_mb is
 // the most tensor storage alive at once during the timed steps (the caching
-// allocator's count, tensor/allocator.hpp).
+// allocator's count, tensor/allocator.hpp). With ATTN_BENCH_CPU=N (bench/run.sh
+// sets it to the last CPU) the 1-thread child runs on CPU N only, as does
+// the PyTorch peer's, and its line says "cpu":N.
 //
 // Then 10 more steps under the profiler (tensor/profile.hpp), reported as
 //
@@ -29,6 +31,7 @@
 //   build/bench/w2_seq2seq [threads]     (one thread count only, for profiling)
 #pragma once
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,9 +87,30 @@ inline std::string profile_json(Workload& w, int steps = 10) {
     return out + top + "}}";
 }
 
+// ATTN_BENCH_CPU=N (bench/run.sh sets it): the 1-thread run on CPU N only,
+// where the PyTorch peer runs its own; on the 2-core machine one vCPU ran
+// single-threaded work ~25% slower than the other (docs/performance.md), so
+// unpinned 1-thread ratios depended on where each process landed. Returns
+// the CPU, or −1.
+inline int pin_one_thread_run(int threads) {
+    const char* env = std::getenv("ATTN_BENCH_CPU");
+    if (threads != 1 || env == nullptr || *env == '\0') return -1;
+    const int cpu = std::atoi(env);
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) return -1;
+    return cpu;
+#else
+    return -1;
+#endif
+}
+
 // Builds the workload at `threads` threads, warms up, times, prints the line.
 inline void run_one(const std::string& name, const std::function<Workload()>& make_step, int threads,
                     int warmup = 5, int steps = 30) {
+    const int cpu = pin_one_thread_run(threads);
     set_num_threads(threads);
     Workload w = make_step();
     for (int i = 0; i < warmup; ++i) w.step();
@@ -102,10 +126,11 @@ inline void run_one(const std::string& name, const std::function<Workload()>& ma
     const double rss_mb = peak_rss_mb();
     const double tensor_peak_mb = static_cast<double>(allocator_stats().peak_live_bytes) / (1 << 20);
     const std::string profile = profile_json(w);
+    const std::string pinned = cpu >= 0 ? ",\"cpu\":" + std::to_string(cpu) : "";
     std::printf("{\"workload\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"steps_per_s\":%.2f,\"peak_rss_mb\":%.1f,"
-                "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d,\"profile\":%s}\n",
+                "\"tensor_peak_mb\":%.1f,\"params\":%lld,\"warmup\":%d,\"steps\":%d%s,\"profile\":%s}\n",
                 name.c_str(), threads, median, 1000.0 / median, rss_mb, tensor_peak_mb,
-                static_cast<long long>(w.params), warmup, steps, profile.c_str());
+                static_cast<long long>(w.params), warmup, steps, pinned.c_str(), profile.c_str());
     std::fflush(stdout);
 }
 
