@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
+#include "attention/scores_kernels.hpp"
 #include "autograd/record.hpp"
 #include "nn/init.hpp"
 #include "tensor/fast_math.hpp"
@@ -63,30 +65,13 @@ Var additive_features(const Var& projected_queries, const Var& projected_keys, c
 
 // ---- the fused additive score --------------------------------------------------------------
 
+// The portable row kernels (attention/scores_kernels.hpp). Their loops take
+// __restrict pointers: without the promise that the arrays do not overlap,
+// the compiler (at -O2) keeps them scalar.
+
 namespace {
 
-// The loops below take __restrict pointers: without the promise that the
-// arrays do not overlap, the compiler (at -O2) keeps them scalar.
-
-// t[l, :] = tanh(qb + pk[l, :]) for the n keys met by one query, qb = q + b
-// (d_w wide): n×d_w values, one tanh call over all of them.
-void additive_tanh(const real* __restrict qb, const real* __restrict pk, int64_t n, int64_t dw,
-                   real* __restrict t) {
-    for (int64_t l = 0; l < n; ++l)
-        for (int64_t a = 0; a < dw; ++a) t[l * dw + a] = qb[a] + pk[l * dw + a];
-    tanh_into(t, t, n * dw);
-}
-
-// qb = pq + b (b null: no bias).
-void add_bias(const real* __restrict pq, const real* __restrict bias, int64_t dw, real* __restrict qb) {
-    if (bias) {
-        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a] + bias[a];
-    } else {
-        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a];
-    }
-}
-
-// The backward of one (query, key) pair, G = ∂L/∂E_il, t = t_il:
+// One (query, key) pair of the backward, G = ∂L/∂E_il, t = t_il:
 //   δ = G·w ⊙ (1 − t²)     dq += δ     dk += δ     dw += G·t
 void additive_pair_backward(real G, const real* __restrict t, const real* __restrict w, int64_t dw,
                             real* __restrict dq, real* __restrict dk, real* __restrict dw_sum) {
@@ -98,7 +83,60 @@ void additive_pair_backward(real G, const real* __restrict t, const real* __rest
     }
 }
 
+// qb = pq + b (b null: no bias).
+void add_bias(const real* __restrict pq, const real* __restrict bias, int64_t dw, real* __restrict qb) {
+    if (bias) {
+        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a] + bias[a];
+    } else {
+        for (int64_t a = 0; a < dw; ++a) qb[a] = pq[a];
+    }
+}
+
+// The AVX-512 rows when the fast-math path is avx512 (float only: a template,
+// so that with real = double the float-only calls are never compiled).
+template <class R>
+bool forward_avx512(const R* qb, const R* pk, const R* w, int64_t n, int64_t dw, R* t, R* e) {
+    if constexpr (std::is_same_v<R, float>) {
+        if (fast_math_path() != FastMathPath::avx512) return false;
+        detail::additive_row_forward_avx512(qb, pk, w, n, dw, t, e);
+        return true;
+    }
+    return false;
+}
+template <class R>
+bool backward_avx512(const R* g, const R* t, const R* w, int64_t n, int64_t dw, R* dq, R* dk, R* dw_sum) {
+    if constexpr (std::is_same_v<R, float>) {
+        if (fast_math_path() != FastMathPath::avx512) return false;
+        detail::additive_row_backward_avx512(g, t, w, n, dw, dq, dk, dw_sum);
+        return true;
+    }
+    return false;
+}
+
 }  // namespace
+
+void detail::additive_row_forward(const real* __restrict qb, const real* __restrict pk, const real* w, int64_t n,
+                                  int64_t dw, real* __restrict t, real* e) {
+    if (forward_avx512(qb, pk, w, n, dw, t, e)) return;
+    // t = tanh(qb + pk): n×d_w values, one tanh call over all of them
+    for (int64_t l = 0; l < n; ++l)
+        for (int64_t a = 0; a < dw; ++a) t[l * dw + a] = qb[a] + pk[l * dw + a];
+    tanh_into(t, t, n * dw);
+    // e = t w: n×d_w times d_w, the library's matrix-vector product
+    gemm(false, false, n, 1, dw, real(1), t, dw, w, 1, real(0), e, 1);
+}
+
+void detail::additive_row_backward(const real* g, const real* t, const real* w, int64_t n, int64_t dw, real* dq,
+                                   real* dk, real* dw_sum) {
+    if (backward_avx512(g, t, w, n, dw, dq, dk, dw_sum)) return;
+    for (int64_t l = 0; l < n; ++l) additive_pair_backward(g[l], t + l * dw, w, dw, dq, dk + l * dw, dw_sum);
+}
+
+#if !defined(__x86_64__)
+void detail::additive_row_forward_avx512(const float*, const float*, const float*, int64_t, int64_t, float*, float*) {}
+void detail::additive_row_backward_avx512(const float*, const float*, const float*, int64_t, int64_t, float*, float*,
+                                          float*) {}
+#endif
 
 Var additive_score_fused(const Var& projected_queries, const Var& projected_keys, const Var& bias, const Var& w) {
     const ProfileScope scope("additive_score_fused");
@@ -123,11 +161,9 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
     parallel_for(0, B * m, parallel_grain(n * dw), [&](int64_t lo, int64_t hi) {
         std::vector<real> qb(static_cast<size_t>(dw));
         for (int64_t r = lo; r < hi; ++r) {
-            real* tr = t.data() + r * n * dw;
             add_bias(pq.data() + r * dw, pb, dw, qb.data());
-            additive_tanh(qb.data(), pk.data() + (r / m) * n * dw, n, dw, tr);
-            // E[r, :] = T_r w: n×d_w times d_w, the library's matrix-vector product
-            gemm(false, false, n, 1, dw, real(1), tr, dw, wv.data(), 1, real(0), e.data() + r * n, 1);
+            detail::additive_row_forward(qb.data(), pk.data() + (r / m) * n * dw, wv.data(), n, dw,
+                                         t.data() + r * n * dw, e.data() + r * n);
         }
     });
 
@@ -150,9 +186,8 @@ Var additive_score_fused(const Var& projected_queries, const Var& projected_keys
                 for (int64_t i = 0; i < m; ++i) {
                     const int64_t r = b * m + i;
                     std::fill(dq.begin(), dq.end(), real(0));
-                    for (int64_t l = 0; l < n; ++l)
-                        additive_pair_backward(g[r * n + l], t.data() + (r * n + l) * dw, wv.data(), dw, dq.data(),
-                                               dk + l * dw, dw_rows.data() + b * dw);
+                    detail::additive_row_backward(g + r * n, t.data() + r * n * dw, wv.data(), n, dw, dq.data(), dk,
+                                                  dw_rows.data() + b * dw);
                     real* dbr = db_rows.data() + b * dw;  // ∂b = Σ_{b,i} Σ_l δ_il
                     for (int64_t a = 0; a < dw; ++a) dbr[a] += dq[a];
                     if (dpq)

@@ -1,10 +1,14 @@
 // additive_score_fused (attention/scores.hpp) in the float build: a value
-// worked by hand, the same bits on 1 and 2 threads, and its errors.
+// worked by hand, the composed score's values and gradients, its AVX-512 rows
+// against plain loops, the same bits on 1 and 2 threads, and its errors.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "attention/scores.hpp"
+#include "attention/scores_kernels.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 
@@ -34,6 +38,67 @@ TEST_CASE("additive_score_fused: a 1×1×2 score by hand, its gradients by hand"
     CHECK(b.grad()[1] == doctest::Approx(d1).epsilon(1e-5));
     CHECK(w.grad()[0] == doctest::Approx(t00).epsilon(1e-5));  // ∂e_0/∂w = t
     CHECK(w.grad()[1] == doctest::Approx(t01).epsilon(1e-5));
+}
+
+TEST_CASE("additive_score_fused: the composed score's values and gradients, d_w not a multiple of 16") {
+    // W2's shape with d_w = 37 (two 16-wide blocks and a tail of 5), bias on.
+    Generator gen(6);
+    const int64_t B = 8, m = 2, n = 9, dw = 37;
+    const Tensor pq0 = Tensor::normal({B, m, dw}, 0, 1, gen), pk0 = Tensor::normal({B, n, dw}, 0, 1, gen);
+    const Tensor w0 = Tensor::normal({dw}, 0, 1, gen), b0 = Tensor::normal({dw}, 0, 1, gen);
+    const Tensor up = Tensor::normal({B, m, n}, 0, 1, gen);
+    auto run = [&](bool fused) {
+        Var pq(pq0.clone(), true), pk(pk0.clone(), true), w(w0.clone(), true), b(b0.clone(), true);
+        Var e = fused ? additive_score_fused(pq, pk, b, w)
+                      : squeeze(matmul(additive_features(pq, pk, b, Activation::tanh), reshape(w, {dw, 1})), -1);
+        e.backward(up);
+        return std::vector<Tensor>{e.value(), pq.grad(), pk.grad(), w.grad(), b.grad()};
+    };
+    const std::vector<Tensor> fused = run(true), composed = run(false);
+    const char* what[] = {"e", "∂pq", "∂pk", "∂w", "∂b"};
+    for (size_t k = 0; k < fused.size(); ++k) {
+        INFO(what[k]);
+        CHECK(allclose(fused[k], composed[k], 1e-5, 1e-5));
+    }
+}
+
+TEST_CASE("additive_score_fused: the AVX-512 rows against plain loops in double") {
+    if (!fast_math_avx512_available()) return;
+    Generator gen(7);
+    for (int64_t dw : {16, 37, 256}) {
+        CAPTURE(dw);
+        const int64_t n = 5;
+        const Tensor qb = Tensor::normal({dw}, 0, 1, gen), pk = Tensor::normal({n, dw}, 0, 1, gen);
+        const Tensor w = Tensor::normal({dw}, 0, 1, gen), g = Tensor::normal({n}, 0, 1, gen);
+        std::vector<float> t(static_cast<size_t>(n * dw) + 1, -7), e(static_cast<size_t>(n) + 1, -7);
+        detail::additive_row_forward_avx512(qb.data(), pk.data(), w.data(), n, dw, t.data(), e.data());
+        std::vector<float> dq(static_cast<size_t>(dw), 0.5f), dk(static_cast<size_t>(n * dw), 0.25f),
+            dws(static_cast<size_t>(dw), -1);
+        detail::additive_row_backward_avx512(g.data(), t.data(), w.data(), n, dw, dq.data(), dk.data(), dws.data());
+        CHECK(t.back() == -7);  // nothing written past the end
+        CHECK(e.back() == -7);
+        for (int64_t l = 0; l < n; ++l) {
+            double e_ref = 0;
+            for (int64_t a = 0; a < dw; ++a) {
+                const double th = std::tanh(static_cast<double>(qb[a]) + pk[l * dw + a]);
+                CHECK(t[static_cast<size_t>(l * dw + a)] == doctest::Approx(th).epsilon(1e-6));
+                e_ref += w[a] * th;
+                const double d = g[l] * w[a] * (1 - th * th);
+                CHECK(dk[static_cast<size_t>(l * dw + a)] == doctest::Approx(0.25 + d).epsilon(1e-5));
+            }
+            CHECK(e[static_cast<size_t>(l)] == doctest::Approx(e_ref).epsilon(1e-5));
+        }
+        for (int64_t a = 0; a < dw; ++a) {
+            double dq_ref = 0.5, dw_ref = -1;
+            for (int64_t l = 0; l < n; ++l) {
+                const double th = std::tanh(static_cast<double>(qb[a]) + pk[l * dw + a]);
+                dq_ref += g[l] * w[a] * (1 - th * th);
+                dw_ref += g[l] * th;
+            }
+            CHECK(dq[static_cast<size_t>(a)] == doctest::Approx(dq_ref).epsilon(1e-5));
+            CHECK(dws[static_cast<size_t>(a)] == doctest::Approx(dw_ref).epsilon(1e-5));
+        }
+    }
 }
 
 TEST_CASE("additive_score_fused: the same bits on 1 and 2 threads, value and gradients") {
