@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
@@ -179,6 +180,37 @@ TEST_CASE("autograd values: indexing ops scatter gradients back, repeated indice
     CHECK(close(a.grad(), {0 + 1 + 1, 2 + 0 + 1, 1 + 1 + 0, 1 + 0 + 0}));  // gather + masked_fill + where
     Var oh(one_hot(Tensor::from({2, 0}), 3));
     CHECK(close(oh.value(), {0, 0, 1, 1, 0, 0}));
+}
+
+TEST_CASE("autograd values: a large embedding gradient split over the threads, repeated indices, the same bits") {
+    // W3's table (20000×200) and batch of 4096 word positions, many repeated,
+    // some at the table's first and last rows and where two threads' row
+    // ranges meet: large enough that the scatter is split over the threads
+    // by destination row.
+    Generator gen(13);
+    const int64_t V = 20000, D = 200, P = 4096;
+    Tensor ids = Tensor::empty(Shape{P});
+    for (int64_t p = 0; p < P; ++p) ids[p] = static_cast<real>(p % 7 == 0 ? 17 : p % 11 == 0 ? V - 1 : gen.randint(V));
+    ids[0] = 0, ids[1] = V / 2, ids[2] = V / 2 - 1, ids[3] = V / 2;  // where two threads' ranges meet
+    const Tensor table0 = Tensor::normal(Shape{V, D}, 0, 1, gen), up = Tensor::normal(Shape{P, D}, 0, 1, gen);
+    // the reference: the upstream rows added into their table rows in order, in double
+    std::vector<double> want(static_cast<size_t>(V * D), 0);
+    for (int64_t p = 0; p < P; ++p)
+        for (int64_t j = 0; j < D; ++j)
+            want[static_cast<size_t>(static_cast<int64_t>(ids[p]) * D + j)] += up[p * D + j];
+    Tensor grads[2];
+    const int before = num_threads();
+    for (int k = 0; k < 2; ++k) {
+        set_num_threads(k + 1);
+        Var table(table0.clone(), true);
+        embedding(table, ids).backward(up);
+        grads[k] = table.grad();
+    }
+    set_num_threads(before);
+    CHECK(allclose(grads[0], grads[1], 0, 0));
+    double worst = 0;
+    for (int64_t i = 0; i < V * D; ++i) worst = std::max(worst, std::abs(grads[1][i] - want[static_cast<size_t>(i)]));
+    CHECK(worst < 1e-4);
 }
 
 TEST_CASE("autograd values: softmax with masks; a fully masked row gives zeros, never NaN") {
