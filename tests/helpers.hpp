@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "nn/module.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attn::testing {
@@ -87,6 +88,27 @@ inline void check_close(const Tensor& got, const Tensor& want, const std::string
     CHECK_MESSAGE(not_finite == 0, what << ": " << not_finite << " values are not finite");
     CHECK_MESSAGE(worst <= tol, what << ": largest scaled difference " << worst << " at flat index " << worst_at
                                      << ": " << got[worst_at] << " vs " << want[worst_at]);
+}
+
+// Every parameter of `b` has the gradient of the same one of `a` (by position
+// and name), within rel × the largest |gradient| of a's parameter: a model's
+// fast path (b) against its composed twin (a), after the same backward. A
+// parameter whose gradient is all zeros fails: it would compare nothing.
+inline void check_same_gradients(const Module& a, const Module& b, double rel = 1e-4) {
+    const auto pa = a.named_parameters(), pb = b.named_parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t k = 0; k < pa.size(); ++k) {
+        CAPTURE(pa[k].first);
+        REQUIRE(pa[k].first == pb[k].first);
+        const Tensor ga = pa[k].second.grad(), gb = pb[k].second.grad();
+        REQUIRE(ga.defined());
+        REQUIRE(gb.defined());
+        REQUIRE(ga.shape() == gb.shape());
+        double scale = 0;
+        for (int64_t i = 0; i < ga.numel(); ++i) scale = std::max(scale, std::abs(double(ga[i])));
+        CHECK(scale > 0);
+        for (int64_t i = 0; i < ga.numel(); ++i) CHECK(std::abs(double(gb[i]) - double(ga[i])) <= rel * scale + 1e-6);
+    }
 }
 
 }  // namespace attn::testing

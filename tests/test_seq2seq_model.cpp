@@ -60,6 +60,30 @@ TEST_CASE("seq2seq model: every score and alignment trains one step to a finite 
     }
 }
 
+TEST_CASE("seq2seq model: the fast paths give the composed model's values and gradients") {
+    // set_fused(true): the encoder's GRU in RnnMode::sequence, the decoder's
+    // fused gates and additive_score_fused. Two encoder layers and a padded batch
+    // (source lengths 1 to 5), so the reverse direction's start at each
+    // sequence's own end and the zero rows past it are both compared.
+    const Batch b = make_batch(toy_pairs(), {0, 1, 2, 3, 4, 5});
+    ModelConfig c = tiny();
+    c.encoder_layers = 2;
+    Generator g1(6), g2(6);
+    Seq2SeqModel composed(c, g1), fused(c, g2);
+    fused.set_fused(true);
+    Tensor wa, wb;
+    const Var la = composed.forward(b, &wa), lb = fused.forward(b, &wb);
+    REQUIRE(la.shape() == lb.shape());
+    for (int64_t i = 0; i < la.numel(); ++i) CHECK(lb.value()[i] == doctest::Approx(la.value()[i]).epsilon(1e-4));
+    for (int64_t i = 0; i < wa.numel(); ++i) CHECK(wb[i] == doctest::Approx(wa[i]).epsilon(1e-4));
+    Generator noise(3);  // a loss that weighs every logit differently, so each gradient is specific
+    Tensor weights = Tensor::empty(la.shape());
+    for (int64_t i = 0; i < weights.numel(); ++i) weights[i] = static_cast<real>(noise.normal());
+    sum(la * Var(weights)).backward();
+    sum(lb * Var(weights)).backward();
+    attn::testing::check_same_gradients(composed, fused);
+}
+
 TEST_CASE("seq2seq model: --score and --align take every row of the table, or refuse it by name") {
     // The trainer reads the same table as the mechanisms and the tests
     // (attention/by_id.hpp): a score or alignment added there is accepted here.

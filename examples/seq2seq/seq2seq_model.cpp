@@ -152,7 +152,7 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
 std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.str() + ")"; }
 
 void Seq2SeqModel::set_fused(bool on) {
-    encoder.mode = on ? RnnMode::fused : RnnMode::stepwise;
+    encoder.mode = on ? RnnMode::sequence : RnnMode::stepwise;
     decoder.fused = on;
     if (bahdanau_) bahdanau_->score.fused = on;  // additive_score_fused
 }

@@ -109,8 +109,8 @@ public:
     const ModelConfig& config() const { return config_; }
     std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
-    // The fast paths, chosen by name: the encoder's GRU in RnnMode::fused, the
-    // decoder's GRUCell with fused gates, and Bahdanau attention's score as
+    // The fast paths, chosen by name: the encoder's GRU in RnnMode::sequence
+    // (each direction one op, its batch split over the threads), the decoder's GRUCell with fused gates, and Bahdanau attention's score as
     // additive_score_fused (the same values up to rounding).
     // Without this call the model runs the composed versions, to read and step
     // through; the trainer turns them on unless --no-fused, W2 always.
