@@ -16,6 +16,7 @@
 
 #include "attention/transformer.hpp"
 #include "autograd/record.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
@@ -176,6 +177,7 @@ template <int W>
 [[gnu::always_inline]] inline float exp_shifted_sum_lanes(float* x, int64_t n, float shift) {
     using F = typename Lanes<W>::F;
     using I = typename Lanes<W>::I;
+    using namespace fast_math_constants;
     static_assert(sizeof(F) == W * sizeof(float));
     F sum = {};
     for (int64_t c = 0; c < n; c += W) {
@@ -190,16 +192,16 @@ template <int W>
         v = __builtin_bit_cast(F, (over & __builtin_bit_cast(I, F{} + 88.0f)) | (~over & __builtin_bit_cast(I, v)));
         v = __builtin_bit_cast(F, (under & __builtin_bit_cast(I, F{} - 87.0f)) | (~under & __builtin_bit_cast(I, v)));
         // t = x/ln2 + 1.5·2²³ rounds x/ln2 to the integer n, which sits in t's low mantissa bits
-        const F t = v * 1.44269504088896341f + 12582912.0f;
+        const F t = v * log2e + 12582912.0f;
         const F n_ln2 = t - 12582912.0f;
-        const F r = v - n_ln2 * 0.693359375f - n_ln2 * -2.12194440e-4f;
+        const F r = v - n_ln2 * ln2_hi - n_ln2 * ln2_lo;
         // e^r ≈ 1 + r + r²·P(r)
-        F p = F{} + 1.9875691500e-4f;
-        p = p * r + 1.3981999507e-3f;
-        p = p * r + 8.3334519073e-3f;
-        p = p * r + 4.1665795894e-2f;
-        p = p * r + 1.6666665459e-1f;
-        p = p * r + 5.0000001201e-1f;
+        F p = F{} + exp_p[0];
+        p = p * r + exp_p[1];
+        p = p * r + exp_p[2];
+        p = p * r + exp_p[3];
+        p = p * r + exp_p[4];
+        p = p * r + exp_p[5];
         p = p * r * r + r + 1.0f;
         // e^x = e^r · 2^n, with 2^n's exponent field n + 127
         const F two_n = __builtin_bit_cast(F, (__builtin_bit_cast(I, t) - 0x4B400000 + 127) << 23);

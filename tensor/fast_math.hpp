@@ -25,28 +25,46 @@
 
 namespace attn {
 
+// The numbers of exp_fast and tanh_fast, named once for every version of
+// them: the scalar ones below, the AVX2 and AVX-512 loops
+// (fast_math_avx2.cpp, fast_math_avx512.hpp) and the softmax rows of
+// attention/fused_attention.cpp, each evaluating them in the same order.
+namespace fast_math_constants {
+inline constexpr float exp_lo = -104.0f;     // e^exp_lo is below the smallest denormal
+inline constexpr float exp_hi = 88.72284f;   // e^exp_hi ≈ FLT_MAX
+inline constexpr float log2e = 1.44269504088896341f;
+inline constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;  // ln 2 = ln2_hi + ln2_lo, r exact
+// e^r ≈ 1 + r + r²·P(r), P's coefficients from the highest degree (Cephes expf)
+inline constexpr float exp_p[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                   4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+// tanh x ≈ x + x³·Q(x²) for |x| < tanh_small, Q's coefficients from the highest degree (Cephes tanhf)
+inline constexpr float tanh_q[5] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                                    -3.33332819422e-1f};
+inline constexpr float tanh_small = 0.625f;
+}  // namespace fast_math_constants
+
 // e^x = 2^n · e^r with n = round(x / ln 2) and r = x − n·ln 2 in [−ln2/2, ln2/2];
 // e^r by a degree-7 polynomial (Cephes expf), 2^n by building the float's
 // exponent bits (in two halves, so that n from −150 to 128 all stay normal).
 inline float exp_fast(float x) {
-    const float lo = -104.0f, hi = 88.72284f;  // e^lo is below the smallest denormal; e^hi ≈ FLT_MAX
-    float xc = x < lo ? lo : x;
-    xc = xc > hi ? hi : xc;
+    using namespace fast_math_constants;
+    float xc = x < exp_lo ? exp_lo : x;
+    xc = xc > exp_hi ? exp_hi : xc;
     xc = x != x ? 0.0f : xc;  // NaN: any finite value, replaced at the end
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest (2^23·1.5 trick)
-    const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;          // ln 2 in two parts: r exact
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    const float n = (xc * log2e + 12582912.0f) - 12582912.0f;  // round to nearest (2^23·1.5 trick)
+    const float r = (xc - n * ln2_hi) - n * ln2_lo;
+    float p = exp_p[0];
+    p = p * r + exp_p[1];
+    p = p * r + exp_p[2];
+    p = p * r + exp_p[3];
+    p = p * r + exp_p[4];
+    p = p * r + exp_p[5];
     const float er = p * r * r + r + 1.0f;  // e^r
     const auto k = static_cast<int32_t>(n);
     const int32_t k1 = k / 2, k2 = k - k1;  // 2^n = 2^k1 · 2^k2, each a normal float
     float y = er * std::bit_cast<float>((k1 + 127) << 23) * std::bit_cast<float>((k2 + 127) << 23);
-    y = x > hi ? INFINITY : y;
-    y = x < lo ? 0.0f : y;
+    y = x > exp_hi ? INFINITY : y;
+    y = x < exp_lo ? 0.0f : y;
     return x != x ? x : y;  // NaN in, NaN out
 }
 
@@ -54,16 +72,17 @@ inline float exp_fast(float x) {
 // keeps full relative precision near 0; beyond, 1 − 2/(e^{2|x|} + 1) with the
 // sign of x (e^{2|x|} = ∞ gives exactly 1).
 inline float tanh_fast(float x) {
+    using namespace fast_math_constants;
     const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
+    float p = tanh_q[0];
+    p = p * z + tanh_q[1];
+    p = p * z + tanh_q[2];
+    p = p * z + tanh_q[3];
+    p = p * z + tanh_q[4];
     const float small = x + x * z * p;
     const float a = std::fabs(x);
     const float large = std::copysign(1.0f - 2.0f / (exp_fast(2.0f * a) + 1.0f), x);
-    return a < 0.625f ? small : large;
+    return a < tanh_small ? small : large;
 }
 
 // σ(x) = 1 / (1 + e^−x): e^−x = ∞ (x very negative) gives 0, e^−x = 0 gives 1.

@@ -10,19 +10,21 @@
 namespace attn {
 namespace {
 
+using namespace fast_math_constants;
+
 [[gnu::always_inline]] inline __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-104.0f), hi = _mm256_set1_ps(88.72284f);
+    const __m256 lo = _mm256_set1_ps(exp_lo), hi = _mm256_set1_ps(exp_hi);
     const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);  // max_ps(NaN, lo) = lo: finite
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(log2e)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);  // r = x − n·ln 2, in two parts
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_hi), xc);  // r = x − n·ln 2, in two parts
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_lo), r);
+    __m256 p = _mm256_set1_ps(exp_p[0]);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[1]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[2]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[3]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[4]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[5]));
     const __m256 er = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     const __m256i k = _mm256_cvtps_epi32(n);
     const __m256i k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);  // 2^n = 2^k1 · 2^k2
@@ -37,11 +39,11 @@ namespace {
 
 [[gnu::always_inline]] inline __m256 tanh8(__m256 x) {
     const __m256 z = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+    __m256 p = _mm256_set1_ps(tanh_q[0]);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(tanh_q[1]));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(tanh_q[2]));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(tanh_q[3]));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(tanh_q[4]));
     const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x, z), p, x);
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 a = _mm256_andnot_ps(sign, x);  // |x|
@@ -49,7 +51,7 @@ namespace {
     const __m256 one = _mm256_set1_ps(1.0f);
     __m256 large = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
     large = _mm256_or_ps(large, _mm256_and_ps(x, sign));  // the sign of x (large ≥ 0)
-    return _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+    return _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(tanh_small), _CMP_LT_OQ));
 }
 
 [[gnu::always_inline]] inline __m256 sigmoid8(__m256 x) {

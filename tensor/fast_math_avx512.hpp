@@ -20,6 +20,8 @@
 
 #include <cmath>
 
+#include "tensor/fast_math.hpp"
+
 // GCC 12's AVX-512 intrinsics (max, min, roundscale, scalef) pass
 // _mm512_undefined_ps() as the unused merge source, which it then reports as
 // "(may be) used uninitialized" in its own header (-O2 and -Og respectively).
@@ -31,26 +33,27 @@
 namespace attn::avx512 {
 
 [[gnu::always_inline]] inline __m512 exp16(__m512 x) {
+    using namespace fast_math_constants;
     // The clamp keeps the reduction r exact; beyond it e^x is 0 or +∞, which
     // scalef gives by itself (n = −151 or 128 is far enough).
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.8f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(exp_lo)), _mm512_set1_ps(88.8f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(log2e)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);  // r = x − n·ln 2, in two parts
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_hi), xc);  // r = x − n·ln 2, in two parts
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_lo), r);
+    __m512 p = _mm512_set1_ps(exp_p[0]);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[1]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[2]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[3]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[4]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[5]));
     const __m512 er = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     const __m512 y = _mm512_scalef_ps(er, n);  // er · 2^n
     // Beyond the scalar version's range its results exactly: +∞ above
     // 88.72284 (≈ ln FLT_MAX), 0 below −104; and NaN in, NaN out (max and min
     // replaced it above).
-    const __mmask16 over = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72284f), _CMP_GT_OQ);
-    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
+    const __mmask16 over = _mm512_cmp_ps_mask(x, _mm512_set1_ps(exp_hi), _CMP_GT_OQ);
+    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(exp_lo), _CMP_LT_OQ);
     const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     __m512 out = _mm512_mask_mov_ps(y, over, _mm512_set1_ps(INFINITY));
     out = _mm512_mask_mov_ps(out, under, _mm512_setzero_ps());
@@ -58,12 +61,13 @@ namespace attn::avx512 {
 }
 
 [[gnu::always_inline]] inline __m512 tanh16(__m512 x) {
+    using namespace fast_math_constants;
     const __m512 z = _mm512_mul_ps(x, x);
-    __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+    __m512 p = _mm512_set1_ps(tanh_q[0]);
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(tanh_q[1]));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(tanh_q[2]));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(tanh_q[3]));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(tanh_q[4]));
     const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(x, z), p, x);
     const __m512 a = _mm512_abs_ps(x);
     const __m512 e = exp16(_mm512_add_ps(a, a));
@@ -71,7 +75,7 @@ namespace attn::avx512 {
     const __m512 large = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
     // the sign of x on large (≥ 0), then the polynomial where |x| < 0.625
     const __m512 signed_large = _mm512_or_ps(large, _mm512_and_ps(x, _mm512_set1_ps(-0.0f)));
-    return _mm512_mask_mov_ps(signed_large, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), small);
+    return _mm512_mask_mov_ps(signed_large, _mm512_cmp_ps_mask(a, _mm512_set1_ps(tanh_small), _CMP_LT_OQ), small);
 }
 
 [[gnu::always_inline]] inline __m512 sigmoid16(__m512 x) {
