@@ -244,6 +244,7 @@ TEST_CASE("gemm: a product split because the workers are awake gives the bits of
                 bool awake = pool_workers_awake();
                 while (!awake && std::chrono::steady_clock::now() < limit) {
                     std::this_thread::yield();
+                    pool_rouse_workers();  // again: the yield may have outlasted their spin
                     awake = pool_workers_awake();
                 }
                 CHECK(awake);  // else this case would not reach the split at all

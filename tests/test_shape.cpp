@@ -105,11 +105,15 @@ TEST_CASE("thread pool: idle workers fall asleep after their spin; pool_rouse_wo
     parallel_for(0, 2, 1, [&](int64_t, int64_t) { ++ran; });
     CHECK(ran == 2);
     CHECK(eventually([] { return !pool_workers_awake(); }));
-    pool_rouse_workers();
-    CHECK(eventually([] { return pool_workers_awake(); }));
+    // Roused again at each poll: a poller that is descheduled (a loaded
+    // machine, an emulator) could otherwise miss their whole spin.
+    const auto rouse_and_look = [] {
+        pool_rouse_workers();
+        return pool_workers_awake();
+    };
+    CHECK(eventually(rouse_and_look));
     CHECK(eventually([] { return !pool_workers_awake(); }));  // and they sleep again
-    pool_rouse_workers();                                      // as often as asked
-    CHECK(eventually([] { return pool_workers_awake(); }));
+    CHECK(eventually(rouse_and_look));                         // as often as asked
     CHECK(eventually([] { return !pool_workers_awake(); }));
     // Roused workers still run the next job.
     pool_rouse_workers();
