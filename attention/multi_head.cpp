@@ -69,8 +69,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator
 Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
     const int64_t B = x.size(0), m = x.size(1);
     // X W + b, every head at once: one matmul                          B×m×(h·w)
-    Var y = matmul(x, W);
-    if (b.defined()) y = y + b;
+    // (the fast paths add b inside the GEMM: matmul_bias)
+    Var y;
+    if (!b.defined()) y = matmul(x, W);
+    else if (options_.fused) y = matmul_bias(x, W, b);
+    else y = matmul(x, W) + b;
     // → B×m×h×w → B×h×m×w
     return permute(reshape(y, {B, m, h_, width}), {0, 2, 1, 3});
 }
@@ -104,7 +107,9 @@ AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, c
 
 Var MultiHeadAttention::merge_heads(const Var& heads) const {
     // [head_1, …, head_h] W^O (+ b_O)                                   B×m×d_model
-    Var y = matmul(concat_heads(heads), W_O);
+    const Var concatenated = concat_heads(heads);
+    if (options_.fused && b_O.defined()) return matmul_bias(concatenated, W_O, b_O);  // the fast twin
+    Var y = matmul(concatenated, W_O);
     if (b_O.defined()) y = y + b_O;
     return y;
 }

@@ -37,7 +37,9 @@ public:
         int64_t d_k = 0;  // 0: d_model / h
         int64_t d_v = 0;  // 0: d_model / h
         bool bias = false;
-        bool fused = false;        // heads by the fused SDPA kernel (attention/fused_attention.hpp)
+        // The fast paths: the heads by the fused SDPA kernel
+        // (attention/fused_attention.hpp), the biases added inside the GEMM (matmul_bias).
+        bool fused = false;
         bool need_weights = true;  // with fused: materialise the weights (detached) for drawing
     };
     MultiHeadAttention(int64_t d_model, int64_t heads, Generator& gen);

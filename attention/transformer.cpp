@@ -356,6 +356,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
 void TransformerEncoderLayer::set_fused(bool on) {
     self_attn_->set_fused(on);
     norm1.fused = norm2.fused = on;
+    linear1.fused = linear2.fused = on;
 }
 
 TransformerEncoderLayer::~TransformerEncoderLayer() = default;
@@ -410,6 +411,7 @@ void TransformerDecoderLayer::set_fused(bool on) {
     self_attn_->set_fused(on);
     multihead_attn_->set_fused(on);
     norm1.fused = norm2.fused = norm3.fused = on;
+    linear1.fused = linear2.fused = on;
 }
 
 TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, const Var& memory,

@@ -91,6 +91,12 @@ Var logsumexp(const Var& a, int axis, bool keepdim = false);
 // with the leading (batch) axes broadcast. Both inputs need rank >= 2.
 // a B×n×k, b B×k×m → B×n×m; a n×k, b B×k×m → B×n×m (a shared by the batch).
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+// x·op(w) + bias, the bias added to every row: the fast twin of
+// matmul(x, w, false, trans_w) + bias (what Linear and multi-head attention's
+// projections compute), in one op. x …×k (the leading axes are rows), op(w)
+// k×n, bias n → …×n. The bias is added to the product's rows in place: no
+// second output tensor, one node instead of two.
+Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w = false);
 
 // ---- shape (ops_shape.cpp) -------------------------------------------------
 Var reshape(const Var& a, const std::vector<int64_t>& dims);  // one dim may be -1

@@ -2,9 +2,12 @@
 //
 // Shapes: a …×n×k (or …×k×n with trans_a), b …×k×m (or …×m×k with trans_b)
 // → z …×n×m, the leading (batch) axes broadcast as in NumPy.
+#include <stdexcept>
+
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -123,6 +126,56 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
                           else
                               accumulate_product(bw, 1, g, a, true, trans_a);  // gᵀ·op(a)
                       }
+                  });
+}
+
+// z = x·op(w) + b, b broadcast over the N rows of x (its leading axes flattened):
+//   ∂L/∂x = g·op(w)ᵀ      ∂L/∂op(w) = xᵀ·g      ∂L/∂b = Σ_rows g
+// with g, x and z seen as N×n, N×k and N×n matrices (views: no copies).
+Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w) {
+    const ProfileScope scope("matmul_bias");
+    if (!x.defined() || !w.defined() || !bias.defined())
+        throw std::invalid_argument("matmul_bias: x, w and bias must all be defined");
+    if (x.rank() < 1 || w.rank() != 2 || bias.rank() != 1 || x.size(-1) != w.size(trans_w ? 1 : 0) ||
+        bias.size(0) != w.size(trans_w ? 0 : 1))
+        throw std::invalid_argument("matmul_bias: x " + x.shape().str() + ", w " + w.shape().str() +
+                                    (trans_w ? " (transposed)" : "") + " and bias " + bias.shape().str() +
+                                    ": need x …×k, op(w) k×n and bias n");
+    const int64_t k = x.size(-1), n = bias.size(0);
+    int64_t N = 1;  // the rows: the product of x's leading axes
+    for (int i = 0; i + 1 < x.rank(); ++i) N *= x.size(i);
+    Shape out_shape = x.shape();
+    out_shape[out_shape.rank() - 1] = n;
+    // The product, then the bias added to its rows in place, while they are
+    // still in cache: no second tensor written (what add would allocate).
+    const Tensor x2 = x.value().reshape(Shape{N, k});
+    Tensor z = matmul(x2, w.value(), false, trans_w);
+    const real* b = bias.value().data();
+    real* rows = z.data();
+    parallel_for(0, N, parallel_grain(n), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+            for (int64_t j = 0; j < n; ++j) rows[i * n + j] += b[j];
+    });
+    return record("matmul_bias", z.reshape(out_shape), {x, w, bias},
+                  [x2, w = w.value(), trans_w, N, n](Backward& bw) {
+                      const Tensor g = bw.grad().reshape(Shape{N, n});
+                      if (bw.needs(0)) {  // g·op(w)ᵀ, N×k
+                          if (bw.has_grad(0)) {
+                              Tensor buffer = bw.grad_buffer(0).reshape(x2.shape());
+                              matmul_into(buffer, g, w, false, !trans_w, 1, 1);
+                          } else {
+                              bw.accumulate(0, matmul(g, w, false, !trans_w).reshape(bw.input_shape(0)));
+                          }
+                      }
+                      if (bw.needs(1)) {  // xᵀ·g (k×n), or gᵀ·x (n×k) for w stored transposed
+                          const Tensor& left = trans_w ? g : x2;
+                          const Tensor& right = trans_w ? x2 : g;
+                          if (bw.has_grad(1))
+                              matmul_into(bw.grad_buffer(1), left, right, true, false, 1, 1);
+                          else
+                              bw.accumulate(1, matmul(left, right, true, false));
+                      }
+                      if (bw.needs(2)) bw.accumulate(2, sum(g, 0));  // Σ over the rows
                   });
 }
 

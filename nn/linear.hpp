@@ -8,7 +8,9 @@
 //   bias    out
 //   → y     …×out
 // The leading axes are flattened to one, so the whole batch is one GEMM
-// (N×in)·(out×in)ᵀ, the transpose being the GEMM's flag, not a copy.
+// (N×in)·(out×in)ᵀ, the transpose being the GEMM's flag, not a copy. The
+// module composes matmul and add unless its `fused` is set: then one op,
+// matmul_bias (autograd/ops.hpp), adds the bias inside the GEMM.
 //
 // Init, PyTorch's default: W and b ~ U(−1/√in, 1/√in).
 // state_dict keys: "weight", "bias" (as torch.nn.Linear).
@@ -34,6 +36,7 @@ public:
 
     Var weight;  // out×in
     Var bias;    // out; undefined when constructed with bias = false
+    bool fused = false;  // matmul_bias instead of matmul, then add (the same values)
 
 private:
     int64_t in_features_, out_features_;

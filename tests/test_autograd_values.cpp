@@ -134,6 +134,31 @@ TEST_CASE("autograd values: matmul, and its gradients through the transpose flag
     CHECK(close(w.grad(), {6, 6, 6, 6}));
 }
 
+TEST_CASE("autograd values: matmul_bias against sums written out, and its errors") {
+    // z = x·wᵀ + b with x 2×2 (as 1×2×2: the leading axes are rows), w 3×2 stored transposed, b 3.
+    Var x = param({1, 2, 3, 4}, {1, 2, 2});
+    Var w = param({1, 0, 0, 1, 1, 1}, {3, 2});
+    Var b = param({10, 20, 30}, {3});
+    Var z = matmul_bias(x, w, b, /*trans_w=*/true);
+    CHECK(z.shape() == Shape{1, 2, 3});
+    // row 1: (1, 2, 1 + 2) + b; row 2: (3, 4, 3 + 4) + b
+    CHECK(close(z.value(), {11, 22, 33, 13, 24, 37}));
+    // L = Σ r ⊙ z with r = (1 2 3; 4 5 6):
+    //   ∂L/∂x = r·w = (1 + 3, 2 + 3; 4 + 6, 5 + 6), ∂L/∂w = rᵀ·x, ∂L/∂b = column sums of r
+    const Var r(Tensor::from({1, 2, 3, 4, 5, 6}).reshape(Shape{1, 2, 3}));
+    sum(z * r).backward();
+    CHECK(close(x.grad(), {4, 5, 10, 11}));
+    CHECK(close(w.grad(), {1 * 1 + 4 * 3, 1 * 2 + 4 * 4, 2 * 1 + 5 * 3, 2 * 2 + 5 * 4, 3 * 1 + 6 * 3, 3 * 2 + 6 * 4}));
+    CHECK(close(b.grad(), {5, 7, 9}));
+    // w stored k×n: the same product from wᵀ written out.
+    Var wk = param({1, 0, 1, 0, 1, 1}, {2, 3});
+    CHECK(close(matmul_bias(x, wk, b).value(), {11, 22, 33, 13, 24, 37}));
+    // Shapes that do not fit are named, with the op.
+    CHECK_THROWS_WITH(matmul_bias(x, w, b), "matmul_bias: x 1×2×2, w 3×2 and bias 3: need x …×k, op(w) k×n and bias n");
+    CHECK_THROWS_WITH(matmul_bias(x, w, param({1, 2}, {2}), true),
+                      "matmul_bias: x 1×2×2, w 3×2 (transposed) and bias 2: need x …×k, op(w) k×n and bias n");
+}
+
 TEST_CASE("autograd values: shape ops route gradients back") {
     Var a = param({1, 2, 3, 4, 5, 6}, {2, 3});
     Var t = transpose(a, 0, 1);

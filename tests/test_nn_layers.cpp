@@ -79,6 +79,35 @@ TEST_CASE("Linear: a wrong feature count names the layer and the shapes") {
     CHECK_THROWS_AS(Linear(0, 2, gen), std::invalid_argument);
 }
 
+TEST_CASE("Linear fused (matmul_bias): the composed layer's value and every gradient, at 1 and 2 threads") {
+    // Large enough (256 rows of 128 → 96) that the bias rows and the GEMM
+    // split over the threads.
+    Generator gen(4);
+    const Tensor x = Tensor::normal({2, 128, 128}, 0, 1, gen), r = Tensor::normal({2, 128, 96}, 0, 1, gen);
+    const int saved = num_threads();
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        Generator init_a(5), init_b(5);
+        Linear composed(128, 96, init_a), fused(128, 96, init_b);
+        fused.fused = true;
+        Var xa(x.clone(), true), xb(x.clone(), true);
+        const Var ya = composed(xa), yb = fused(xb);
+        CHECK(allclose(yb.value(), ya.value(), 1e-5f, 1e-5f));
+        // One row by hand: y = W x + b.
+        for (int64_t o = 0; o < 96; o += 19) {
+            double want = fused.bias.value()[o];
+            for (int64_t i = 0; i < 128; ++i) want += double(fused.weight.value().at({o, i})) * x.at({1, 77, i});
+            CHECK(yb.value().at({1, 77, o}) == doctest::Approx(want).epsilon(1e-4));
+        }
+        sum(ya * Var(r)).backward();
+        sum(yb * Var(r)).backward();
+        CHECK(allclose(xb.grad(), xa.grad(), 1e-4f, 1e-5f));
+        CHECK(allclose(fused.weight.grad(), composed.weight.grad(), 1e-4f, 1e-4f));
+        CHECK(allclose(fused.bias.grad(), composed.bias.grad(), 1e-4f, 1e-4f));
+    }
+    set_num_threads(saved);
+}
+
 // ---- Embedding ----------------------------------------------------------------------------
 
 TEST_CASE("Embedding: lookup, N(0, 1) init, padding row zero and never updated") {

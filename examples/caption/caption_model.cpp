@@ -54,6 +54,7 @@ void Captioner::set_fused(bool on) {
     for (size_t i = 0; i < context.size(); ++i)
         if (auto* conv = dynamic_cast<Conv2d*>(&context[i])) conv->fused = on;
     cell.fused = on;
+    init_h.fused = init_c.fused = out.fused = on;  // matmul_bias
     attention.score.fused = on;  // additive_score_fused
     pool_before_relu_ = on;
 }

@@ -154,6 +154,7 @@ std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.st
 void Seq2SeqModel::set_fused(bool on) {
     encoder.mode = on ? RnnMode::sequence : RnnMode::stepwise;
     decoder.fused = on;
+    init.fused = output.fused = on;  // matmul_bias
     if (bahdanau_) bahdanau_->score.fused = on;  // additive_score_fused
 }
 

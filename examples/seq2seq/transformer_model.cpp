@@ -138,6 +138,7 @@ std::string TransformerSeq2Seq::describe() const { return "TransformerSeq2Seq(" 
 void TransformerSeq2Seq::set_fused(bool on) {
     for (auto& layer : encoder) layer->set_fused(on);
     for (auto& layer : decoder) layer->set_fused(on);
+    if (output) output->fused = on;  // matmul_bias
 }
 
 Var TransformerSeq2Seq::embed(const Embedding& embedding, const Tensor& ids) {

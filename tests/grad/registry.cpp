@@ -91,6 +91,14 @@ std::vector<OpCase> reduce_and_linalg_cases() {
         {"matmul", "batch axes broadcast in part, 2×1×3×4 · 3×4×2", {{2, 1, 3, 4}, {3, 4, 2}}, N,
          [](In x) { return matmul(x[0], x[1]); }},
         {"matmul", "x·xᵀ (one input used twice)", {{3, 4}}, N, [](In x) { return matmul(x[0], x[0], false, true); }},
+        {"matmul_bias", "3×4 · 4×5 + 5", {{3, 4}, {4, 5}, {5}}, N,
+         [](In x) { return matmul_bias(x[0], x[1], x[2]); }},
+        {"matmul_bias", "2×3×4 · (5×4)ᵀ + 5 (Linear's layout; the leading axes are rows)", {{2, 3, 4}, {5, 4}, {5}}, N,
+         [](In x) { return matmul_bias(x[0], x[1], x[2], true); }},
+        {"matmul_bias", "used twice, so that the second backward adds into the buffers", {{2, 3, 4}, {5, 4}, {5}}, N,
+         [](In x) { return matmul_bias(x[0], x[1], x[2], true) * matmul_bias(x[0], x[1], x[2], true); }},
+        {"matmul_bias", "used twice, w not transposed", {{3, 4}, {4, 5}, {5}}, N,
+         [](In x) { return matmul_bias(x[0], x[1], x[2]) * matmul_bias(x[0], x[1], x[2]); }},
     };
 }
 
