@@ -69,7 +69,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator
 Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
     const int64_t B = x.size(0), m = x.size(1);
     // X W + b, every head at once: one matmul                          B×m×(h·w)
-    // (the fast paths add b inside the GEMM: matmul_bias)
+    // (the fast paths add b to the product in place: matmul_bias)
     Var y;
     if (!b.defined()) y = matmul(x, W);
     else if (options_.fused) y = matmul_bias(x, W, b);

@@ -38,7 +38,7 @@ public:
         int64_t d_v = 0;  // 0: d_model / h
         bool bias = false;
         // The fast paths: the heads by the fused SDPA kernel
-        // (attention/fused_attention.hpp), the biases added inside the GEMM (matmul_bias).
+        // (attention/fused_attention.hpp), the biases added in place (matmul_bias).
         bool fused = false;
         bool need_weights = true;  // with fused: materialise the weights (detached) for drawing
     };

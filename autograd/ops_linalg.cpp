@@ -7,7 +7,6 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
-#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -150,12 +149,7 @@ Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w) {
     // still in cache: no second tensor written (what add would allocate).
     const Tensor x2 = x.value().reshape(Shape{N, k});
     Tensor z = matmul(x2, w.value(), false, trans_w);
-    const real* b = bias.value().data();
-    real* rows = z.data();
-    parallel_for(0, N, parallel_grain(n), [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i)
-            for (int64_t j = 0; j < n; ++j) rows[i * n + j] += b[j];
-    });
+    add_(z, bias.value());
     return record("matmul_bias", z.reshape(out_shape), {x, w, bias},
                   [x2, w = w.value(), trans_w, N, n](Backward& bw) {
                       const Tensor g = bw.grad().reshape(Shape{N, n});
@@ -168,12 +162,10 @@ Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w) {
                           }
                       }
                       if (bw.needs(1)) {  // xᵀ·g (k×n), or gᵀ·x (n×k) for w stored transposed
-                          const Tensor& left = trans_w ? g : x2;
-                          const Tensor& right = trans_w ? x2 : g;
-                          if (bw.has_grad(1))
-                              matmul_into(bw.grad_buffer(1), left, right, true, false, 1, 1);
+                          if (trans_w)
+                              accumulate_product(bw, 1, g, x2, true, false);
                           else
-                              bw.accumulate(1, matmul(left, right, true, false));
+                              accumulate_product(bw, 1, x2, g, true, false);
                       }
                       if (bw.needs(2)) bw.accumulate(2, sum(g, 0));  // Σ over the rows
                   });

@@ -28,9 +28,9 @@ Var Linear::forward(const Var& x) {
         throw std::invalid_argument("Linear: input " + x.shape().str() + " needs " + std::to_string(in_features_) +
                                     " features on its last axis (in_features = " + std::to_string(in_features_) +
                                     ")");
+    if (fused && bias.defined()) return matmul_bias(x, weight, bias, /*trans_w=*/true);
     Shape out_shape = x.shape();
     out_shape[out_shape.rank() - 1] = out_features_;
-    if (fused && bias.defined()) return matmul_bias(x, weight, bias, /*trans_w=*/true);
     Var rows = reshape(x, {-1, in_features_});
     Var y = matmul(rows, weight, /*trans_a=*/false, /*trans_b=*/true);
     if (bias.defined()) y = y + bias;

@@ -10,7 +10,7 @@
 // The leading axes are flattened to one, so the whole batch is one GEMM
 // (N×in)·(out×in)ᵀ, the transpose being the GEMM's flag, not a copy. The
 // module composes matmul and add unless its `fused` is set: then one op,
-// matmul_bias (autograd/ops.hpp), adds the bias inside the GEMM.
+// matmul_bias (autograd/ops.hpp), adds the bias to the product in place.
 //
 // Init, PyTorch's default: W and b ~ U(−1/√in, 1/√in).
 // state_dict keys: "weight", "bias" (as torch.nn.Linear).
