@@ -27,7 +27,11 @@ Taxonomy multi_head_taxonomy() {
 // Undefined (nothing to hide) when every input is finite: a finite padded
 // row already contributes exactly 0, and the common case builds nothing.
 Tensor input_keep_mask(const Tensor& mask, bool causal, const Var& queries, const Var& keys, const Var& values) {
-    if (finite_everywhere(queries.value()) && finite_everywhere(keys.value()) && finite_everywhere(values.value()))
+    // Self-attention passes one tensor as queries, keys and values: it is read once.
+    const Tensor &q = queries.value(), &k = keys.value(), &v = values.value();
+    auto same = [](const Tensor& a, const Tensor& b) { return a.data() == b.data() && a.numel() == b.numel(); };
+    if (finite_everywhere(q) && (same(k, q) || finite_everywhere(k)) &&
+        (same(v, q) || same(v, k) || finite_everywhere(v)))
         return {};
     const Tensor keep =
         mask.defined() && mask.rank() == 4 ? max(sub(Tensor::scalar(1), eq(mask, Tensor::scalar(0))), 1) : mask;

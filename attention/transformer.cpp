@@ -87,12 +87,10 @@ constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
 
 // 1 where x is not finite, 0 elsewhere; undefined when x is all finite.
 Tensor non_finite(const Tensor& x) {
-    int64_t i = 0, n = x.numel();
-    const real* p = x.data();
-    while (i < n && std::isfinite(p[i])) ++i;
-    if (i == n) return {};
+    if (finite_everywhere(x)) return {};
     Tensor bad = Tensor::zeros(x.shape());
-    for (; i < n; ++i) bad[i] = std::isfinite(p[i]) ? 0 : 1;
+    const real* p = x.data();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) bad[i] = std::isfinite(p[i]) ? 0 : 1;
     return bad;
 }
 

@@ -26,39 +26,79 @@ void check_shapes(const char* op, const Var& x, const Var& weight, const Var& bi
                                     d.str() + ", the last axis of input " + x.shape().str());
 }
 
-// Σ_k f(k) for k < D in double, in eight interleaved partial sums: rows
-// can be long, so the sums are double, and one chain of double additions
-// would wait for each addition to finish before the next (eight chains keep
-// the adder busy; docs/performance.md).
+// Σ_k f(k) for k < D. Within a chunk of 1024 terms the sum runs in sixteen
+// interleaved partial sums of the element type: sixteen independent chains,
+// which the compiler keeps in vector registers and adds four at a time. At
+// the end of a chunk the sixteen are added pairwise (16 → 8 → 4 → 1, a chain
+// of four additions where one running sum would wait on sixteen), and the
+// chunks are added in double, so that a long row's sum stays accurate.
 template <class F>
-double sum8(int64_t D, F f) {
-    double part[8] = {};
-    int64_t k = 0;
-    for (; k + 8 <= D; k += 8)
-        for (int j = 0; j < 8; ++j) part[j] += f(k + j);
-    for (; k < D; ++k) part[0] += f(k);
-    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+double sum_row(int64_t D, F f) {
+    constexpr int64_t kChunk = 1024, kLanes = 16;
+    double total = 0;
+    for (int64_t k0 = 0; k0 < D; k0 += kChunk) {
+        const int64_t k1 = std::min(D, k0 + kChunk);
+        real part[kLanes] = {};
+        int64_t k = k0;
+        for (; k + kLanes <= k1; k += kLanes)
+#pragma GCC unroll 16  // unrolled, the partial sums live in vector registers, not in memory
+            for (int64_t j = 0; j < kLanes; ++j) part[j] += f(k + j);
+        for (; k < k1; ++k) part[0] += f(k);
+        static_assert(kLanes == 16);
+        real half[kLanes / 2], quarter[kLanes / 4];
+        for (int64_t j = 0; j < kLanes / 2; ++j) half[j] = part[j] + part[j + kLanes / 2];
+        for (int64_t j = 0; j < kLanes / 4; ++j) quarter[j] = half[j] + half[j + kLanes / 4];
+        total += static_cast<double>((quarter[0] + quarter[2]) + (quarter[1] + quarter[3]));
+    }
+    return total;
 }
 
 // The two kernels of the fused op, row by row (llm.c's layernorm_forward /
 // layernorm_backward), the rows split over the threads. Shapes: x, y, xhat
-// N×D; gamma, beta D; rstd N.
+// N×D; gamma, beta D; rstd N. A row's work is a function of its own whose
+// arrays are distinct (`__restrict`): with that promise, and the pointers in
+// locals rather than in a lambda's captures, the loops compile to vector
+// instructions.
+
+// One row: x̂ = (x − μ)/√(σ² + ε) and y = γ ⊙ x̂ + β; returns 1/√(σ² + ε).
+// (σ² is a mean of squares, so its float rounding is harmless: 1/√ in float.)
+real normalize_row(const real* __restrict x, const real* __restrict gamma, const real* __restrict beta, real eps,
+                   int64_t D, real* __restrict y, real* __restrict xhat) {
+    const real mu = static_cast<real>(sum_row(D, [x](int64_t k) { return x[k]; }) / static_cast<double>(D));
+    const double var = sum_row(D, [x, mu](int64_t k) { return (x[k] - mu) * (x[k] - mu); }) / static_cast<double>(D);
+    const real s = 1 / std::sqrt(static_cast<real>(var) + eps);
+    for (int64_t k = 0; k < D; ++k) {
+        xhat[k] = (x[k] - mu) * s;
+        y[k] = gamma[k] * xhat[k] + beta[k];
+    }
+    return s;
+}
+
 void layer_norm_forward_rows(const real* x, const real* gamma, const real* beta, real eps, int64_t N, int64_t D,
                              real* y, real* xhat, real* rstd) {
     parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            const real* row = x + r * D;
-            const double mu = sum8(D, [row](int64_t k) { return static_cast<double>(row[k]); }) / static_cast<double>(D);
-            const double var = sum8(D, [row, mu](int64_t k) { return (row[k] - mu) * (row[k] - mu); }) /
-                               static_cast<double>(D);
-            const real s = static_cast<real>(1.0 / std::sqrt(var + static_cast<double>(eps)));  // 1/√(σ² + ε)
-            rstd[r] = s;
-            for (int64_t k = 0; k < D; ++k) {
-                xhat[r * D + k] = static_cast<real>(row[k] - mu) * s;
-                y[r * D + k] = gamma[k] * xhat[r * D + k] + beta[k];
-            }
-        }
+        for (int64_t r = r0; r < r1; ++r)
+            rstd[r] = normalize_row(x + r * D, gamma, beta, eps, D, y + r * D, xhat + r * D);
     });
+}
+
+// One row's ∂L/∂x added to dx, with ∂L/∂x̂ = g ⊙ γ and s = 1/√(σ² + ε):
+// dx += s (∂L/∂x̂ − mean(∂L/∂x̂) − x̂ ⊙ mean(∂L/∂x̂ ⊙ x̂)).
+void backward_row(const real* __restrict g, const real* __restrict xhat, real s, const real* __restrict gamma,
+                  int64_t D, real* __restrict dx) {
+    const real mean_dh = static_cast<real>(sum_row(D, [=](int64_t k) { return g[k] * gamma[k]; }) / static_cast<double>(D));
+    const real mean_dh_h =
+        static_cast<real>(sum_row(D, [=](int64_t k) { return g[k] * gamma[k] * xhat[k]; }) / static_cast<double>(D));
+    for (int64_t k = 0; k < D; ++k) dx[k] += s * (g[k] * gamma[k] - mean_dh - xhat[k] * mean_dh_h);
+}
+
+// One row's share of ∂L/∂γ and ∂L/∂β: sum_gh += g ⊙ x̂, sum_g += g.
+void affine_sums_row(const real* __restrict g, const real* __restrict xhat, int64_t D, real* __restrict sum_gh,
+                     real* __restrict sum_g) {
+    for (int64_t k = 0; k < D; ++k) {
+        sum_gh[k] += g[k] * xhat[k];
+        sum_g[k] += g[k];
+    }
 }
 
 // Adds to dx (N×D), dgamma and dbeta (D); a null pointer skips that gradient.
@@ -69,26 +109,12 @@ void layer_norm_backward_rows(const real* g, const real* xhat, const real* rstd,
                               int64_t D, real* dx, real* dgamma, real* dbeta) {
     const int64_t blocks = std::max(parallel_chunks(0, N, parallel_grain(4 * D)), 1);
     std::vector<real> sums(static_cast<size_t>(2 * blocks * D), real(0));  // per block: [Σ g ⊙ x̂ | Σ g]
-    auto block = [&](int64_t b) {
-        real* sum_gh = sums.data() + 2 * b * D;
-        real* sum_g = sum_gh + D;
-        for (int64_t r = N * b / blocks; r < N * (b + 1) / blocks; ++r) {
-            const real *gr = g + r * D, *hr = xhat + r * D;
-            if (dx) {  // with ∂L/∂x̂ = g ⊙ γ: Σ ∂L/∂x̂ and Σ ∂L/∂x̂ ⊙ x̂ over the row
-                const double sum_dh = sum8(D, [=](int64_t k) { return static_cast<double>(gr[k] * gamma[k]); });
-                const double sum_dh_h =
-                    sum8(D, [=](int64_t k) { return static_cast<double>(gr[k] * gamma[k] * hr[k]); });
-                const real mean_dh = static_cast<real>(sum_dh / static_cast<double>(D));
-                const real mean_dh_h = static_cast<real>(sum_dh_h / static_cast<double>(D));
-                for (int64_t k = 0; k < D; ++k)
-                    dx[r * D + k] += rstd[r] * (gr[k] * gamma[k] - mean_dh - hr[k] * mean_dh_h);
-            }
-            for (int64_t k = 0; k < D; ++k) sum_gh[k] += gr[k] * hr[k];
-            for (int64_t k = 0; k < D; ++k) sum_g[k] += gr[k];
-        }
-    };
     parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) block(b);
+        for (int64_t b = b0; b < b1; ++b)
+            for (int64_t r = N * b / blocks; r < N * (b + 1) / blocks; ++r) {
+                if (dx) backward_row(g + r * D, xhat + r * D, rstd[r], gamma, D, dx + r * D);
+                affine_sums_row(g + r * D, xhat + r * D, D, sums.data() + 2 * b * D, sums.data() + (2 * b + 1) * D);
+            }
     });
     for (int64_t b = 0; b < blocks; ++b)
         for (int64_t k = 0; k < D; ++k) {

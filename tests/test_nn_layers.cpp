@@ -4,6 +4,7 @@
 // are in test_nn_reference.cpp, gradients in tests/grad/test_nn_grad.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -223,6 +224,55 @@ TEST_CASE("LayerNorm fused: the composed version's value and every gradient, row
         CHECK(allclose(one[k], composed[k], 1e-4, 1e-4));
         CHECK(allclose(two[k], composed[k], 1e-4, 1e-4));
     }
+}
+
+TEST_CASE("LayerNorm fused: long rows far from zero against a plain loop in double") {
+    // D = 2,500: two chunks of 1,024 terms and a third of 452 (28 groups of
+    // sixteen and a tail of 4), the values around 100 with spread 0.5, where a
+    // one-pass E[x²] − E[x]² in float would lose the variance. The reference
+    // is the formula itself, in double, row by row: y = γ(x − μ)/√(σ² + ε) + β
+    // and ∂L/∂x = s(∂L/∂x̂ − mean ∂L/∂x̂ − x̂ mean(∂L/∂x̂ ⊙ x̂)) with ∂L/∂x̂ = γ ⊙ g.
+    Generator gen(22);
+    const int64_t N = 3, D = 2500;
+    const double eps = 1e-5;
+    const Tensor x = Tensor::normal({N, D}, 100, 0.5, gen), g = Tensor::normal({N, D}, 0, 1, gen);
+    const Tensor gamma = Tensor::normal({D}, 1, 0.3, gen), beta = Tensor::normal({D}, 0, 0.3, gen);
+    Var xv(x.clone(), true), w(gamma.clone(), true), b(beta.clone(), true);
+    Var y = layer_norm_fused(xv, w, b, static_cast<real>(eps));
+    y.backward(g);
+    std::vector<double> dgamma(D, 0), dbeta(D, 0);
+    double worst_y = 0, worst_dx = 0, worst_dgamma = 0, worst_dbeta = 0;  // largest |ours − reference|
+    for (int64_t r = 0; r < N; ++r) {
+        double mu = 0, var = 0, mean_dh = 0, mean_dh_h = 0;
+        for (int64_t k = 0; k < D; ++k) mu += x[r * D + k];
+        mu /= D;
+        for (int64_t k = 0; k < D; ++k) var += (x[r * D + k] - mu) * (x[r * D + k] - mu);
+        var /= D;
+        const double s = 1 / std::sqrt(var + eps);
+        std::vector<double> xhat(D);
+        for (int64_t k = 0; k < D; ++k) {
+            xhat[k] = (x[r * D + k] - mu) * s;
+            mean_dh += gamma[k] * g[r * D + k] / D;
+            mean_dh_h += gamma[k] * g[r * D + k] * xhat[k] / D;
+            dgamma[k] += g[r * D + k] * xhat[k];
+            dbeta[k] += g[r * D + k];
+        }
+        for (int64_t k = 0; k < D; ++k) {
+            const double dx = s * (gamma[k] * g[r * D + k] - mean_dh - xhat[k] * mean_dh_h);
+            worst_y = std::max(worst_y, std::fabs(y.value()[r * D + k] - (gamma[k] * xhat[k] + beta[k])));
+            worst_dx = std::max(worst_dx, std::fabs(xv.grad()[r * D + k] - dx));
+        }
+    }
+    for (int64_t k = 0; k < D; ++k) {
+        worst_dgamma = std::max(worst_dgamma, std::fabs(w.grad()[k] - dgamma[k]));
+        worst_dbeta = std::max(worst_dbeta, std::fabs(b.grad()[k] - dbeta[k]));
+    }
+    MESSAGE("largest errors: y " << worst_y << ", dx " << worst_dx << ", dgamma " << worst_dgamma << ", dbeta "
+                                 << worst_dbeta);
+    CHECK(worst_y < 1e-4);
+    CHECK(worst_dx < 2e-5);
+    CHECK(worst_dgamma < 2e-4);
+    CHECK(worst_dbeta < 1e-5);
 }
 
 // ---- Dropout ------------------------------------------------------------------------------------
