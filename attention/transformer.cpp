@@ -329,6 +329,19 @@ AttentionOutput cross_attention(MultiHeadAttention& attention, const Var& y, con
 
 // ---- TransformerEncoderLayer ---------------------------------------------------------
 
+namespace {
+
+// ReLU(W₁ x + b₁), the feed-forward block's hidden layer. With the layer's
+// fused flag set, one op (matmul_bias_relu: the bias and the ReLU in one pass
+// over the product, nothing kept but the output); else the composite.
+Var feed_forward_hidden(Linear& linear1, const Var& x) {
+    if (linear1.fused && linear1.bias.defined())
+        return matmul_bias_relu(x, linear1.weight, linear1.bias, /*trans_w=*/true);
+    return relu(linear1(x));
+}
+
+}  // namespace
+
 TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads, int64_t dim_feedforward,
                                                  Generator& gen)
     : TransformerEncoderLayer(d_model, heads, dim_feedforward, gen, Options{}) {}
@@ -364,7 +377,7 @@ AttentionOutput TransformerEncoderLayer::forward(const Var& x, const Tensor& mas
     const AttentionOutput attention = self_attn_->forward(x, x, x, mask, causal);
     const Var x1 = norm1(x + dropout(attention.output));
     // Y = LayerNorm₂(X₁ + Dropout(W₂ Dropout(ReLU(W₁ X₁ + b₁)) + b₂))    B×n×d_model
-    const Var y = norm2(x1 + dropout(linear2(dropout(relu(linear1(x1))))));
+    const Var y = norm2(x1 + dropout(linear2(dropout(feed_forward_hidden(linear1, x1)))));
     return {y, attention.weights};
 }
 
@@ -422,7 +435,7 @@ TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, c
     const AttentionOutput cross = cross_attention(*multihead_attn_, y1, memory, memory_padding);
     const Var y2 = norm2(y1 + dropout(cross.output));
     // Z = LayerNorm₃(Y₂ + Dropout(W₂ Dropout(ReLU(W₁ Y₂ + b₁)) + b₂))             B×T×d_model
-    const Var z = norm3(y2 + dropout(linear2(dropout(relu(linear1(y2))))));
+    const Var z = norm3(y2 + dropout(linear2(dropout(feed_forward_hidden(linear1, y2)))));
     return {z, self.weights, cross.weights};
 }
 

@@ -97,6 +97,11 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 // k×n, bias n → …×n. The bias is added to the product's rows in place: no
 // second output tensor, one node instead of two.
 Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w = false);
+// relu(x·op(w) + bias) in one op: the fast twin of relu(matmul_bias(…)), the
+// first layer of a feed-forward block. The bias and the ReLU are applied in
+// one pass over the product's rows, and the backward masks the gradient with
+// the output (y > 0 exactly where x·op(w) + bias > 0): no pre-activation kept.
+Var matmul_bias_relu(const Var& x, const Var& w, const Var& bias, bool trans_w = false);
 
 // ---- shape (ops_shape.cpp) -------------------------------------------------
 Var reshape(const Var& a, const std::vector<int64_t>& dims);  // one dim may be -1

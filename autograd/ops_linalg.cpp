@@ -3,10 +3,14 @@
 // Shapes: a …×n×k (or …×k×n with trans_a), b …×k×m (or …×m×k with trans_b)
 // → z …×n×m, the leading (batch) axes broadcast as in NumPy.
 #include <stdexcept>
+#include <string>
 
+#include "autograd/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -128,46 +132,99 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
                   });
 }
 
-// z = x·op(w) + b, b broadcast over the N rows of x (its leading axes flattened):
-//   ∂L/∂x = g·op(w)ᵀ      ∂L/∂op(w) = xᵀ·g      ∂L/∂b = Σ_rows g
-// with g, x and z seen as N×n, N×k and N×n matrices (views: no copies).
-Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w) {
-    const ProfileScope scope("matmul_bias");
+namespace {
+
+// The sizes of x·op(w) + b, after the checks every op of the family makes:
+// x …×k seen as N×k (N the product of its leading axes), op(w) k×n, bias n.
+struct BiasedProduct {
+    int64_t N = 1, k = 0, n = 0;
+    Shape out_shape;  // x's shape with n last
+};
+
+BiasedProduct check_biased_product(const char* op, const Var& x, const Var& w, const Var& bias, bool trans_w) {
     if (!x.defined() || !w.defined() || !bias.defined())
-        throw std::invalid_argument("matmul_bias: x, w and bias must all be defined");
+        throw std::invalid_argument(std::string(op) + ": x, w and bias must all be defined");
     if (x.rank() < 1 || w.rank() != 2 || bias.rank() != 1 || x.size(-1) != w.size(trans_w ? 1 : 0) ||
         bias.size(0) != w.size(trans_w ? 0 : 1))
-        throw std::invalid_argument("matmul_bias: x " + x.shape().str() + ", w " + w.shape().str() +
+        throw std::invalid_argument(std::string(op) + ": x " + x.shape().str() + ", w " + w.shape().str() +
                                     (trans_w ? " (transposed)" : "") + " and bias " + bias.shape().str() +
                                     ": need x …×k, op(w) k×n and bias n");
-    const int64_t k = x.size(-1), n = bias.size(0);
-    int64_t N = 1;  // the rows: the product of x's leading axes
-    for (int i = 0; i + 1 < x.rank(); ++i) N *= x.size(i);
-    Shape out_shape = x.shape();
-    out_shape[out_shape.rank() - 1] = n;
+    BiasedProduct p;
+    p.k = x.size(-1), p.n = bias.size(0);
+    for (int i = 0; i + 1 < x.rank(); ++i) p.N *= x.size(i);
+    p.out_shape = x.shape();
+    p.out_shape[p.out_shape.rank() - 1] = p.n;
+    return p;
+}
+
+// The gradients of z = x·op(w) + b given g = ∂L/∂z (N×n), x seen as N×k:
+//   ∂L/∂x = g·op(w)ᵀ      ∂L/∂op(w) = xᵀ·g      ∂L/∂b = Σ_rows g
+void biased_product_backward(Backward& bw, const Tensor& g, const Tensor& x2, const Tensor& w, bool trans_w) {
+    if (bw.needs(0)) {  // g·op(w)ᵀ, N×k
+        if (bw.has_grad(0)) {
+            Tensor buffer = bw.grad_buffer(0).reshape(x2.shape());
+            matmul_into(buffer, g, w, false, !trans_w, 1, 1);
+        } else {
+            bw.accumulate(0, matmul(g, w, false, !trans_w).reshape(bw.input_shape(0)));
+        }
+    }
+    if (bw.needs(1)) {  // xᵀ·g (k×n), or gᵀ·x (n×k) for w stored transposed
+        if (trans_w)
+            accumulate_product(bw, 1, g, x2, true, false);
+        else
+            accumulate_product(bw, 1, x2, g, true, false);
+    }
+    if (bw.needs(2)) bw.accumulate(2, sum(g, 0));  // Σ over the rows
+}
+
+// One row of matmul_bias_relu's forward, in place: z_j ← relu(z_j + b_j),
+// with relu's own arithmetic (keep_or_zero), so that the twin agrees to the
+// bit. A function of its own with distinct arrays, so that it vectorises.
+void add_bias_relu_row(real* __restrict z, const real* __restrict b, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) {
+        const real v = z[j] + b[j];
+        z[j] = keep_or_zero(v > 0, v);
+    }
+}
+
+}  // namespace
+
+// z = x·op(w) + b, b broadcast over the N rows of x (its leading axes flattened),
+// with g, x and z seen as N×n, N×k and N×n matrices (views: no copies);
+// the gradients in biased_product_backward above.
+Var matmul_bias(const Var& x, const Var& w, const Var& bias, bool trans_w) {
+    const ProfileScope scope("matmul_bias");
+    const BiasedProduct p = check_biased_product("matmul_bias", x, w, bias, trans_w);
     // The product, then the bias added to its rows in place, while they are
     // still in cache: no second tensor written (what add would allocate).
-    const Tensor x2 = x.value().reshape(Shape{N, k});
+    const Tensor x2 = x.value().reshape(Shape{p.N, p.k});
     Tensor z = matmul(x2, w.value(), false, trans_w);
     add_(z, bias.value());
-    return record("matmul_bias", z.reshape(out_shape), {x, w, bias},
-                  [x2, w = w.value(), trans_w, N, n](Backward& bw) {
-                      const Tensor g = bw.grad().reshape(Shape{N, n});
-                      if (bw.needs(0)) {  // g·op(w)ᵀ, N×k
-                          if (bw.has_grad(0)) {
-                              Tensor buffer = bw.grad_buffer(0).reshape(x2.shape());
-                              matmul_into(buffer, g, w, false, !trans_w, 1, 1);
-                          } else {
-                              bw.accumulate(0, matmul(g, w, false, !trans_w).reshape(bw.input_shape(0)));
-                          }
-                      }
-                      if (bw.needs(1)) {  // xᵀ·g (k×n), or gᵀ·x (n×k) for w stored transposed
-                          if (trans_w)
-                              accumulate_product(bw, 1, g, x2, true, false);
-                          else
-                              accumulate_product(bw, 1, x2, g, true, false);
-                      }
-                      if (bw.needs(2)) bw.accumulate(2, sum(g, 0));  // Σ over the rows
+    return record("matmul_bias", z.reshape(p.out_shape), {x, w, bias},
+                  [x2, w = w.value(), trans_w, N = p.N, n = p.n](Backward& bw) {
+                      biased_product_backward(bw, bw.grad().reshape(Shape{N, n}), x2, w, trans_w);
+                  });
+}
+
+// y = relu(x·op(w) + b): the bias and the ReLU in one pass over the product's
+// rows, in place. Backward: ∂L/∂z = g ⊙ [y > 0] (y > 0 exactly where z > 0),
+// then the gradients of the biased product.
+Var matmul_bias_relu(const Var& x, const Var& w, const Var& bias, bool trans_w) {
+    const ProfileScope scope("matmul_bias_relu");
+    const BiasedProduct p = check_biased_product("matmul_bias_relu", x, w, bias, trans_w);
+    const Tensor x2 = x.value().reshape(Shape{p.N, p.k});
+    Tensor y = matmul(x2, w.value(), false, trans_w);
+    real* rows = y.data();
+    const real* b = bias.value().data();
+    parallel_for(0, p.N, parallel_grain(p.n), [rows, b, n = p.n](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) add_bias_relu_row(rows + r * n, b, n);
+    });
+    return record("matmul_bias_relu", y.reshape(p.out_shape), {x, w, bias},
+                  [x2, w = w.value(), trans_w, N = p.N, n = p.n](Backward& bw) {
+                      const Tensor y2 = bw.output().reshape(Shape{N, n});
+                      const Tensor g = pointwise(bw.grad().reshape(Shape{N, n}), y2,
+                                                 [](real gz, real yz) { return keep_or_zero(yz > 0, gz); });
+                      biased_product_backward(bw, g, x2, w, trans_w);
                   });
 }
 

@@ -159,6 +159,30 @@ TEST_CASE("autograd values: matmul_bias against sums written out, and its errors
                       "matmul_bias: x 1×2×2, w 3×2 (transposed) and bias 2: need x …×k, op(w) k×n and bias n");
 }
 
+TEST_CASE("autograd values: matmul_bias_relu against sums written out, and its errors") {
+    // y = relu(x·wᵀ + b) with x 2×2 (as 1×2×2), w 3×2 stored transposed, b 3.
+    Var x = param({1, 2, 3, 4}, {1, 2, 2});
+    Var w = param({1, -1, 0, 1, -1, -1}, {3, 2});
+    Var b = param({0.5, -2.5, 6}, {3});
+    Var y = matmul_bias_relu(x, w, b, /*trans_w=*/true);
+    CHECK(y.shape() == Shape{1, 2, 3});
+    // before the ReLU: row 1 (1 − 2, 2, −1 − 2) + b = (−0.5, −0.5, 3); row 2 (3 − 4, 4, −3 − 4) + b = (−0.5, 1.5, −1)
+    CHECK(close(y.value(), {0, 0, 3, 0, 1.5, 0}));
+    // L = Σ r ⊙ y with r = (1 2 3; 4 5 6): the gradient through the ReLU is r where y > 0,
+    // g = (0 0 3; 0 5 0); ∂L/∂x = g·w, ∂L/∂w = gᵀ·x (3×2), ∂L/∂b = column sums of g
+    const Var r(Tensor::from({1, 2, 3, 4, 5, 6}).reshape(Shape{1, 2, 3}));
+    sum(y * r).backward();
+    CHECK(close(x.grad(), {3 * -1, 3 * -1, 5 * 0, 5 * 1}));
+    CHECK(close(w.grad(), {0, 0, 5 * 3, 5 * 4, 3 * 1, 3 * 2}));
+    CHECK(close(b.grad(), {0, 5, 3}));
+    // w stored k×n: the same layer from wᵀ written out.
+    Var wk = param({1, 0, -1, -1, 1, -1}, {2, 3});
+    CHECK(close(matmul_bias_relu(x, wk, b).value(), {0, 0, 3, 0, 1.5, 0}));
+    CHECK_THROWS_WITH(matmul_bias_relu(x, w, b),
+                      "matmul_bias_relu: x 1×2×2, w 3×2 and bias 3: need x …×k, op(w) k×n and bias n");
+    CHECK_THROWS_WITH(matmul_bias_relu(x, w, Var(), true), "matmul_bias_relu: x, w and bias must all be defined");
+}
+
 TEST_CASE("autograd values: shape ops route gradients back") {
     Var a = param({1, 2, 3, 4, 5, 6}, {2, 3});
     Var t = transpose(a, 0, 1);

@@ -99,6 +99,12 @@ std::vector<OpCase> reduce_and_linalg_cases() {
          [](In x) { return matmul_bias(x[0], x[1], x[2], true) * matmul_bias(x[0], x[1], x[2], true); }},
         {"matmul_bias", "used twice, w not transposed", {{3, 4}, {4, 5}, {5}}, N,
          [](In x) { return matmul_bias(x[0], x[1], x[2]) * matmul_bias(x[0], x[1], x[2]); }},
+        {"matmul_bias_relu", "relu(3×4 · 4×5 + 5)", {{3, 4}, {4, 5}, {5}}, N,
+         [](In x) { return matmul_bias_relu(x[0], x[1], x[2]); }},
+        {"matmul_bias_relu", "relu(2×3×4 · (5×4)ᵀ + 5) (Linear's layout)", {{2, 3, 4}, {5, 4}, {5}}, N,
+         [](In x) { return matmul_bias_relu(x[0], x[1], x[2], true); }},
+        {"matmul_bias_relu", "used twice, so that the second backward adds into the buffers", {{2, 3, 4}, {5, 4}, {5}},
+         N, [](In x) { return matmul_bias_relu(x[0], x[1], x[2], true) * matmul_bias_relu(x[0], x[1], x[2], true); }},
     };
 }
 

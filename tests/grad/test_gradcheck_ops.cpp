@@ -133,6 +133,18 @@ TEST_CASE("twins: matmul_bias = matmul, then add the bias (both layouts of w, le
                 [&](const std::vector<Var>& in) { return sum((matmul(in[0], in[1], false, true) + in[2]) * r); });
 }
 
+TEST_CASE("twins: matmul_bias_relu = relu of matmul, then add the bias (both layouts of w)") {
+    Generator gen(14);
+    const Tensor x = Tensor::normal(Shape{2, 3, 4}, 0, 1, gen), b = Tensor::normal(Shape{5}, 0, 1, gen);
+    const Tensor w = Tensor::normal(Shape{4, 5}, 0, 1, gen), wt = Tensor::normal(Shape{5, 4}, 0, 1, gen);
+    const Var r(Tensor::normal(Shape{2, 3, 5}, 0, 1, gen));
+    check_twins({x, w, b}, [&](const std::vector<Var>& in) { return sum(matmul_bias_relu(in[0], in[1], in[2]) * r); },
+                [&](const std::vector<Var>& in) { return sum(relu(matmul(in[0], in[1]) + in[2]) * r); });
+    check_twins({x, wt, b},
+                [&](const std::vector<Var>& in) { return sum(matmul_bias_relu(in[0], in[1], in[2], true) * r); },
+                [&](const std::vector<Var>& in) { return sum(relu(matmul(in[0], in[1], false, true) + in[2]) * r); });
+}
+
 TEST_CASE("twins: conv2d = a direct sum over the window (PyTorch's definition)") {
     Generator gen(5);
     const Tensor x = Tensor::normal(Shape{2, 3, 6, 5}, 0, 1, gen);

@@ -645,13 +645,19 @@ TEST_CASE("TransformerEncoderLayer equals torch.nn.TransformerEncoderLayer (post
         -0.352719, 0.037205, -0.055247, 0.094073, -0.577458, 0.167760, 0.102950, -0.166073,
         -0.509339, 0.160245, -0.004525, -0.017270, -0.352516, 0.043506, -0.052446, 0.096848,
         -0.576718, 0.161276, 0.096553, -0.165222, -0.558489, 0.183190, 0.057697, -0.099678};
-    const Tensor y1 = layer.forward(Var(x), padding({3, 2}, 3)).output.value();
-    const Tensor y2 = layer.forward(Var(x), {}, true).output.value();
-    for (int64_t i = 0; i < 24; ++i) {
-        CAPTURE(i);
-        CHECK(std::abs(y1[i] - padded[static_cast<size_t>(i)]) < 1e-6);
-        CHECK(std::abs(y2[i] - causal[static_cast<size_t>(i)]) < 1e-6);
+    for (bool fused : {false, true}) {  // the composite, then the fast paths (fused attention, LayerNorm, FFN)
+        CAPTURE(fused);
+        layer.set_fused(fused);
+        CHECK((layer.norm1.fused == fused && layer.linear1.fused == fused && layer.self_attn().fused() == fused));
+        const Tensor y1 = layer.forward(Var(x), padding({3, 2}, 3)).output.value();
+        const Tensor y2 = layer.forward(Var(x), {}, true).output.value();
+        for (int64_t i = 0; i < 24; ++i) {
+            CAPTURE(i);
+            CHECK(std::abs(y1[i] - padded[static_cast<size_t>(i)]) < 1e-6);
+            CHECK(std::abs(y2[i] - causal[static_cast<size_t>(i)]) < 1e-6);
+        }
     }
+    layer.set_fused(false);
     // W5's layer (d_model 128, 4 heads, feed-forward 512) has PyTorch's parameter count.
     CHECK(TransformerEncoderLayer(128, 4, 512, gen).num_parameters() == 198272);
 }
