@@ -116,8 +116,9 @@ void mask_tile(const Sizes& p, const ScoreMask& masks, int64_t b, int64_t i0, in
 // reordered), and then the exponentials cost more than the tile products. The
 // exponentials, most of the work, use the vector width of the GEMM's path
 // (tensor/gemm/gemm.hpp: 16 lanes with AVX-512, 8 with AVX2, else 4: SSE2 on
-// any x86-64, NEON on ARM); the row maxima and the softmax backward use 4. The
-// double build (gradient checks) runs the same rows as plain loops with std::exp.
+// any x86-64, NEON on ARM); the row maxima 8 with AVX2 or AVX-512 (see
+// row_max), the softmax backward 4. The double build (gradient checks) runs
+// the same rows as plain loops with std::exp.
 
 #ifndef ATTN_DOUBLE
 
@@ -132,29 +133,10 @@ inline Vec4 load4(const float* p) {
 }
 inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof v); }
 
-// max_c x_c, NaN if any x_c is NaN: a row with a NaN score must come out NaN,
-// as the composite's softmax makes it, not be taken for a fully masked row
-// (a plain v > m comparison is false for NaN and would skip it).
-inline float nan_max(float a, float b) { return a > b || a != a ? a : b; }
-inline float row_max(const float* x, int64_t n) {
-    Vec4 m = Vec4{} - kInfF;
-    int64_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-        const Vec4 v = load4(x + c);
-        const Int4 take = (v > m) | (v != v);  // a larger value, or a NaN
-        m = __builtin_bit_cast(Vec4, (take & __builtin_bit_cast(Int4, v)) | (~take & __builtin_bit_cast(Int4, m)));
-    }
-    float best = nan_max(nan_max(m[0], m[1]), nan_max(m[2], m[3]));
-    for (; c < n; ++c) best = nan_max(best, x[c]);
-    return best;
-}
-
-// x_c ← e^(x_c − shift), returns Σ_c x_c; W values at a time. e^x to within
-// 1e-7 relative for x ≥ −87, and exactly 0 below (so e^−∞ = 0): x = n·ln2 + r
-// with |r| ≤ ln2/2 (Cody–Waite, ln2 split in two), e^r by Cephes' degree-6
-// polynomial, 2^n written into the exponent bits.
-// (Vector types of W lanes; spelled out per width because GCC ignores a
-// vector_size that depends on a template parameter.)
+// Vector types of W lanes; spelled out per width because GCC ignores a
+// vector_size that depends on a template parameter. The helpers below take
+// and give vectors by reference: a vector passed by value is an ABI question
+// for GCC (it warns), even when the call is inlined.
 template <int W>
 struct Lanes;
 template <>
@@ -173,48 +155,127 @@ struct Lanes<16> {
     using I = int32_t __attribute__((vector_size(64)));
 };
 
+// The sum of v's lanes, pairwise: the halves added until four lanes remain
+// (log₂ W dependent additions, not W).
 template <int W>
-[[gnu::always_inline]] inline float exp_shifted_sum_lanes(float* x, int64_t n, float shift) {
+[[gnu::always_inline]] inline float sum_lanes(const typename Lanes<W>::F& v) {
+    if constexpr (W == 4) {
+        return (v[0] + v[2]) + (v[1] + v[3]);
+    } else {
+        typename Lanes<W / 2>::F lo, hi;
+        std::memcpy(&lo, &v, sizeof lo);
+        std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        lo += hi;
+        return sum_lanes<W / 2>(lo);
+    }
+}
+
+// max(a, b), NaN if either is NaN: a row with a NaN score must come out NaN,
+// as the composite's softmax makes it, not be taken for a fully masked row
+// (a plain b > a comparison is false for NaN and would skip it).
+inline float nan_max(float a, float b) { return a > b || a != a ? a : b; }
+
+// m ← nan_max(m, v) lane by lane: v where it is larger or NaN.
+template <int W>
+[[gnu::always_inline]] inline void nan_max_lanes(typename Lanes<W>::F& m, const typename Lanes<W>::F& v) {
+    using I = typename Lanes<W>::I;
+    const I take = (v > m) | (v != v);
+    m = __builtin_bit_cast(typename Lanes<W>::F, (take & __builtin_bit_cast(I, v)) | (~take & __builtin_bit_cast(I, m)));
+}
+
+// The largest of v's lanes (NaN if any is), by halves as sum_lanes.
+template <int W>
+[[gnu::always_inline]] inline float max_lanes(const typename Lanes<W>::F& v) {
+    if constexpr (W == 4) {
+        return nan_max(nan_max(v[0], v[2]), nan_max(v[1], v[3]));
+    } else {
+        typename Lanes<W / 2>::F lo, hi;
+        std::memcpy(&lo, &v, sizeof lo);
+        std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        nan_max_lanes<W / 2>(lo, hi);
+        return max_lanes<W / 2>(lo);
+    }
+}
+
+// max_c x_c, NaN if any x_c is NaN; W values at a time.
+template <int W>
+[[gnu::always_inline]] inline float row_max_lanes(const float* x, int64_t n) {
+    using F = typename Lanes<W>::F;
+    F m = F{} - kInfF;
+    int64_t c = 0;
+    for (; c + W <= n; c += W) {
+        F v;
+        std::memcpy(&v, x + c, sizeof v);
+        nan_max_lanes<W>(m, v);
+    }
+    float best = max_lanes<W>(m);
+    for (; c < n; ++c) best = nan_max(best, x[c]);
+    return best;
+}
+
+// x_c ← e^(x_c − shift), returns Σ_c x_c; W values at a time. e^x to within
+// 1e-7 relative for x ≥ −87, and exactly 0 below (so e^−∞ = 0): x = n·ln2 + r
+// with |r| ≤ ln2/2 (Cody–Waite, ln2 split in two), e^r by Cephes' degree-6
+// polynomial, 2^n written into the exponent bits.
+// v ← e^v on each lane (v already shifted, so v ≤ 0 but for rounding). In
+// place rather than returned: a vector returned by value is an ABI question
+// for GCC, even inlined.
+template <int W>
+[[gnu::always_inline]] inline void exp_lanes(typename Lanes<W>::F& v) {
     using F = typename Lanes<W>::F;
     using I = typename Lanes<W>::I;
     using namespace fast_math_constants;
+    const I under = v < -87.0f, over = v > 88.0f;
+    v = __builtin_bit_cast(F, (over & __builtin_bit_cast(I, F{} + 88.0f)) | (~over & __builtin_bit_cast(I, v)));
+    v = __builtin_bit_cast(F, (under & __builtin_bit_cast(I, F{} - 87.0f)) | (~under & __builtin_bit_cast(I, v)));
+    // t = x/ln2 + 1.5·2²³ rounds x/ln2 to the integer n, which sits in t's low mantissa bits
+    const F t = v * log2e + 12582912.0f;
+    const F n_ln2 = t - 12582912.0f;
+    const F r = v - n_ln2 * ln2_hi - n_ln2 * ln2_lo;
+    // e^r ≈ 1 + r + r²·P(r)
+    F p = F{} + exp_p[0];
+    p = p * r + exp_p[1];
+    p = p * r + exp_p[2];
+    p = p * r + exp_p[3];
+    p = p * r + exp_p[4];
+    p = p * r + exp_p[5];
+    p = p * r * r + r + 1.0f;
+    // e^x = e^r · 2^n, with 2^n's exponent field n + 127
+    const F two_n = __builtin_bit_cast(F, (__builtin_bit_cast(I, t) - 0x4B400000 + 127) << 23);
+    v = __builtin_bit_cast(F, ~under & __builtin_bit_cast(I, p * two_n));
+}
+
+// The whole vectors of a row are loaded and stored with copies of a fixed
+// size (one vector instruction each); the tail, if any, goes through a
+// buffer padded with −∞. (A copy of a size known only at run time compiles
+// to a string move, which costs more than the exponentials.)
+template <int W>
+[[gnu::always_inline]] inline float exp_shifted_sum_lanes(float* x, int64_t n, float shift) {
+    using F = typename Lanes<W>::F;
     static_assert(sizeof(F) == W * sizeof(float));
     F sum = {};
-    for (int64_t c = 0; c < n; c += W) {
-        const int64_t k = std::min<int64_t>(W, n - c);  // k < W: the row's tail, padded with −∞
+    int64_t c = 0;
+    for (; c + W <= n; c += W) {
+        F v;
+        std::memcpy(&v, x + c, sizeof v);
+        v -= shift;
+        exp_lanes<W>(v);
+        std::memcpy(x + c, &v, sizeof v);
+        sum += v;
+    }
+    if (c < n) {  // the row's tail: n − c < W values, the other lanes −∞ (e^−∞ = 0)
         float lanes[W];
         std::fill(lanes, lanes + W, -kInfF);
+        std::copy(x + c, x + n, lanes);
         F v;
-        std::memcpy(k == W ? static_cast<void*>(&v) : lanes, x + c, static_cast<size_t>(k) * sizeof(float));
-        if (k < W) std::memcpy(&v, lanes, sizeof v);
+        std::memcpy(&v, lanes, sizeof v);
         v -= shift;
-        const I under = v < -87.0f, over = v > 88.0f;
-        v = __builtin_bit_cast(F, (over & __builtin_bit_cast(I, F{} + 88.0f)) | (~over & __builtin_bit_cast(I, v)));
-        v = __builtin_bit_cast(F, (under & __builtin_bit_cast(I, F{} - 87.0f)) | (~under & __builtin_bit_cast(I, v)));
-        // t = x/ln2 + 1.5·2²³ rounds x/ln2 to the integer n, which sits in t's low mantissa bits
-        const F t = v * log2e + 12582912.0f;
-        const F n_ln2 = t - 12582912.0f;
-        const F r = v - n_ln2 * ln2_hi - n_ln2 * ln2_lo;
-        // e^r ≈ 1 + r + r²·P(r)
-        F p = F{} + exp_p[0];
-        p = p * r + exp_p[1];
-        p = p * r + exp_p[2];
-        p = p * r + exp_p[3];
-        p = p * r + exp_p[4];
-        p = p * r + exp_p[5];
-        p = p * r * r + r + 1.0f;
-        // e^x = e^r · 2^n, with 2^n's exponent field n + 127
-        const F two_n = __builtin_bit_cast(F, (__builtin_bit_cast(I, t) - 0x4B400000 + 127) << 23);
-        const F e = __builtin_bit_cast(F, ~under & __builtin_bit_cast(I, p * two_n));
-        std::memcpy(k == W ? static_cast<void*>(x + c) : lanes, &e, sizeof e);
-        if (k < W) std::memcpy(x + c, lanes, static_cast<size_t>(k) * sizeof(float));
-        sum += e;
+        exp_lanes<W>(v);
+        std::memcpy(lanes, &v, sizeof v);
+        std::copy(lanes, lanes + (n - c), x + c);
+        sum += v;
     }
-    float lanes[W] = {};
-    std::memcpy(lanes, &sum, sizeof sum);
-    float total = 0;
-    for (int u = 0; u < W; ++u) total += lanes[u];
-    return total;
+    return sum_lanes<W>(sum);
 }
 #if defined(__x86_64__)
 [[gnu::target("avx512f")]] inline float exp_shifted_sum_avx512(float* x, int64_t n, float shift) {
@@ -231,6 +292,20 @@ inline float exp_shifted_sum(float* x, int64_t n, float shift) {
     if (path == GemmPath::avx2) return exp_shifted_sum_avx2(x, n, shift);
 #endif
     return exp_shifted_sum_lanes<4>(x, n, shift);
+}
+
+// The row maximum takes 8 lanes on the AVX-512 path too: with AVX-512F
+// alone a comparison's result lives in a mask register, and GCC turns the
+// lane-wise select of nan_max_lanes into scalar code (slower than 4 lanes).
+#if defined(__x86_64__)
+[[gnu::target("avx2")]] inline float row_max_avx2(const float* x, int64_t n) { return row_max_lanes<8>(x, n); }
+#endif
+inline float row_max(const float* x, int64_t n) {
+#if defined(__x86_64__)
+    static const GemmPath path = gemm_default_path();
+    if (path == GemmPath::avx512 || path == GemmPath::avx2) return row_max_avx2(x, n);
+#endif
+    return row_max_lanes<4>(x, n);
 }
 
 // d_c ← p_c (d_c − D): the softmax backward on one row
@@ -297,11 +372,17 @@ void forward_block(const Sizes& p, const ScoreMask& mask, const real* Q, const r
                 continue;
             }
             // P = exp(S − μ')        ℓ = e^(μ−μ') ℓ + rowsum P        o = e^(μ−μ') o
-            const real rescale = std::exp(mu[r] - mu_new);
-            ell[r] = rescale * ell[r] + exp_shifted_sum(sr, cols, mu_new);
+            // (the row's first visible block: μ = −∞, ℓ = 0 and o = 0, nothing to rescale)
+            const real block_sum = exp_shifted_sum(sr, cols, mu_new);
+            if (mu[r] == kNegInf) {
+                ell[r] = block_sum;
+            } else {
+                const real rescale = std::exp(mu[r] - mu_new);
+                ell[r] = rescale * ell[r] + block_sum;
+                if (rescale != 1)
+                    for (real *orow = o + r * p.d_v, *end = orow + p.d_v; orow != end; ++orow) *orow *= rescale;
+            }
             mu[r] = mu_new;
-            if (rescale != 1)
-                for (real *orow = o + r * p.d_v, *end = orow + p.d_v; orow != end; ++orow) *orow *= rescale;
         }
         // o += P V_j                                                   rows×d_v
         gemm(false, false, rows, p.d_v, cols, real(1), S, Bc, V + (b * p.n + j0) * p.d_v, p.d_v, real(1), o, p.d_v);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -99,4 +100,53 @@ TEST_CASE("scaled_dot_product_attention fused (float): weights only on request, 
     options.need_weights = true;
     const Var w = scaled_dot_product_attention_fused(q, k, k, {}, options).weights;
     check_close(w.value(), scaled_dot_product_attention(q, k, k, {}, true).weights.value(), "weights", 2e-5);
+}
+
+// The row kernels (row maximum, exponentials, lane sums, 16 lanes with
+// AVX-512, 8 with AVX2, 4 otherwise) on rows of 37 keys: whole vectors and a
+// tail. The scores are hundreds apart, so the softmax's shift must be the
+// true row maximum (e^(s − μ) overflows past s − μ = 88): against the formula
+// as a plain loop in double. Query 0 of example 0 may see key 10 only, and
+// key 10 holds NaN: its output must be NaN (a NaN score is not a masked
+// one), while the other queries, which may not see key 10, stay finite.
+TEST_CASE("scaled_dot_product_attention fused (float): scores hundreds apart and a NaN score, against a plain loop") {
+    const int64_t B = 2, m = 3, n = 37, d = 4;
+    Generator gen(9);
+    Tensor q = Tensor::normal({B, m, d}, 0, 12, gen), k = Tensor::normal({B, n, d}, 0, 12, gen);
+    const Tensor v = Tensor::normal({B, n, d}, 0, 1, gen);
+    k[(0 * n + 10) * d + 2] = std::numeric_limits<real>::quiet_NaN();
+    Tensor mask = Tensor::ones({B, m, n});
+    for (int64_t j = 0; j < n; ++j) {
+        mask[(0 * m + 0) * n + j] = j == 10 ? 1 : 0;  // example 0, query 0: key 10 only
+        if (j == 10) mask[(0 * m + 1) * n + j] = mask[(0 * m + 2) * n + j] = 0;  // the others never see it
+    }
+    const Tensor out = scaled_dot_product_attention_fused(Var(q), Var(k), Var(v), mask, {}).output.value();
+    CHECK(std::isnan(out[0]));
+    double worst = 0, spread = 0;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < m; ++i) {
+            if (b == 0 && i == 0) continue;
+            std::vector<double> s(n, -1e300);
+            double mu = -1e300;
+            for (int64_t j = 0; j < n; ++j) {
+                if (mask[(b * m + i) * n + j] == 0) continue;
+                double dot = 0;
+                for (int64_t c = 0; c < d; ++c) dot += double(q[(b * m + i) * d + c]) * k[(b * n + j) * d + c];
+                s[j] = dot / std::sqrt(double(d));
+                mu = std::max(mu, s[j]);
+            }
+            double ell = 0, lo = 1e300;
+            for (int64_t j = 0; j < n; ++j)
+                if (mask[(b * m + i) * n + j] != 0) ell += std::exp(s[j] - mu), lo = std::min(lo, s[j]);
+            spread = std::max(spread, mu - lo);
+            for (int64_t c = 0; c < d; ++c) {
+                double o = 0;
+                for (int64_t j = 0; j < n; ++j)
+                    if (mask[(b * m + i) * n + j] != 0) o += std::exp(s[j] - mu) / ell * v[(b * n + j) * d + c];
+                worst = std::max(worst, std::fabs(out[(b * m + i) * d + c] - o) / (1 + std::fabs(o)));
+            }
+        }
+    MESSAGE("largest relative error " << worst << "; scores of a row up to " << spread << " apart");
+    CHECK(spread > 200);  // the data does what the test needs: e^spread overflows float
+    CHECK(worst < 1e-4);
 }
