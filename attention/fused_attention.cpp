@@ -123,7 +123,6 @@ void mask_tile(const Sizes& p, const ScoreMask& masks, int64_t b, int64_t i0, in
 #ifndef ATTN_DOUBLE
 
 using Vec4 = float __attribute__((vector_size(16)));
-using Int4 = int32_t __attribute__((vector_size(16)));
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 
 inline Vec4 load4(const float* p) {
@@ -155,6 +154,14 @@ struct Lanes<16> {
     using I = int32_t __attribute__((vector_size(64)));
 };
 
+// v's lower and upper halves, as vectors of W/2 lanes.
+template <int W>
+[[gnu::always_inline]] inline void halves(const typename Lanes<W>::F& v, typename Lanes<W / 2>::F& lo,
+                                          typename Lanes<W / 2>::F& hi) {
+    std::memcpy(&lo, &v, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+}
+
 // The sum of v's lanes, pairwise: the halves added until four lanes remain
 // (log₂ W dependent additions, not W).
 template <int W>
@@ -163,8 +170,7 @@ template <int W>
         return (v[0] + v[2]) + (v[1] + v[3]);
     } else {
         typename Lanes<W / 2>::F lo, hi;
-        std::memcpy(&lo, &v, sizeof lo);
-        std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        halves<W>(v, lo, hi);
         lo += hi;
         return sum_lanes<W / 2>(lo);
     }
@@ -190,8 +196,7 @@ template <int W>
         return nan_max(nan_max(v[0], v[2]), nan_max(v[1], v[3]));
     } else {
         typename Lanes<W / 2>::F lo, hi;
-        std::memcpy(&lo, &v, sizeof lo);
-        std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+        halves<W>(v, lo, hi);
         nan_max_lanes<W / 2>(lo, hi);
         return max_lanes<W / 2>(lo);
     }
@@ -213,13 +218,10 @@ template <int W>
     return best;
 }
 
-// x_c ← e^(x_c − shift), returns Σ_c x_c; W values at a time. e^x to within
-// 1e-7 relative for x ≥ −87, and exactly 0 below (so e^−∞ = 0): x = n·ln2 + r
-// with |r| ≤ ln2/2 (Cody–Waite, ln2 split in two), e^r by Cephes' degree-6
-// polynomial, 2^n written into the exponent bits.
-// v ← e^v on each lane (v already shifted, so v ≤ 0 but for rounding). In
-// place rather than returned: a vector returned by value is an ABI question
-// for GCC, even inlined.
+// v ← e^v on each lane (v already shifted, so v ≤ 0 but for rounding). e^x to
+// within 1e-7 relative for x ≥ −87, and exactly 0 below (so e^−∞ = 0):
+// x = n·ln2 + r with |r| ≤ ln2/2 (Cody–Waite, ln2 split in two), e^r by
+// Cephes' degree-6 polynomial, 2^n written into the exponent bits.
 template <int W>
 [[gnu::always_inline]] inline void exp_lanes(typename Lanes<W>::F& v) {
     using F = typename Lanes<W>::F;
@@ -245,8 +247,8 @@ template <int W>
     v = __builtin_bit_cast(F, ~under & __builtin_bit_cast(I, p * two_n));
 }
 
-// The whole vectors of a row are loaded and stored with copies of a fixed
-// size (one vector instruction each); the tail, if any, goes through a
+// x_c ← e^(x_c − shift), returns Σ_c x_c; W values at a time. The whole
+// vectors of a row are loaded and stored with copies of a fixed size (one vector instruction each); the tail, if any, goes through a
 // buffer padded with −∞. (A copy of a size known only at run time compiles
 // to a string move, which costs more than the exponentials.)
 template <int W>

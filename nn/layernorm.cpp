@@ -35,6 +35,7 @@ void check_shapes(const char* op, const Var& x, const Var& weight, const Var& bi
 template <class F>
 double sum_row(int64_t D, F f) {
     constexpr int64_t kChunk = 1024, kLanes = 16;
+    static_assert(kLanes == 16, "the pairwise addition below is written out for sixteen lanes");
     double total = 0;
     for (int64_t k0 = 0; k0 < D; k0 += kChunk) {
         const int64_t k1 = std::min(D, k0 + kChunk);
@@ -44,7 +45,6 @@ double sum_row(int64_t D, F f) {
 #pragma GCC unroll 16  // unrolled, the partial sums live in vector registers, not in memory
             for (int64_t j = 0; j < kLanes; ++j) part[j] += f(k + j);
         for (; k < k1; ++k) part[0] += f(k);
-        static_assert(kLanes == 16);
         real half[kLanes / 2], quarter[kLanes / 4];
         for (int64_t j = 0; j < kLanes / 2; ++j) half[j] = part[j] + part[j + kLanes / 2];
         for (int64_t j = 0; j < kLanes / 4; ++j) quarter[j] = half[j] + half[j + kLanes / 4];
