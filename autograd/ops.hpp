@@ -196,6 +196,12 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride = 
 // The same in one op with a hand-written backward (less memory: no W·cols
 // copy, the columns' gradient one image at a time); nn::Conv2d uses it.
 Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride = 1, Size2 padding = 0);
+// max_pool2d(conv2d_fused(input, weight, bias, stride, padding), pool_kernel,
+// pool_stride, pool_padding) in one op: each image's convolution is pooled
+// while in cache, and neither the convolution's full output nor its gradient
+// is ever stored. B×C×H×W → B×O×Hp×Wp.
+Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                          Size2 pool_kernel, Size2 pool_stride = 0, Size2 pool_padding = 0);
 // input B×C×H×W → B×C×Ho×Wo; stride 0 means the kernel size (PyTorch's
 // default). max_pool2d pads with -inf, avg_pool2d with zeros, counted in the
 // average (count_include_pad = true, PyTorch's default).

@@ -262,6 +262,239 @@ void check_pool_padding(const Window& w, const char* op) {
                                     " must be at most half the kernel " + pair_str(w.kh, w.kw));
 }
 
+// max_pool2d's forward on planes [bc_begin, bc_end) of w: the 2×2 path when
+// it applies, else the general one. Planes are independent: ranges of them
+// can run in parallel.
+void max_pool_forward(const Window& w, int64_t bc_begin, int64_t bc_end, const real* x, real* z, uint16_t* argmax) {
+    if (!is_2x2_stride_2(w)) return max_pool_planes(w, bc_begin, bc_end, x, z, argmax);
+    for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {  // r = bc·Ho + oh: input rows 2·oh, 2·oh + 1
+        const real* top = x + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
+        max_pool_2x2_row(top, top + w.W, z + r * w.Wo, argmax + r * w.Wo, w.Wo);
+    }
+}
+
+// A kernel offset k = i·kw + j as its (i, j), looked up instead of divided.
+struct KernelOffsets {
+    std::vector<int64_t> i, j;
+    explicit KernelOffsets(const Window& w) {
+        for (int64_t a = 0; a < w.kh; ++a)
+            for (int64_t b = 0; b < w.kw; ++b) i.push_back(a), j.push_back(b);
+    }
+};
+
+// Its backward on the same planes: each window's gradient added at its maximum.
+void max_pool_backward(const Window& w, const KernelOffsets& k, int64_t bc_begin, int64_t bc_end,
+                       const uint16_t* argmax, const real* g, real* dx) {
+    if (!is_2x2_stride_2(w)) return max_pool_backward_planes(w, bc_begin, bc_end, argmax, k.i.data(), k.j.data(), g, dx);
+    for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {
+        real* top = dx + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
+        max_pool_2x2_backward_row(argmax + r * w.Wo, g + r * w.Wo, top, w.W, w.Wo);
+    }
+}
+
+// Σ of a row: sixteen float lanes, which the compiler keeps in one vector
+// (a single running sum is a chain of dependent adds, one every 4 cycles),
+// added up in double at the end.
+real row_sum(const real* x, int64_t n) {
+    real lanes[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; ++k) lanes[k] += x[i + k];
+    double total = 0;
+    for (; i < n; ++i) total += x[i];
+    for (const real lane : lanes) total += lane;
+    return static_cast<real>(total);
+}
+
+// ---- one image's columns, never stored: packed for the GEMM ----------------
+// The fused convolutions multiply by an image's unfolded columns (CK×L: rows
+// m = c·kh·kw + i·kw + j, columns the positions l = oh·Wo + ow) as an
+// implicit GEMM operand (tensor/gemm/gemm.hpp): the GEMM asks for one block
+// at a time in its packed layout, and these functions gather it from the
+// image. unfold's copy (the whole matrix written, then read back by the
+// GEMM's own packing) is gone. They read a zero-padded copy of the image
+// (C planes of Hp×Wp = (H + 2·ph)×(W + 2·pw)), in which every window lies
+// whole, so there is no bounds test on the way:
+//     cols[m][l] = padded[c][oh·sh + i][ow·sw + j]
+template <class T>
+struct PaddedImage {
+    Window one;  // the geometry of one image
+    int64_t Hp, Wp;
+    const T* data;
+};
+
+// Where rows m, m + 1, ... of the columns start (their element at position
+// (oh, ow) = (0, 0)), stepping (c, i, j) along instead of dividing m for
+// each: a division per packed row of 32 numbers cost more than the copy.
+template <class T>
+class ColumnRows {
+public:
+    ColumnRows(const PaddedImage<T>& s, int64_t m)
+        : s_(s), c_(m / (s.one.kh * s.one.kw)), i_(m % (s.one.kh * s.one.kw) / s.one.kw), j_(m % s.one.kw) {}
+    const T* operator*() const { return s_.data + (c_ * s_.Hp + i_) * s_.Wp + j_; }
+    ColumnRows& operator++() {
+        if (++j_ == s_.one.kw) {
+            j_ = 0;
+            if (++i_ == s_.one.kh) i_ = 0, ++c_;
+        }
+        return *this;
+    }
+
+private:
+    const PaddedImage<T>& s_;
+    int64_t c_, i_, j_;
+};
+
+// A stretch of positions [l0, l0 + count) cut at the ends of output rows:
+// per piece, the offset of its first position in the padded image (from a
+// row's start), how many positions, and where it starts in the stretch.
+struct Piece {
+    int64_t offset, length, at;
+};
+inline void cut_into_rows(const Window& w, int64_t Wp, int64_t l0, int64_t count, std::vector<Piece>& pieces) {
+    pieces.clear();
+    for (int64_t at = 0; at < count;) {
+        const int64_t oh = (l0 + at) / w.Wo, ow = (l0 + at) % w.Wo, n = std::min(w.Wo - ow, count - at);
+        pieces.push_back({oh * w.sh * Wp + ow * w.sw, n, at});
+        at += n;
+    }
+}
+
+// B = cols_b (K = CK rows, N = L columns): step k of a panel is a stretch of
+// row k0 + k, one piece per output row it crosses.
+template <class T>
+void pack_columns(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, T* dest) {
+    const auto& s = *static_cast<const PaddedImage<T>*>(ctx);
+    const int64_t sw = s.one.sw;
+    std::vector<Piece> pieces;
+    for (int64_t q = 0; q < nc; q += nr) {
+        const int64_t cols = std::min(nr, nc - q);
+        cut_into_rows(s.one, s.Wp, j0 + q, cols, pieces);
+        T* panel = dest + q * kc;
+        ColumnRows<T> row(s, k0);
+        for (int64_t k = 0; k < kc; ++k, ++row) {
+            T* d = panel + k * nr;
+            for (const Piece& p : pieces) {
+                const T* src = *row + p.offset;
+                if (sw == 1)
+                    for (int64_t u = 0; u < p.length; ++u) d[p.at + u] = src[u];
+                else
+                    for (int64_t u = 0; u < p.length; ++u) d[p.at + u] = src[u * sw];
+            }
+            std::fill(d + cols, d + nr, T(0));
+        }
+    }
+}
+
+// B = cols_bᵀ (K = L rows, N = CK columns): column t of a panel is a stretch
+// of row j0 + q + t of the columns. Eight columns at a time, so that each
+// step writes eight neighbouring numbers of the panel rather than one number
+// into each of kc different cache lines.
+template <class T>
+void pack_columns_transposed(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, T* dest) {
+    const auto& s = *static_cast<const PaddedImage<T>*>(ctx);
+    const int64_t sw = s.one.sw;
+    std::vector<Piece> pieces;
+    cut_into_rows(s.one, s.Wp, k0, kc, pieces);
+    constexpr int G = 8;
+    for (int64_t q = 0; q < nc; q += nr) {
+        const int64_t cols = std::min(nr, nc - q);
+        T* panel = dest + q * kc;
+        ColumnRows<T> row(s, j0 + q);
+        for (int64_t t = 0; t < cols; t += G) {
+            const int g = static_cast<int>(std::min<int64_t>(G, cols - t));
+            const T* rows[G];
+            for (int r = 0; r < g; ++r, ++row) rows[r] = *row;
+            for (const Piece& p : pieces) {
+                T* d = panel + p.at * nr + t;
+                if (g == G)
+                    for (int64_t u = 0, at = p.offset; u < p.length; ++u, at += sw, d += nr) {
+#pragma GCC unroll 8
+                        for (int r = 0; r < G; ++r) d[r] = rows[r][at];
+                    }
+                else
+                    for (int64_t u = 0, at = p.offset; u < p.length; ++u, at += sw, d += nr)
+                        for (int r = 0; r < g; ++r) d[r] = rows[r][at];
+            }
+        }
+        if (cols < nr)
+            for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * nr + cols, panel + (k + 1) * nr, T(0));
+    }
+}
+
+// The fused convolutions' view of their operands, and their work on one
+// image b (conv2d_fused below has the formulas):
+//   forward:  z_b = W cols_b + bias 1ᵀ                 z_b O×L
+//   backward: ∂W += g_b cols_bᵀ,  ∂x_b += fold(Wᵀ g_b)
+// cols_b is an implicit operand of the products (pack_columns above), read
+// from image b padded into a buffer of padded_size() the caller owns; the
+// input gradient goes through a CK×L scratch buffer the caller owns.
+struct ConvImages {
+    Window w;    // the whole batch
+    Window one;  // one image: the walk of fold, offset to image b here
+    int64_t O, CK, L, image;  // output channels, C·kh·kw, Ho·Wo, C·H·W
+    Tensor x, W2, bias;       // input, weight as O×CK, bias (undefined: none)
+
+    int64_t padded_size() const { return w.C * (w.H + 2 * w.ph) * (w.W + 2 * w.pw); }
+    // Image b, zero-padded (PaddedImage), into `padded`.
+    PaddedImage<real> pad(int64_t b, real* padded) const {
+        const int64_t Hp = w.H + 2 * w.ph, Wp = w.W + 2 * w.pw;
+        std::fill(padded, padded + padded_size(), real(0));
+        const real* in = x.data() + b * image;
+        for (int64_t c = 0; c < w.C; ++c)
+            for (int64_t y = 0; y < w.H; ++y)
+                std::copy(in + (c * w.H + y) * w.W, in + (c * w.H + y + 1) * w.W,
+                          padded + (c * Hp + y + w.ph) * Wp + w.pw);
+        return {one, Hp, Wp, padded};
+    }
+
+    void forward(int64_t b, real* zb, real* padded) const {
+        for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias[o] : 0);
+        const PaddedImage<real> cols = pad(b, padded);
+        gemm_implicit_b(false, O, L, CK, real(1), W2.data(), CK, ImplicitB<real>{&pack_columns<real>, &cols}, real(1),
+                        zb, L);
+    }
+    // dW or dx null: that gradient is not needed.
+    void backward(int64_t b, const real* gb, real* dW, real* dx, real* scratch, real* padded) const {
+        if (dW) {  // += g_b cols_bᵀ
+            const PaddedImage<real> cols = pad(b, padded);
+            gemm_implicit_b(false, O, CK, L, real(1), gb, L, ImplicitB<real>{&pack_columns_transposed<real>, &cols},
+                            real(1), dW, CK);
+        }
+        if (dx) {  // dx_b += fold(Wᵀ g_b), each plane of the image adding only to itself
+            gemm(true, false, CK, L, O, real(1), W2.data(), CK, gb, L, real(0), scratch, L);
+            real* dxb = dx + b * image;
+            const real* pc = scratch;
+            const int64_t step = w.sw;
+            parallel_planes(one, w.kh * w.kw * L, [&](int64_t c_begin, int64_t c_end) {
+                for_each_unfold_run(one, c_begin, c_end, [=](int64_t col, int64_t in, int64_t count) {
+                    add_run(dxb + in, step, pc + col, count);
+                });
+            });
+        }
+    }
+};
+
+ConvImages conv_images(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                       const char* op) {
+    if (weight.rank() != 4)
+        throw std::invalid_argument(std::string(op) + ": weight must be O×C×kh×kw (rank 4), got " +
+                                    weight.shape().str());
+    const int64_t O = weight.shape()[0], C = weight.shape()[1];
+    const int kh = static_cast<int>(weight.shape()[2]), kw = static_cast<int>(weight.shape()[3]);
+    const Window w = window_geometry(input.shape(), Size2(kh, kw), stride, padding, op);
+    if (w.C != C || (bias.defined() && bias.shape() != Shape{O}))
+        throw std::invalid_argument(std::string(op) + ": input " + input.shape().str() + ", weight " +
+                                    weight.shape().str() + " and bias " +
+                                    (bias.defined() ? bias.shape().str() : std::string("(none)")) +
+                                    " must be B×C×H×W, O×C×kh×kw and O");
+    Window one = w;
+    one.B = 1;
+    const int64_t CK = C * kh * kw;
+    return {w, one, O, CK, w.Ho * w.Wo, w.C * w.H * w.W, input.value(), weight.value().reshape(Shape{O, CK}),
+            bias.defined() ? bias.value() : Tensor()};
+}
+
 }  // namespace
 
 // ---- unfold (im2col) ----------------------------------------------------------------
@@ -311,73 +544,103 @@ Var conv2d(const Var& input, const Var& weight, const Var& bias, Size2 stride, S
 
 // The same as one op, with a hand-written backward: what conv2d composes from
 // unfold, matmul and add, one image at a time. An image's columns (C·kh·kw ×
-// Ho·Wo, ~1 MB for W4's second layer) are made, used by the product while
-// they are still in cache, and made again in backward, instead of keeping all
-// B images' columns (29 MB for that layer, written to memory once and read
-// back by three products). Keeps only the input for backward:
+// Ho·Wo, ~1 MB for W4's second layer; 29 MB for all 32 images) are never
+// stored: both products that read them pack them block by block straight
+// from the zero-padded image (pack_columns, an implicit GEMM operand). Keeps
+// only the input for backward:
 //   z_b = W cols_b + b 1ᵀ            W O×CK, cols_b CK×L, z_b O×L
 //   ∂L/∂W += Σ_b g_b cols_bᵀ          ∂L/∂b += Σ_{b,l} g_b[:, l]
 //   ∂L/∂x_b += fold(Wᵀ g_b)
-// Each product is split over the threads by gemm (and counted as a product
-// by the profiler); the unfold and the fold of one image split its channel
-// planes. tests/test_autograd_values.cpp checks it against conv2d, value and
-// gradient, and on 1 and 2 threads.
+// Each product is split over the threads by gemm (its packing with it, and
+// counted as a product by the profiler); the fold of one image splits its
+// channel planes. tests/test_autograd_values.cpp checks it against conv2d,
+// value and gradient, and on 1 and 2 threads.
 Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding) {
     const ProfileScope scope("conv2d_fused");
-    if (weight.rank() != 4)
-        throw std::invalid_argument("conv2d_fused: weight must be O×C×kh×kw (rank 4), got " + weight.shape().str());
-    const int64_t O = weight.shape()[0], C = weight.shape()[1];
-    const int kh = static_cast<int>(weight.shape()[2]), kw = static_cast<int>(weight.shape()[3]);
-    const Window w = window_geometry(input.shape(), Size2(kh, kw), stride, padding, "conv2d_fused");
-    if (w.C != C || (bias.defined() && bias.shape() != Shape{O}))
-        throw std::invalid_argument("conv2d_fused: input " + input.shape().str() + ", weight " +
-                                    weight.shape().str() + " and bias " + bias.shape().str() +
-                                    " must be B×C×H×W, O×C×kh×kw and O");
-    const int64_t CK = C * kh * kw, L = w.Ho * w.Wo, image = w.C * w.H * w.W;
-    Window one = w;  // the walk of one image (offset to image b by the caller)
-    one.B = 1;
-    const Tensor x = input.value();
-    const Tensor W2 = weight.value().reshape(Shape{O, CK});
-    Tensor cols = Tensor::empty(Shape{CK, L});  // one image's columns at a time
-    Tensor z = Tensor::empty(Shape{w.B, O, L});
-    for (int64_t b = 0; b < w.B; ++b) {  // z_b = b 1ᵀ, then += W cols_b
-        real* zb = z.data() + b * O * L;
-        for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias.value()[o] : 0);
-        parallel_unfold_copy(one, x.data() + b * image, cols.data());
-        gemm(false, false, O, L, CK, real(1), W2.data(), CK, cols.data(), L, real(1), zb, L);
+    const ConvImages conv = conv_images(input, weight, bias, stride, padding, "conv2d_fused");
+    const int64_t B = conv.w.B, O = conv.O, L = conv.L;
+    Tensor z = Tensor::empty(Shape{B, O, L});
+    {
+        Tensor padded = Tensor::empty(Shape{conv.padded_size()});
+        for (int64_t b = 0; b < B; ++b) conv.forward(b, z.data() + b * O * L, padded.data());
     }
     std::vector<Var> inputs{input, weight};
     if (bias.defined()) inputs.push_back(bias);
-    const bool has_bias = bias.defined();
-    return record("conv2d_fused", z.reshape(Shape{w.B, O, w.Ho, w.Wo}), inputs,
-                  [w, one, x, W2, O, CK, L, image, has_bias](Backward& bw) {
-        const Tensor g = bw.grad().reshape(Shape{w.B, O, L});
-        if (has_bias && bw.needs(2)) {  // Σ over images and positions: per image a row sum (B×O), then over b
+    return record("conv2d_fused", z.reshape(Shape{B, O, conv.w.Ho, conv.w.Wo}), inputs, [conv, B, O, L](Backward& bw) {
+        const Tensor g = bw.grad().reshape(Shape{B, O, L});
+        if (conv.bias.defined() && bw.needs(2)) {  // Σ over images and positions: per image a row sum (B×O), then over b
             const Tensor per_image = sum(g, 2);
             real* db = bw.grad_buffer(2).data();
-            for (int64_t b = 0; b < w.B; ++b)
+            for (int64_t b = 0; b < B; ++b)
                 for (int64_t o = 0; o < O; ++o) db[o] += per_image.data()[b * O + o];
         }
         real* dW = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
         real* dx = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
-        Tensor scratch = Tensor::empty(Shape{CK, L});  // image b's columns again, then their gradient
-        const real* pc = scratch.data();
-        const int64_t step = w.sw;
-        for (int64_t b = 0; b < w.B; ++b) {
-            const real* gb = g.data() + b * O * L;
-            if (dW) {  // += g_b cols_bᵀ
-                parallel_unfold_copy(one, x.data() + b * image, scratch.data());
-                gemm(false, true, O, CK, L, real(1), gb, L, scratch.data(), L, real(1), dW, CK);
-            }
-            if (dx) {  // dx_b += fold(Wᵀ g_b), each plane of the image adding only to itself
-                gemm(true, false, CK, L, O, real(1), W2.data(), CK, gb, L, real(0), scratch.data(), L);
-                real* dxb = dx + b * image;
-                parallel_planes(one, w.kh * w.kw * L, [&](int64_t c_begin, int64_t c_end) {
-                    for_each_unfold_run(one, c_begin, c_end, [=](int64_t col, int64_t in, int64_t count) {
-                        add_run(dxb + in, step, pc + col, count);
-                    });
-                });
-            }
+        Tensor scratch = Tensor::empty(Shape{conv.CK, L});  // image b's columns' gradient
+        Tensor padded = Tensor::empty(Shape{conv.padded_size()});
+        for (int64_t b = 0; b < B; ++b) conv.backward(b, g.data() + b * O * L, dW, dx, scratch.data(), padded.data());
+    });
+}
+
+// max_pool2d(conv2d_fused(...)) as one op: each image's convolution (O×Ho×Wo,
+// 400 KB for W4's first layer) is pooled while it is still in cache, and
+// only the pooled output (a quarter of it for 2×2 windows) and the argmax
+// offsets are kept. The convolution's full output, 13 MB for W4's first layer,
+// is never written, nor its gradient: backward puts image b's pooled gradient
+// back at its maxima into an O×L buffer (max_pool2d's backward), which then
+// goes through conv2d_fused's backward for that image:
+//   z_b = W cols_b + bias 1ᵀ,   y_b = max_pool(z_b)
+//   ∂z_b = g_b at each window's first maximum (0 elsewhere)
+//   ∂W += ∂z_b cols_bᵀ,  ∂bias += Σ_l ∂z_b[:, l],  ∂x_b += fold(Wᵀ ∂z_b)
+// tests/test_autograd_values.cpp checks it against max_pool2d(conv2d(...)).
+Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                          Size2 pool_kernel, Size2 pool_stride, Size2 pool_padding) {
+    const ProfileScope scope("conv2d_max_pool_fused");
+    const char* op = "conv2d_max_pool_fused";
+    const ConvImages conv = conv_images(input, weight, bias, stride, padding, op);
+    const int64_t B = conv.w.B, O = conv.O, L = conv.L;
+    if (pool_stride.h == 0 && pool_stride.w == 0) pool_stride = pool_kernel;
+    // The pool's walk over one image's O planes of the convolution's Ho×Wo.
+    const Window pool = window_geometry(Shape{1, O, conv.w.Ho, conv.w.Wo}, pool_kernel, pool_stride, pool_padding, op);
+    check_pool_padding(pool, op);
+    if (pool.kh * pool.kw > 65536)
+        throw std::invalid_argument(std::string(op) + ": pool kernel " + pair_str(pool.kh, pool.kw) +
+                                    " has over 65,536 elements");
+    const int64_t P = O * pool.Ho * pool.Wo;  // one image's pooled values
+    Tensor y = Tensor::empty(Shape{B, O, pool.Ho, pool.Wo});
+    std::vector<uint16_t> argmax(static_cast<size_t>(y.numel()));
+    {
+        Tensor z = Tensor::empty(Shape{O, L}), padded = Tensor::empty(Shape{conv.padded_size()});
+        for (int64_t b = 0; b < B; ++b) {
+            conv.forward(b, z.data(), padded.data());
+            real* yb = y.data() + b * P;
+            uint16_t* ab = argmax.data() + b * P;
+            parallel_planes(pool, pool.Ho * pool.Wo * pool.kh * pool.kw, [&](int64_t c_begin, int64_t c_end) {
+                max_pool_forward(pool, c_begin, c_end, z.data(), yb, ab);
+            });
+        }
+    }
+    std::vector<Var> inputs{input, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    return record(op, std::move(y), inputs, [conv, pool, B, O, L, P, argmax = std::move(argmax)](Backward& bw) {
+        const real* g = bw.grad().data();
+        real* db = conv.bias.defined() && bw.needs(2) ? bw.grad_buffer(2).data() : nullptr;
+        real* dW = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
+        real* dx = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
+        const KernelOffsets offsets(pool);
+        Tensor dz = Tensor::empty(Shape{O, L});               // image b's ∂z_b
+        Tensor scratch = Tensor::empty(Shape{conv.CK, L});  // its columns' gradient
+        Tensor padded = Tensor::empty(Shape{conv.padded_size()});
+        for (int64_t b = 0; b < B; ++b) {
+            dz.fill_(0);
+            const real* gb = g + b * P;
+            const uint16_t* ab = argmax.data() + b * P;
+            parallel_planes(pool, pool.Ho * pool.Wo, [&](int64_t c_begin, int64_t c_end) {
+                max_pool_backward(pool, offsets, c_begin, c_end, ab, gb, dz.data());
+            });
+            if (db)
+                for (int64_t o = 0; o < O; ++o) db[o] += row_sum(dz.data() + o * L, L);
+            conv.backward(b, dz.data(), dW, dx, scratch.data(), padded.data());
         }
     });
 }
@@ -399,29 +662,16 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     const real* x = input.value().data();
     real* pz = z.data();
     uint16_t* pa = argmax.data();
-    const bool two_by_two = is_2x2_stride_2(w);
     parallel_planes(w, w.Ho * w.Wo * w.kh * w.kw, [&](int64_t bc_begin, int64_t bc_end) {
-        if (!two_by_two) return max_pool_planes(w, bc_begin, bc_end, x, pz, pa);
-        for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {  // r = bc·Ho + oh: input rows 2·oh, 2·oh + 1
-            const real* top = x + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
-            max_pool_2x2_row(top, top + w.W, pz + r * w.Wo, pa + r * w.Wo, w.Wo);
-        }
+        max_pool_forward(w, bc_begin, bc_end, x, pz, pa);
     });
-    return record("max_pool2d", std::move(z), {input}, [w, two_by_two, argmax = std::move(argmax)](Backward& bw) {
+    return record("max_pool2d", std::move(z), {input}, [w, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
-        std::vector<int64_t> ki, kj;  // k → (i, j), without a division per window
-        for (int64_t i = 0; i < w.kh; ++i)
-            for (int64_t j = 0; j < w.kw; ++j) ki.push_back(i), kj.push_back(j);
+        const KernelOffsets offsets(w);
         // Planes in parallel: a window's maximum lies in its own plane.
-        const uint16_t* where = argmax.data();
         parallel_planes(w, w.Ho * w.Wo, [&](int64_t bc_begin, int64_t bc_end) {
-            if (!two_by_two)
-                return max_pool_backward_planes(w, bc_begin, bc_end, where, ki.data(), kj.data(), g, dx);
-            for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {
-                real* top = dx + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
-                max_pool_2x2_backward_row(where + r * w.Wo, g + r * w.Wo, top, w.W, w.Wo);
-            }
+            max_pool_backward(w, offsets, bc_begin, bc_end, argmax.data(), g, dx);
         });
     });
 }

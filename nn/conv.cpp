@@ -31,11 +31,22 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Gen
     }
 }
 
-Var Conv2d::forward(const Var& x) {
+void Conv2d::check_input(const Var& x) const {
     if (x.rank() != 4 || x.size(1) != in_channels_)
         throw std::invalid_argument("Conv2d: input " + x.shape().str() + " must be B×C×H×W with C = " +
                                     std::to_string(in_channels_) + " channels");
+}
+
+Var Conv2d::forward(const Var& x) {
+    check_input(x);
     return fused ? conv2d_fused(x, weight, bias, stride_, padding_) : conv2d(x, weight, bias, stride_, padding_);
+}
+
+Var Conv2d::forward_max_pooled(const Var& x, const MaxPool2d& pool) {
+    if (!fused) return max_pool2d(forward(x), pool.kernel_size(), pool.stride(), pool.padding());
+    check_input(x);
+    return conv2d_max_pool_fused(x, weight, bias, stride_, padding_, pool.kernel_size(), pool.stride(),
+                                 pool.padding());
 }
 
 std::string Conv2d::describe() const {

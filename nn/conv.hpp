@@ -16,6 +16,8 @@
 
 namespace attn {
 
+class MaxPool2d;
+
 // Conv2d: O filters, each C×kh×kw, slid over the (zero-padded) input:
 //
 //   y[b, o, i, j] = bias[o] + Σ_{c, u, v} weight[o, c, u, v] · x[b, c, i·sh − ph + u, j·sw − pw + v]
@@ -29,6 +31,9 @@ public:
            Size2 padding = 0, bool with_bias = true);
 
     Var forward(const Var& x) override;
+    // pool.forward(forward(x)); fused: conv2d_max_pool_fused, the same values
+    // without storing the convolution's full output or its gradient.
+    Var forward_max_pooled(const Var& x, const MaxPool2d& pool);
     // "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
     std::string describe() const override;
 
@@ -43,6 +48,7 @@ public:
     bool fused = false;
 
 private:
+    void check_input(const Var& x) const;
     int64_t in_channels_, out_channels_;
     Size2 kernel_, stride_, padding_;
 };
@@ -56,6 +62,10 @@ public:
     explicit MaxPool2d(Size2 kernel_size, Size2 stride = 0, Size2 padding = 0);
     Var forward(const Var& x) override;
     std::string describe() const override;  // "MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+
+    Size2 kernel_size() const { return kernel_; }
+    Size2 stride() const { return stride_; }
+    Size2 padding() const { return padding_; }
 
 private:
     Size2 kernel_, stride_, padding_;

@@ -489,7 +489,74 @@ TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value
     }
 }
 
-TEST_CASE("autograd values: conv2d_fused, relu, max_pool2d and unfold give the same bits on 1 and 2 threads") {
+TEST_CASE("autograd values: conv2d_max_pool_fused agrees with max_pool2d of the composite conv2d") {
+    // The pool's 2×2 path (W4's encoder) and its general path; conv outputs of
+    // odd size (the pool drops the last row and column), strided and padded
+    // convolutions and pools, no bias.
+    struct Geometry {
+        int64_t C, H, W, O, k, stride, pad;
+        bool bias;
+        int pool_k, pool_stride, pool_pad;
+    };
+    for (const Geometry& g : {Geometry{1, 8, 8, 4, 3, 1, 1, true, 2, 2, 0}, Geometry{3, 9, 7, 5, 3, 1, 1, true, 2, 2, 0},
+                              Geometry{2, 7, 8, 3, 3, 2, 1, false, 2, 1, 0}, Geometry{2, 6, 6, 3, 3, 1, 1, true, 3, 1, 1},
+                              Geometry{3, 10, 9, 2, 2, 1, 0, true, 3, 2, 1}}) {
+        CAPTURE(g.C);
+        CAPTURE(g.pool_k);
+        Generator gen(13);
+        const Tensor xv = Tensor::normal(Shape{3, g.C, g.H, g.W}, 0, 1, gen);
+        const Tensor wv = Tensor::normal(Shape{g.O, g.C, g.k, g.k}, 0, 0.5f, gen);
+        const Tensor bv = Tensor::normal(Shape{g.O}, 0, 1, gen);
+        Var x1(xv.clone(), true), w1(wv.clone(), true), b1 = g.bias ? Var(bv.clone(), true) : Var();
+        Var x2(xv.clone(), true), w2(wv.clone(), true), b2 = g.bias ? Var(bv.clone(), true) : Var();
+        const Size2 stride(static_cast<int>(g.stride)), pad(static_cast<int>(g.pad));
+        Var z1 = max_pool2d(conv2d(x1, w1, b1, stride, pad), g.pool_k, g.pool_stride, g.pool_pad);
+        Var z2 = conv2d_max_pool_fused(x2, w2, b2, stride, pad, g.pool_k, g.pool_stride, g.pool_pad);
+        REQUIRE(z1.shape() == z2.shape());
+        const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
+        z1.backward(up);
+        z2.backward(up);
+        auto agree = [](const Tensor& a, const Tensor& b) {
+            for (int64_t i = 0; i < a.numel(); ++i)
+                if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
+            return a.shape() == b.shape();
+        };
+        CHECK(agree(z1.value(), z2.value()));
+        CHECK(agree(x1.grad(), x2.grad()));
+        CHECK(agree(w1.grad(), w2.grad()));
+        if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+    }
+}
+
+TEST_CASE("autograd values: conv2d_max_pool_fused by hand, and its errors") {
+    // One 1×4×4 image of 0..15, a 1×1 weight of 2 and bias −20: z = 2x − 20,
+    // pooled 2×2: the bottom-right element of each window (−10, −6, 6, 10).
+    Tensor xv = Tensor::empty(Shape{1, 1, 4, 4});
+    for (int64_t i = 0; i < 16; ++i) xv[i] = static_cast<real>(i);
+    Var x(xv, true), w(Tensor::full(Shape{1, 1, 1, 1}, 2), true), b(Tensor::full(Shape{1}, -20), true);
+    Var y = conv2d_max_pool_fused(x, w, b, 1, 0, 2);
+    CHECK(y.shape() == Shape{1, 1, 2, 2});
+    CHECK(close(y.value(), {-10, -6, 6, 10}));
+    y.backward(Tensor::from({1, 2, 3, 4}, Shape{1, 1, 2, 2}));
+    // ∂x: 2·g at positions 5, 7, 13, 15; ∂w = Σ g·x at the maxima; ∂b = Σ g
+    std::vector<real> dx(16, 0);
+    dx[5] = 2, dx[7] = 4, dx[13] = 6, dx[15] = 8;
+    CHECK(close(x.grad(), dx));
+    CHECK(w.grad()[0] == doctest::Approx(1 * 5 + 2 * 7 + 3 * 13 + 4 * 15));
+    CHECK(b.grad()[0] == doctest::Approx(10));
+
+    const Var img(Tensor::zeros(Shape{1, 2, 6, 6})), k3(Tensor::zeros(Shape{4, 2, 3, 3}));
+    CHECK_THROWS_WITH(conv2d_max_pool_fused(img, Var(Tensor::zeros(Shape{4, 2, 3})), Var(), 1, 1, 2),
+                      doctest::Contains("conv2d_max_pool_fused: weight must be O×C×kh×kw"));
+    CHECK_THROWS_WITH(conv2d_max_pool_fused(img, Var(Tensor::zeros(Shape{4, 3, 3, 3})), Var(), 1, 1, 2),
+                      doctest::Contains("input 1×2×6×6, weight 4×3×3×3 and bias (none) must be"));
+    CHECK_THROWS_WITH(conv2d_max_pool_fused(img, k3, Var(), 1, 1, 2, 2, 2),
+                      doctest::Contains("conv2d_max_pool_fused: padding 2×2 must be at most half the kernel 2×2"));
+    CHECK_THROWS_WITH(conv2d_max_pool_fused(img, k3, Var(), 1, 0, 7),
+                      doctest::Contains("conv2d_max_pool_fused: kernel 7×7 with padding 0×0 does not fit"));
+}
+
+TEST_CASE("autograd values: conv2d_fused, conv2d_max_pool_fused, relu, max_pool2d and unfold give the same bits on 1 and 2 threads") {
     // Large enough that each is split over two threads: planes (unfold, the
     // pool), images (conv2d_fused's input gradient), elements (relu's
     // gradient, the 147K-float fills of gradient buffers).
@@ -500,6 +567,7 @@ TEST_CASE("autograd values: conv2d_fused, relu, max_pool2d and unfold give the s
     const Tensor up_cols = Tensor::normal(Shape{4, 8 * 9, 48 * 48}, 0, 1, gen);
     struct Run {
         Tensor pooled, cols, dx, dw, db;
+        Tensor fused, fused_dx, fused_dw, fused_db;  // conv2d_max_pool_fused
     };
     auto run = [&](int threads) {
         set_num_threads(threads);
@@ -507,13 +575,19 @@ TEST_CASE("autograd values: conv2d_fused, relu, max_pool2d and unfold give the s
         Var pooled = max_pool2d(relu(conv2d_fused(x, w, b, 1, 1)), Size2(2));
         Var cols = unfold(x, Size2(3), Size2(1), Size2(1));
         (sum(mul(pooled, Var(up))) + sum(mul(cols, Var(up_cols)))).backward();
-        return Run{pooled.value(), cols.value(), x.grad(), w.grad(), b.grad()};
+        Var x2(xv.clone(), true), w2(wv.clone(), true), b2(bv.clone(), true);
+        Var fused = relu(conv2d_max_pool_fused(x2, w2, b2, 1, 1, 2));
+        sum(mul(fused, Var(up))).backward();
+        return Run{pooled.value(), cols.value(), x.grad(), w.grad(), b.grad(),
+                   fused.value(), x2.grad(), w2.grad(), b2.grad()};
     };
     const int before = num_threads();
     const Run one = run(1), two = run(2);
     set_num_threads(before);
     for (const auto& [a, b] : {std::pair{one.pooled, two.pooled}, {one.cols, two.cols}, {one.dx, two.dx},
-                               {one.dw, two.dw}, {one.db, two.db}}) {
+                               {one.dw, two.dw}, {one.db, two.db}, {one.fused, two.fused},
+                               {one.fused_dx, two.fused_dx}, {one.fused_dw, two.fused_dw},
+                               {one.fused_db, two.fused_db}}) {
         REQUIRE(a.shape() == b.shape());
         CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
     }

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -53,15 +54,41 @@ std::vector<float> matrix(int64_t rows, int64_t cols, int64_t pad, Generator& ge
     return m;
 }
 
+// An implicit B (gemm.hpp) for the tests: a stored op(B), packed on demand by
+// a plain loop written from gemm.hpp's description of the layout, not by the
+// GEMM's own packing. Counts requests outside the K×N matrix.
+struct StoredB {
+    const float* data;
+    bool trans;
+    int64_t ld, K, N;
+    mutable std::atomic<int> out_of_range{0};
+};
+void pack_stored(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* dest) {
+    const auto& s = *static_cast<const StoredB*>(ctx);
+    if (k0 < 0 || j0 < 0 || kc <= 0 || nc <= 0 || nr <= 0 || k0 + kc > s.K || j0 + nc > s.N) {
+        ++s.out_of_range;
+        return;
+    }
+    for (int64_t q = 0; q * nr < nc; ++q)
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t j = 0; j < nr; ++j) {
+                const int64_t row = k0 + k, col = j0 + q * nr + j;
+                const float b = s.trans ? s.data[col * s.ld + row] : s.data[row * s.ld + col];
+                dest[q * nr * kc + k * nr + j] = q * nr + j < nc ? b : 0.0f;
+            }
+}
+
 // Runs one case on `path` and on the reference and compares them element by
-// element. Two float sums of the same K products, accumulated in different
+// element. With `implicit`, the path multiplies by B given as an implicit
+// operand (gemm_implicit_b_with, pack_stored) instead of stored. Two float sums of the same K products, accumulated in different
 // orders, each differ from the exact sum by at most γ_K·Σ_k|a_ik·b_kj| with
 // γ_K ≈ K·2⁻²⁴ (Higham, Accuracy and Stability, §3.1); alpha and beta add a
 // few roundings more. So the two may differ by 2·(K + 3)·2⁻²⁴ times
 // |alpha|·Σ|a||b| + |beta|·|c|: a bound, not a guess, hence never flaky, and
 // far below the error of a wrong or missing term.
-void check_case(GemmPath path, const Case& c, uint64_t seed) {
-    INFO(std::string(gemm_path_name(path)) << " " << describe(c) << " threads=" << num_threads());
+void check_case(GemmPath path, const Case& c, uint64_t seed, bool implicit = false) {
+    INFO(std::string(gemm_path_name(path)) << " " << describe(c) << " threads=" << num_threads()
+                                           << (implicit ? " implicit B" : ""));
     Generator gen(seed);
     const int64_t a_rows = c.ta ? c.K : c.M, a_cols = c.ta ? c.M : c.K;
     const int64_t b_rows = c.tb ? c.N : c.K, b_cols = c.tb ? c.K : c.N;
@@ -74,7 +101,14 @@ void check_case(GemmPath path, const Case& c, uint64_t seed) {
             for (int64_t j = 0; j < c.N; ++j) C0[i * ldc + j] = kNaN;  // must be overwritten unread
     }
     std::vector<float> got = C0, want = C0;
-    gemm_with(path, c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, got.data(), ldc);
+    if (implicit) {
+        const StoredB stored{B.data(), c.tb, ldb, c.K, c.N};
+        gemm_implicit_b_with(path, c.ta, c.M, c.N, c.K, c.alpha, A.data(), lda, ImplicitB<float>{&pack_stored, &stored},
+                             c.beta, got.data(), ldc);
+        CHECK(stored.out_of_range == 0);
+    } else {
+        gemm_with(path, c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, got.data(), ldc);
+    }
     gemm_with(GemmPath::reference, c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
               want.data(), ldc);
 
@@ -257,6 +291,73 @@ TEST_CASE("gemm: a product split because the workers are awake gives the bits of
                 CHECK(std::memcmp(single.data(), split.data(), single.size() * sizeof(float)) == 0);
             }
         }
+}
+
+TEST_CASE("gemm_implicit_b: B packed on demand gives the stored B's product, every path, A packed or in place") {
+    RestorePacking restore;
+    uint64_t seed = 2000;
+    std::vector<GemmPath> paths = fast_paths();
+    paths.push_back(GemmPath::reference);  // (it stores the implicit B first)
+    for (GemmPath path : paths)
+        for (Packing packing : {Packing::by_size, Packing::always, Packing::never}) {
+            gemm_internal::set_packing(packing);
+            for (const auto& s : kShapes)
+                for (int t = 0; t < 4; ++t)  // tb: how the packer's source is stored
+                    check_case(path, {bool(t & 1), bool(t & 2), s[0], s[1], s[2], 1, 0, 0}, ++seed, true);
+            for (const auto& s : {std::array<int64_t, 3>{1, 40, 7}, {37, 1, 29}, {13, 45, 390}})  // (no GEMV shortcut)
+                for (int t = 0; t < 4; ++t)
+                    check_case(path, {bool(t & 1), bool(t & 2), s[0], s[1], s[2], -0.5f, 2, 3}, ++seed, true);
+        }
+}
+
+TEST_CASE("gemm_implicit_b: split over two threads, by rows and by columns, the bits of a stored B") {
+    at_least_two_threads();
+    RestorePacking restore;
+    gemm_internal::set_packing(Packing::always);  // the stored B packed too: the same numbers in the same order
+    uint64_t seed = 2500;
+    std::vector<GemmPath> paths = fast_paths();
+    paths.push_back(GemmPath::reference);  // (split too: each piece stores its own columns of B)
+    for (GemmPath path : paths)
+        // > 4M multiply-adds: split by rows (first, last) or by columns
+        // (second: each thread's packer starts at its own column).
+        for (const auto& s : {std::array<int64_t, 3>{300, 200, 100}, {50, 700, 150}, {1030, 40, 120}}) {
+            for (int t = 0; t < 2; ++t) check_case(path, {bool(t & 1), false, s[0], s[1], s[2], 1.5f, 0.5f, 1}, ++seed, true);
+            Generator gen(seed);
+            const int64_t M = s[0], N = s[1], K = s[2];
+            const std::vector<float> A = matrix(M, K, 0, gen), B = matrix(K, N, 0, gen);
+            std::vector<float> stored_b(static_cast<size_t>(M * N)), implicit_b(stored_b.size(), kNaN);
+            gemm_with(path, false, false, M, N, K, 1, A.data(), K, B.data(), N, 0, stored_b.data(), N);
+            const StoredB source{B.data(), false, N, K, N};
+            gemm_implicit_b_with(path, false, M, N, K, 1, A.data(), K, ImplicitB<float>{&pack_stored, &source}, 0,
+                                 implicit_b.data(), N);
+            INFO(std::string(gemm_path_name(path)) << " " << M << "×" << K << "×" << N);
+            CHECK(source.out_of_range == 0);
+            CHECK(std::memcmp(stored_b.data(), implicit_b.data(), stored_b.size() * sizeof(float)) == 0);
+        }
+}
+
+TEST_CASE("gemm_implicit_b: the double version stores B and matches the stored product") {
+    struct StoredD {
+        const double* data;
+        int64_t N;
+    };
+    auto pack = [](const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, double* dest) {
+        const auto& s = *static_cast<const StoredD*>(ctx);
+        for (int64_t q = 0; q * nr < nc; ++q)
+            for (int64_t k = 0; k < kc; ++k)
+                for (int64_t j = 0; j < nr; ++j)
+                    dest[q * nr * kc + k * nr + j] = q * nr + j < nc ? s.data[(k0 + k) * s.N + j0 + q * nr + j] : 0.0;
+    };
+    const int64_t M = 7, N = 11, K = 5;
+    std::vector<double> A(M * K), B(K * N), C1(M * N, 1.0), C2(M * N, 1.0);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(double(i));
+    for (size_t i = 0; i < B.size(); ++i) B[i] = std::cos(double(i));
+    const StoredD source{B.data(), N};
+    for (bool ta : {false, true}) {
+        gemm(ta, false, M, N, K, 0.5, A.data(), ta ? M : K, B.data(), N, 2.0, C1.data(), N);
+        gemm_implicit_b(ta, M, N, K, 0.5, A.data(), ta ? M : K, ImplicitB<double>{pack, &source}, 2.0, C2.data(), N);
+        CHECK(C1 == C2);
+    }
 }
 
 TEST_CASE("gemm: K = 0 scales C by beta; empty M or N touch nothing") {

@@ -133,12 +133,21 @@ void run_on_this_thread(GemmPath path, const Product& p) {
             return;
 #endif
         default: {
+            // An implicit B is stored first: packed as one panel of all N
+            // columns, it is B row-major (gemm.hpp).
+            std::vector<float> stored;
+            View b = p.b;
+            if (p.b_source) {
+                stored.resize(static_cast<size_t>(p.K * p.N));
+                p.b_source->pack(p.b_source->ctx, 0, p.K, p.b_col0, p.N, p.N, stored.data());
+                b = View{stored.data(), p.N, 1};
+            }
             // The reference loop takes (trans, ld) pairs; a view with unit
             // row stride is a transposed matrix (see make_product).
             const bool ta = p.a.row_stride == 1 && p.a.col_stride != 1;
-            const bool tb = p.b.row_stride == 1 && p.b.col_stride != 1;
-            gemm_reference(ta, tb, p.M, p.N, p.K, p.alpha, p.a.data, ta ? p.a.col_stride : p.a.row_stride, p.b.data,
-                           tb ? p.b.col_stride : p.b.row_stride, p.beta, p.c, p.ldc);
+            const bool tb = b.row_stride == 1 && b.col_stride != 1;
+            gemm_reference(ta, tb, p.M, p.N, p.K, p.alpha, p.a.data, ta ? p.a.col_stride : p.a.row_stride, b.data,
+                           tb ? b.col_stride : b.row_stride, p.beta, p.c, p.ldc);
         }
     }
 }
@@ -189,7 +198,8 @@ void gemv(int64_t M, int64_t K, float alpha, const View& A, const float* x, int6
 
 void run(GemmPath path, const Product& p) {
     if (p.M <= 0 || p.N <= 0) return;
-    const bool vector_product = path != GemmPath::reference && p.K > 0;  // the reference stays the triple loop
+    // (the reference stays the triple loop; an implicit B exists only as packed blocks)
+    const bool vector_product = path != GemmPath::reference && p.K > 0 && !p.b_source;
     if (vector_product && p.N == 1) {  // C = A·b, one column
         return gemv(p.M, p.K, p.alpha, p.a, p.b.data, p.b.row_stride, p.beta, p.c, p.ldc);
     }
@@ -224,7 +234,8 @@ void run(GemmPath path, const Product& p) {
         } else {
             const int64_t j0 = t0 * tile, j1 = std::min(p.N, t1 * tile);
             piece.N = j1 - j0;
-            piece.b.data += j0 * p.b.col_stride;
+            if (p.b_source) piece.b_col0 += j0;
+            else piece.b.data += j0 * p.b.col_stride;
             piece.c += j0;
         }
         run_on_this_thread(path, piece);
@@ -346,6 +357,30 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 }
 
 namespace {
+Product implicit_product(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                         const ImplicitB<float>& B, float beta, float* C, int64_t ldc) {
+    check_args("gemm_implicit_b", trans_a, false, M, N, K, lda, N, ldc);
+    Product p = make_product(trans_a, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc);
+    p.b = View{nullptr, 0, 0};
+    p.b_source = &B;
+    return p;
+}
+}  // namespace
+
+void gemm_implicit_b_with(GemmPath path, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                          int64_t lda, const ImplicitB<float>& B, float beta, float* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
+    require_supported(path, "gemm_implicit_b_with");
+    run(path, implicit_product(trans_a, M, N, K, alpha, A, lda, B, beta, C, ldc));
+}
+
+void gemm_implicit_b(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                     const ImplicitB<float>& B, float beta, float* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
+    run(gemm_default_path(), implicit_product(trans_a, M, N, K, alpha, A, lda, B, beta, C, ldc));
+}
+
+namespace {
 void gemm_double(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
     check_args("gemm", trans_a, trans_b, M, N, K, lda, ldb, ldc);
@@ -362,6 +397,16 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double al
           const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
     const ProfileScope scope("gemm", product_flops(1, M, N, K));
     gemm_double(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// The double version stores B whole (row-major, gemm.hpp) and multiplies it.
+void gemm_implicit_b(bool trans_a, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+                     const ImplicitB<double>& B, double beta, double* C, int64_t ldc) {
+    const ProfileScope scope("gemm", product_flops(1, M, N, K));
+    check_args("gemm_implicit_b", trans_a, false, M, N, K, lda, N, ldc);
+    std::vector<double> stored(static_cast<size_t>(K * N));
+    if (K > 0 && N > 0) B.pack(B.ctx, 0, K, 0, N, N, stored.data());
+    gemm_double(trans_a, false, M, N, K, alpha, A, lda, stored.data(), N, beta, C, ldc);
 }
 
 // Batched: one product per matrix. Many small products (attention over a

@@ -38,10 +38,36 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
                   const double* A, int64_t lda, int64_t stride_a, const double* B, int64_t ldb, int64_t stride_b,
                   double beta, double* C, int64_t ldc, int64_t stride_c);
 
+// ---- an operand that is not stored --------------------------------------------
+// C = alpha · op(A) · B + beta · C where B (K×N) exists only as a function
+// that writes any block of it in the packed layout the kernels read: the
+// columns of a convolution (autograd/ops_conv.cpp) are packed straight from
+// the image, one block at a time, and the unfolded matrix is never stored
+// ("implicit GEMM"). pack(ctx, k0, kc, j0, nc, nr, dest) writes rows
+// [k0, k0 + kc) and columns [j0, j0 + nc) of B as panels of nr columns,
+//
+//     B[k0 + k][j0 + q·nr + j]  at  dest[q·nr·kc + k·nr + j],
+//
+// with zeros in the last panel's columns past nc. (With k0 = j0 = 0, kc = K
+// and nc = nr = N that is B itself, row-major: how the reference and double
+// versions get it.) It may be called from several threads at once.
+template <class T>
+struct ImplicitB {
+    void (*pack)(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, T* dest);
+    const void* ctx;
+};
+void gemm_implicit_b(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                     const ImplicitB<float>& B, float beta, float* C, int64_t ldc);
+void gemm_implicit_b(bool trans_a, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+                     const ImplicitB<double>& B, double beta, double* C, int64_t ldc);
+
 // One path, chosen explicitly (tests and benchmarks use these). A path this
 // CPU does not support throws std::runtime_error.
 void gemm_with(GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+void gemm_implicit_b_with(GemmPath path, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                          int64_t lda, const ImplicitB<float>& B, float beta, float* C, int64_t ldc);
 
 bool gemm_path_supported(GemmPath path);
 GemmPath gemm_default_path();  // what gemm() uses: ATTN_GEMM, else the best supported

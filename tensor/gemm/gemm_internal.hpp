@@ -19,7 +19,10 @@ struct View {
 };
 
 // One product C = alpha·a·b + beta·C with a M×K, b K×N, C M×N row-major with
-// leading dimension ldc. beta == 0 never reads C.
+// leading dimension ldc. beta == 0 never reads C. When b_source is set, b is
+// not stored (b.data is null): blocks of it are packed by b_source, whose
+// column b_col0 is this product's column 0 (a piece of a product split over
+// threads starts further along).
 struct Product {
     int64_t M, N, K;
     float alpha;
@@ -27,6 +30,8 @@ struct Product {
     float beta;
     float* c;
     int64_t ldc;
+    const ImplicitB<float>* b_source = nullptr;
+    int64_t b_col0 = 0;
 };
 
 // Each computes one whole product on the calling thread. gemm.cpp splits a

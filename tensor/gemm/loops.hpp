@@ -123,7 +123,7 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float* a, int64_t a_
 //    kernel files say when, and why).
 template <class Kernel>
 bool pack_b_needed(const Product& p) {
-    if (p.b.col_stride != 1) return true;
+    if (p.b_source || p.b.col_stride != 1) return true;  // (an implicit B exists only packed)
     const Packing policy = packing();
     if (policy != Packing::by_size) return policy == Packing::always;
     return p.M >= 4 * Kernel::MR && std::min(p.K, Kernel::KC) * p.b.row_stride * 4 > Kernel::pack_b_span;
@@ -159,9 +159,11 @@ void blocked_product(const Product& p) {
             if (pack_a) pack_a_block<MR>(a_blk, mc, kc, buf.a);
             for (int64_t jc = 0; jc < p.N; jc += NC) {
                 const int64_t nc = std::min(NC, p.N - jc);
-                const View b_blk{p.b.data + pc * p.b.row_stride + jc * p.b.col_stride, p.b.row_stride,
-                                 p.b.col_stride};
-                if (pack_b) pack_b_block<NR>(b_blk, kc, nc, buf.b);
+                const View b_blk = p.b_source ? p.b
+                                              : View{p.b.data + pc * p.b.row_stride + jc * p.b.col_stride,
+                                                     p.b.row_stride, p.b.col_stride};
+                if (p.b_source) p.b_source->pack(p.b_source->ctx, pc, kc, p.b_col0 + jc, nc, NR, buf.b);
+                else if (pack_b) pack_b_block<NR>(b_blk, kc, nc, buf.b);
                 // Packed Ã: panels of MR rows, k-major. In place: A's own strides.
                 const float* a = pack_a ? buf.a : a_blk.data;
                 const int64_t a_step = pack_a ? kc : a_blk.row_stride;
