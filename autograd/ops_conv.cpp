@@ -12,8 +12,10 @@
 #include <limits>
 #include <vector>
 #include <string>
+#include <type_traits>
 
 #include "autograd/ops.hpp"
+#include "autograd/pool_kernels.hpp"
 #include "autograd/record.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/gemm/gemm.hpp"
@@ -197,44 +199,6 @@ void max_pool_planes(const Window& w, int64_t bc_begin, int64_t bc_end, const re
     }
 }
 
-// The same for the pool of most CNN encoders (W4's): 2×2 windows, stride 2,
-// no padding, one row of Wo windows at a time, reading two input rows. Every
-// window lies inside the input, and its four elements are compared in the
-// order of the loop above with the same selections, so the maximum and its
-// offset are the same, ties and −∞ included (tests/test_autograd_values.cpp
-// checks both against a brute-force maximum). With no loop inside a window,
-// the compiler vectorises the row: the selections become masks (GCC needs
-// -fno-trapping-math for that, see the Makefile).
-void max_pool_2x2_row(const real* top, const real* bottom, real* z, uint16_t* argmax, int64_t Wo) {
-    for (int64_t ow = 0; ow < Wo; ++ow) {
-        const real a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
-        real best = -std::numeric_limits<real>::infinity();
-        int32_t where = 0;  // the kernel offset i·2 + j of the maximum
-        bool greater = a > best;
-        best = greater ? a : best;
-        greater = b > best;
-        best = greater ? b : best;
-        where = greater ? 1 : where;
-        greater = c > best;
-        best = greater ? c : best;
-        where = greater ? 2 : where;
-        greater = d > best;
-        best = greater ? d : best;
-        where = greater ? 3 : where;
-        z[ow] = best;
-        argmax[ow] = static_cast<uint16_t>(where);
-    }
-}
-
-// Its backward, one row of windows: window ow's gradient goes to row k/2 of
-// the pair (top or bottom), column 2·ow + k%2.
-void max_pool_2x2_backward_row(const uint16_t* argmax, const real* g, real* top, int64_t W, int64_t Wo) {
-    for (int64_t ow = 0; ow < Wo; ++ow) {
-        const int64_t k = argmax[ow];
-        top[(k >> 1) * W + 2 * ow + (k & 1)] += g[ow];
-    }
-}
-
 bool is_2x2_stride_2(const Window& w) {
     return w.kh == 2 && w.kw == 2 && w.sh == 2 && w.sw == 2 && w.ph == 0 && w.pw == 0;
 }
@@ -262,15 +226,33 @@ void check_pool_padding(const Window& w, const char* op) {
                                     " must be at most half the kernel " + pair_str(w.kh, w.kw));
 }
 
+// On AVX-512 (the fast-math path avx512), the 2×2 rows of pool_avx512.cpp;
+// else the portable ones. (Templates, so that with real = double the
+// float-only kernels are never compiled.)
+template <class R>
+void pool_2x2_rows(const R* x, int64_t W, int64_t rows, int64_t Wo, R* z, uint16_t* argmax) {
+    if constexpr (std::is_same_v<R, float>) {
+        static const bool avx512 = fast_math_path() == FastMathPath::avx512;
+        if (avx512) return detail::max_pool_2x2_rows_avx512(x, W, rows, Wo, z, argmax);
+    }
+    detail::max_pool_2x2_rows(x, W, rows, Wo, z, argmax);
+}
+template <class R>
+void pool_2x2_backward_rows(const uint16_t* argmax, const R* g, int64_t W, int64_t rows, int64_t Wo, R* dx) {
+    if constexpr (std::is_same_v<R, float>) {
+        static const bool avx512 = fast_math_path() == FastMathPath::avx512;
+        if (avx512) return detail::max_pool_2x2_backward_rows_avx512(argmax, g, W, rows, Wo, dx);
+    }
+    detail::max_pool_2x2_backward_rows(argmax, g, W, rows, Wo, dx);
+}
+
 // max_pool2d's forward on planes [bc_begin, bc_end) of w: the 2×2 path when
 // it applies, else the general one. Planes are independent: ranges of them
 // can run in parallel.
 void max_pool_forward(const Window& w, int64_t bc_begin, int64_t bc_end, const real* x, real* z, uint16_t* argmax) {
     if (!is_2x2_stride_2(w)) return max_pool_planes(w, bc_begin, bc_end, x, z, argmax);
-    for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {  // r = bc·Ho + oh: input rows 2·oh, 2·oh + 1
-        const real* top = x + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
-        max_pool_2x2_row(top, top + w.W, z + r * w.Wo, argmax + r * w.Wo, w.Wo);
-    }
+    for (int64_t bc = bc_begin; bc < bc_end; ++bc)
+        pool_2x2_rows(x + bc * w.H * w.W, w.W, w.Ho, w.Wo, z + bc * w.Ho * w.Wo, argmax + bc * w.Ho * w.Wo);
 }
 
 // A kernel offset k = i·kw + j as its (i, j), looked up instead of divided.
@@ -286,10 +268,9 @@ struct KernelOffsets {
 void max_pool_backward(const Window& w, const KernelOffsets& k, int64_t bc_begin, int64_t bc_end,
                        const uint16_t* argmax, const real* g, real* dx) {
     if (!is_2x2_stride_2(w)) return max_pool_backward_planes(w, bc_begin, bc_end, argmax, k.i.data(), k.j.data(), g, dx);
-    for (int64_t r = bc_begin * w.Ho; r < bc_end * w.Ho; ++r) {
-        real* top = dx + (r / w.Ho * w.H + 2 * (r % w.Ho)) * w.W;
-        max_pool_2x2_backward_row(argmax + r * w.Wo, g + r * w.Wo, top, w.W, w.Wo);
-    }
+    for (int64_t bc = bc_begin; bc < bc_end; ++bc)
+        pool_2x2_backward_rows(argmax + bc * w.Ho * w.Wo, g + bc * w.Ho * w.Wo, w.W, w.Ho, w.Wo,
+                               dx + bc * w.H * w.W);
 }
 
 // Σ of a row: sixteen float lanes, which the compiler keeps in one vector
@@ -496,6 +477,57 @@ ConvImages conv_images(const Var& input, const Var& weight, const Var& bias, Siz
 }
 
 }  // namespace
+
+// ---- max_pool2d's 2×2 rows (autograd/pool_kernels.hpp) ---------------------------------
+
+// The pool of most CNN encoders (W4's): 2×2 windows, stride 2, no padding,
+// one row of Wo windows at a time, reading two input rows. Every window lies
+// inside the input, and its four elements are compared in the order of
+// max_pool_planes' loop with the same selections, so the maximum and its
+// offset are the same, ties and −∞ included (tests/test_autograd_values.cpp
+// checks both against a brute-force maximum). With no loop inside a window,
+// the compiler vectorises the row: the selections become masks (GCC needs
+// -fno-trapping-math for that, see the Makefile). On AVX-512, the rows of
+// pool_avx512.cpp, 16 windows at a time, run instead (pool_2x2_rows).
+void detail::max_pool_2x2_rows(const real* x, int64_t W, int64_t rows, int64_t Wo, real* z, uint16_t* argmax) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const real* top = x + 2 * r * W;
+        const real* bottom = top + W;
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+            const real a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
+            real best = -std::numeric_limits<real>::infinity();
+            int32_t where = 0;  // the kernel offset i·2 + j of the maximum
+            bool greater = a > best;
+            best = greater ? a : best;
+            greater = b > best;
+            best = greater ? b : best;
+            where = greater ? 1 : where;
+            greater = c > best;
+            best = greater ? c : best;
+            where = greater ? 2 : where;
+            greater = d > best;
+            best = greater ? d : best;
+            where = greater ? 3 : where;
+            z[r * Wo + ow] = best;
+            argmax[r * Wo + ow] = static_cast<uint16_t>(where);
+        }
+    }
+}
+
+// Its backward: window (r, ow)'s gradient goes to row 2r + k/2, column 2·ow + k%2.
+void detail::max_pool_2x2_backward_rows(const uint16_t* argmax, const real* g, int64_t W, int64_t rows, int64_t Wo,
+                                        real* dx) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+            const int64_t k = argmax[r * Wo + ow];
+            dx[(2 * r + (k >> 1)) * W + 2 * ow + (k & 1)] += g[r * Wo + ow];
+        }
+}
+
+#if !defined(__x86_64__)
+void detail::max_pool_2x2_rows_avx512(const float*, int64_t, int64_t, int64_t, float*, uint16_t*) {}
+void detail::max_pool_2x2_backward_rows_avx512(const uint16_t*, const float*, int64_t, int64_t, int64_t, float*) {}
+#endif
 
 // ---- unfold (im2col) ----------------------------------------------------------------
 

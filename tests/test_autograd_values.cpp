@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "autograd/pool_kernels.hpp"
+#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 
@@ -350,7 +354,8 @@ struct WindowCase {
 // width), or see a whole padded border; 2×2 stride 2 is the W4 pool (and
 // max_pool2d's own path for it), also over odd sizes that leave a row and a
 // column out.
-const WindowCase kWindowCases[] = {{2, 8, 8, 2, 2, 2, 2, 0, 0}, {3, 7, 9, 2, 2, 2, 2, 0, 0}, {1, 5, 4, 3, 3, 2, 2, 1, 1}, {2, 6, 7, 3, 3, 1, 1, 1, 1},
+const WindowCase kWindowCases[] = {{2, 8, 8, 2, 2, 2, 2, 0, 0}, {3, 7, 9, 2, 2, 2, 2, 0, 0}, {2, 4, 70, 2, 2, 2, 2, 0, 0},
+                                   {1, 5, 67, 2, 2, 2, 2, 0, 0}, {1, 5, 4, 3, 3, 2, 2, 1, 1}, {2, 6, 7, 3, 3, 1, 1, 1, 1},
                                    {3, 4, 5, 2, 3, 1, 2, 0, 1}, {1, 3, 3, 3, 5, 1, 3, 1, 2}, {2, 2, 2, 1, 1, 1, 1, 0, 0},
                                    {1, 7, 5, 4, 2, 3, 1, 2, 1}, {1, 3, 3, 3, 3, 1, 1, 1, 1}};
 
@@ -434,6 +439,56 @@ TEST_CASE("autograd values: max_pool2d over 2×2 windows, by hand: an all −∞
     z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
     const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
     for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
+}
+
+TEST_CASE("autograd values: max_pool2d's 2×2 row kernels, portable and AVX-512, against a brute-force maximum") {
+    // Two rows of windows, of every length around the AVX-512 kernel's 16
+    // windows, odd widths (a column left out), ties (whole numbers 0–2), NaN
+    // and −∞ scattered, a window of −∞ only and one of NaN and −∞ only. The
+    // maximum is the first (top left, top right, bottom left, bottom right)
+    // greater than all before it, starting from −∞; the gradient is added to
+    // it, and no other element is touched (a −0 stays −0).
+    const real inf = std::numeric_limits<real>::infinity(), nan = std::numeric_limits<real>::quiet_NaN();
+    const int64_t R = 2;
+    for (int64_t Wo : {1, 5, 8, 9, 15, 16, 17, 31, 32, 35}) {
+        CAPTURE(Wo);
+        const int64_t W = 2 * Wo + Wo % 2;
+        Generator gen(static_cast<uint64_t>(Wo));
+        std::vector<real> x(static_cast<size_t>(2 * R * W));
+        for (size_t k = 0; k < x.size(); ++k)
+            x[k] = k % 7 == 3 ? nan : k % 11 == 5 ? -inf : std::floor(static_cast<real>(gen.uniform(0, 3)));
+        auto at = [&](int64_t r, int64_t ow, int k) -> size_t {
+            return static_cast<size_t>((2 * r + (k >> 1)) * W + 2 * ow + (k & 1));
+        };
+        for (int k = 0; k < 4; ++k) x[at(0, Wo / 2, k)] = -inf, x[at(R - 1, Wo - 1, k)] = k % 2 ? -inf : nan;
+        std::vector<real> want_z(static_cast<size_t>(R * Wo)), g(want_z.size());
+        std::vector<uint16_t> want_k(want_z.size());
+        std::vector<real> want_dx(x.size(), -0.0f);
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t ow = 0; ow < Wo; ++ow) {
+                real best = -inf;
+                int where = 0;
+                for (int k = 0; k < 4; ++k)
+                    if (x[at(r, ow, k)] > best) best = x[at(r, ow, k)], where = k;
+                const size_t i = static_cast<size_t>(r * Wo + ow);
+                want_z[i] = best, want_k[i] = static_cast<uint16_t>(where);
+                g[i] = static_cast<real>(gen.uniform(-1, 1));
+                want_dx[at(r, ow, where)] += g[i];
+            }
+        auto check = [&](auto forward, auto backward) {
+            std::vector<real> z(want_z.size(), nan), dx(x.size(), -0.0f);
+            std::vector<uint16_t> k(want_z.size(), 9);
+            forward(x.data(), W, R, Wo, z.data(), k.data());
+            CHECK(z == want_z);
+            CHECK(k == want_k);
+            backward(want_k.data(), g.data(), W, R, Wo, dx.data());
+            CHECK(std::memcmp(dx.data(), want_dx.data(), dx.size() * sizeof(real)) == 0);
+        };
+        check(detail::max_pool_2x2_rows, detail::max_pool_2x2_backward_rows);
+        if constexpr (std::is_same_v<real, float>)
+            if (fast_math_path() == FastMathPath::avx512)
+                check(detail::max_pool_2x2_rows_avx512, detail::max_pool_2x2_backward_rows_avx512);
+    }
 }
 
 TEST_CASE("autograd values: softmax_composed, by hand: large scores do not overflow; the softmax kernel agrees") {
