@@ -202,6 +202,10 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
 // is ever stored. B×C×H×W → B×O×Hp×Wp.
 Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
                           Size2 pool_kernel, Size2 pool_stride = 0, Size2 pool_padding = 0);
+// relu(conv2d_max_pool_fused(...)), the ReLU in the same op (a conv → ReLU →
+// max-pool block computes this: ReLU is monotone, so it commutes with the max).
+Var conv2d_max_pool_relu_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                               Size2 pool_kernel, Size2 pool_stride = 0, Size2 pool_padding = 0);
 // input B×C×H×W → B×C×Ho×Wo; stride 0 means the kernel size (PyTorch's
 // default). max_pool2d pads with -inf, avg_pool2d with zeros, counted in the
 // average (count_include_pad = true, PyTorch's default).

@@ -624,11 +624,15 @@ Var conv2d_fused(const Var& input, const Var& weight, const Var& bias, Size2 str
 //   z_b = W cols_b + bias 1ᵀ,   y_b = max_pool(z_b)
 //   ∂z_b = g_b at each window's first maximum (0 elsewhere)
 //   ∂W += ∂z_b cols_bᵀ,  ∂bias += Σ_l ∂z_b[:, l],  ∂x_b += fold(Wᵀ ∂z_b)
-// tests/test_autograd_values.cpp checks it against max_pool2d(conv2d(...)).
-Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
-                          Size2 pool_kernel, Size2 pool_stride, Size2 pool_padding) {
-    const ProfileScope scope("conv2d_max_pool_fused");
-    const char* op = "conv2d_max_pool_fused";
+// conv2d_max_pool_relu_fused adds the ReLU of the pooled values in the same
+// pass, and masks g by the output before putting it back:
+//   y_b = relu(max_pool(z_b)),   ∂z_b = g_b·[y_b > 0] at each window's first maximum
+// tests/test_autograd_values.cpp checks both against max_pool2d(conv2d(...))
+// and its relu.
+namespace {
+Var conv_max_pool(const char* op, bool then_relu, const Var& input, const Var& weight, const Var& bias, Size2 stride,
+                  Size2 padding, Size2 pool_kernel, Size2 pool_stride, Size2 pool_padding) {
+    const ProfileScope scope(op);
     const ConvImages conv = conv_images(input, weight, bias, stride, padding, op);
     const int64_t B = conv.w.B, O = conv.O, L = conv.L;
     if (pool_stride.h == 0 && pool_stride.w == 0) pool_stride = pool_kernel;
@@ -650,12 +654,16 @@ Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, 
             parallel_planes(pool, pool.Ho * pool.Wo * pool.kh * pool.kw, [&](int64_t c_begin, int64_t c_end) {
                 max_pool_forward(pool, c_begin, c_end, z.data(), yb, ab);
             });
+            if (then_relu)
+                for (int64_t i = 0; i < P; ++i) yb[i] = keep_or_zero(yb[i] > 0, yb[i]);
         }
     }
     std::vector<Var> inputs{input, weight};
     if (bias.defined()) inputs.push_back(bias);
-    return record(op, std::move(y), inputs, [conv, pool, B, O, L, P, argmax = std::move(argmax)](Backward& bw) {
+    return record(op, std::move(y), inputs, [conv, pool, B, O, L, P, then_relu,
+                                        argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
+        const real* out = bw.output().data();
         real* db = conv.bias.defined() && bw.needs(2) ? bw.grad_buffer(2).data() : nullptr;
         real* dW = bw.needs(1) ? bw.grad_buffer(1).data() : nullptr;
         real* dx = bw.needs(0) ? bw.grad_buffer(0).data() : nullptr;
@@ -663,9 +671,14 @@ Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, 
         Tensor dz = Tensor::empty(Shape{O, L});               // image b's ∂z_b
         Tensor scratch = Tensor::empty(Shape{conv.CK, L});  // its columns' gradient
         Tensor padded = Tensor::empty(Shape{conv.padded_size()});
+        std::vector<real> masked(then_relu ? static_cast<size_t>(P) : 0);  // image b's g where the ReLU passed it
         for (int64_t b = 0; b < B; ++b) {
             dz.fill_(0);
             const real* gb = g + b * P;
+            if (then_relu) {  // ReLU's gradient: g where the output is > 0 (a pooled maximum is never NaN)
+                for (int64_t i = 0; i < P; ++i) masked[i] = keep_or_zero(out[b * P + i] > 0, gb[i]);
+                gb = masked.data();
+            }
             const uint16_t* ab = argmax.data() + b * P;
             parallel_planes(pool, pool.Ho * pool.Wo, [&](int64_t c_begin, int64_t c_end) {
                 max_pool_backward(pool, offsets, c_begin, c_end, ab, gb, dz.data());
@@ -675,6 +688,21 @@ Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, 
             conv.backward(b, dz.data(), dW, dx, scratch.data(), padded.data());
         }
     });
+}
+}  // namespace
+
+Var conv2d_max_pool_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                          Size2 pool_kernel, Size2 pool_stride, Size2 pool_padding) {
+    return conv_max_pool("conv2d_max_pool_fused", false, input, weight, bias, stride, padding, pool_kernel, pool_stride,
+                         pool_padding);
+}
+
+// The same followed by a ReLU, in the same pass over each image's pooled
+// values; its gradient masked by the output.
+Var conv2d_max_pool_relu_fused(const Var& input, const Var& weight, const Var& bias, Size2 stride, Size2 padding,
+                               Size2 pool_kernel, Size2 pool_stride, Size2 pool_padding) {
+    return conv_max_pool("conv2d_max_pool_relu_fused", true, input, weight, bias, stride, padding, pool_kernel,
+                         pool_stride, pool_padding);
 }
 
 // ---- pooling ----------------------------------------------------------------------------

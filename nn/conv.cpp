@@ -42,11 +42,14 @@ Var Conv2d::forward(const Var& x) {
     return fused ? conv2d_fused(x, weight, bias, stride_, padding_) : conv2d(x, weight, bias, stride_, padding_);
 }
 
-Var Conv2d::forward_max_pooled(const Var& x, const MaxPool2d& pool) {
-    if (!fused) return max_pool2d(forward(x), pool.kernel_size(), pool.stride(), pool.padding());
+Var Conv2d::forward_max_pooled(const Var& x, const MaxPool2d& pool, bool then_relu) {
+    if (!fused) {
+        const Var pooled = max_pool2d(forward(x), pool.kernel_size(), pool.stride(), pool.padding());
+        return then_relu ? relu(pooled) : pooled;
+    }
     check_input(x);
-    return conv2d_max_pool_fused(x, weight, bias, stride_, padding_, pool.kernel_size(), pool.stride(),
-                                 pool.padding());
+    const auto op = then_relu ? conv2d_max_pool_relu_fused : conv2d_max_pool_fused;
+    return op(x, weight, bias, stride_, padding_, pool.kernel_size(), pool.stride(), pool.padding());
 }
 
 std::string Conv2d::describe() const {

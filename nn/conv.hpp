@@ -31,9 +31,10 @@ public:
            Size2 padding = 0, bool with_bias = true);
 
     Var forward(const Var& x) override;
-    // pool.forward(forward(x)); fused: conv2d_max_pool_fused, the same values
-    // without storing the convolution's full output or its gradient.
-    Var forward_max_pooled(const Var& x, const MaxPool2d& pool);
+    // pool.forward(forward(x)), then relu when then_relu; fused:
+    // conv2d_max_pool_fused (or _relu_fused), the same values without storing
+    // the convolution's full output or its gradient.
+    Var forward_max_pooled(const Var& x, const MaxPool2d& pool, bool then_relu = false);
     // "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
     std::string describe() const override;
 

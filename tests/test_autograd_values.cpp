@@ -544,7 +544,7 @@ TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value
     }
 }
 
-TEST_CASE("autograd values: conv2d_max_pool_fused agrees with max_pool2d of the composite conv2d") {
+TEST_CASE("autograd values: conv2d_max_pool_fused and its ReLU twin agree with max_pool2d of the composite conv2d") {
     // The pool's 2×2 path (W4's encoder) and its general path; conv outputs of
     // odd size (the pool drops the last row and column), strided and padded
     // convolutions and pools, no bias.
@@ -565,21 +565,34 @@ TEST_CASE("autograd values: conv2d_max_pool_fused agrees with max_pool2d of the 
         Var x1(xv.clone(), true), w1(wv.clone(), true), b1 = g.bias ? Var(bv.clone(), true) : Var();
         Var x2(xv.clone(), true), w2(wv.clone(), true), b2 = g.bias ? Var(bv.clone(), true) : Var();
         const Size2 stride(static_cast<int>(g.stride)), pad(static_cast<int>(g.pad));
-        Var z1 = max_pool2d(conv2d(x1, w1, b1, stride, pad), g.pool_k, g.pool_stride, g.pool_pad);
-        Var z2 = conv2d_max_pool_fused(x2, w2, b2, stride, pad, g.pool_k, g.pool_stride, g.pool_pad);
-        REQUIRE(z1.shape() == z2.shape());
-        const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
-        z1.backward(up);
-        z2.backward(up);
-        auto agree = [](const Tensor& a, const Tensor& b) {
-            for (int64_t i = 0; i < a.numel(); ++i)
-                if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
-            return a.shape() == b.shape();
-        };
-        CHECK(agree(z1.value(), z2.value()));
-        CHECK(agree(x1.grad(), x2.grad()));
-        CHECK(agree(w1.grad(), w2.grad()));
-        if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+        for (bool then_relu : {false, true}) {
+            CAPTURE(then_relu);
+            for (Var* v : {&x1, &w1, &b1, &x2, &w2, &b2})
+                if (v->defined()) v->zero_grad();
+            Var z1 = max_pool2d(conv2d(x1, w1, b1, stride, pad), g.pool_k, g.pool_stride, g.pool_pad);
+            Var z2 = then_relu ? conv2d_max_pool_relu_fused(x2, w2, b2, stride, pad, g.pool_k, g.pool_stride, g.pool_pad)
+                               : conv2d_max_pool_fused(x2, w2, b2, stride, pad, g.pool_k, g.pool_stride, g.pool_pad);
+            if (then_relu) z1 = relu(z1);
+            REQUIRE(z1.shape() == z2.shape());
+            const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
+            z1.backward(up);
+            z2.backward(up);
+            auto agree = [](const Tensor& a, const Tensor& b) {
+                for (int64_t i = 0; i < a.numel(); ++i)
+                    if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
+                return a.shape() == b.shape();
+            };
+            CHECK(agree(z1.value(), z2.value()));
+            CHECK(agree(x1.grad(), x2.grad()));
+            CHECK(agree(w1.grad(), w2.grad()));
+            if (g.bias) CHECK(agree(b1.grad(), b2.grad()));
+            if (then_relu) {  // (a test that proves something: some pooled values are cut to 0, some not)
+                int64_t cut = 0;
+                for (int64_t i = 0; i < z2.numel(); ++i) cut += z2.value()[i] == 0;
+                CHECK(cut > 0);
+                CHECK(cut < z2.numel());
+            }
+        }
     }
 }
 

@@ -166,6 +166,26 @@ TEST_CASE("Conv2d: PyTorch's shapes, names, init bounds; pools' shapes") {
     CHECK(max_pool.num_parameters() == 0);
 }
 
+TEST_CASE("Conv2d::forward_max_pooled: pool (and ReLU) after the convolution, fused or not, the same") {
+    Generator gen(5);
+    Conv2d conv(2, 4, 3, gen, 1, 1);
+    MaxPool2d pool(2);
+    const Tensor x = Tensor::normal({2, 2, 6, 8}, 0, 1, gen);
+    for (bool then_relu : {false, true}) {
+        CAPTURE(then_relu);
+        conv.fused = false;
+        const Var pooled = pool(conv(Var(x)));
+        const Tensor want = then_relu ? relu(pooled).value() : pooled.value();
+        const Tensor composed = conv.forward_max_pooled(Var(x), pool, then_relu).value();
+        conv.fused = true;
+        const Tensor fused = conv.forward_max_pooled(Var(x), pool, then_relu).value();
+        REQUIRE(want.shape() == Shape{2, 4, 3, 4});
+        CHECK(allclose(composed, want, 0, 0));
+        CHECK(allclose(fused, want, 1e-5, 1e-6));
+        CHECK(std::any_of(want.data(), want.data() + want.numel(), [](real v) { return v < 0; }) == !then_relu);
+    }
+}
+
 // ---- LayerNorm --------------------------------------------------------------------------------
 
 TEST_CASE("LayerNorm: rows come out with mean 0 and variance 1; fused equals composed") {

@@ -67,10 +67,11 @@ Var Captioner::encode(const Var& images) {
     // first: ReLU is monotone, so the largest of a window's ReLUs is the ReLU
     // of its largest value, and the gradient reaches the same position (none
     // when the window's largest value is ≤ 0), with ReLU on a quarter of the
-    // values; and the convolution and its pool are one op
-    // (conv2d_max_pool_fused), which never stores the convolution's output.
+    // values; and the convolution, its pool and the ReLU are one op
+    // (conv2d_max_pool_relu_fused), which never stores the convolution's output.
     const auto block = [&](Conv2d& conv, const Var& x) {
-        return pool_before_relu_ ? relu(conv.forward_max_pooled(x, pool)) : pool.forward(relu(conv.forward(x)));
+        return pool_before_relu_ ? conv.forward_max_pooled(x, pool, /*then_relu=*/true)
+                                 : pool.forward(relu(conv.forward(x)));
     };
     const Var x1 = block(conv1, images);  // B×C1×H/2×W/2
     Var x2 = block(conv2, x1);            // B×D×H/4×W/4
