@@ -434,11 +434,18 @@ struct ConvImages {
         return {one, Hp, Wp, padded};
     }
 
-    void forward(int64_t b, real* zb, real* padded) const {
-        for (int64_t o = 0; o < O; ++o) std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias[o] : 0);
+    // with_bias false: z_b = W cols_b only, the caller adds the bias (in a
+    // pass of its own over the image, where it has one anyway: the same bits,
+    // since W cols_b is a float before the bias is added either way).
+    void forward(int64_t b, real* zb, real* padded, bool with_bias = true) const {
+        if (with_bias)
+            parallel_for(0, O, parallel_grain(L), [&](int64_t o0, int64_t o1) {
+                for (int64_t o = o0; o < o1; ++o)
+                    std::fill(zb + o * L, zb + (o + 1) * L, bias.defined() ? bias[o] : 0);
+            });
         const PaddedImage<real> cols = pad(b, padded);
-        gemm_implicit_b(false, O, L, CK, real(1), W2.data(), CK, ImplicitB<real>{&pack_columns<real>, &cols}, real(1),
-                        zb, L);
+        gemm_implicit_b(false, O, L, CK, real(1), W2.data(), CK, ImplicitB<real>{&pack_columns<real>, &cols},
+                        real(with_bias ? 1 : 0), zb, L);
     }
     // dW or dx null: that gradient is not needed.
     void backward(int64_t b, const real* gb, real* dW, real* dx, real* scratch, real* padded) const {
@@ -653,14 +660,21 @@ Var conv_max_pool(const char* op, bool then_relu, const Var& input, const Var& w
     {
         Tensor z = Tensor::empty(Shape{O, L}), padded = Tensor::empty(Shape{conv.padded_size()});
         for (int64_t b = 0; b < B; ++b) {
-            conv.forward(b, z.data(), padded.data());
+            conv.forward(b, z.data(), padded.data(), /*with_bias=*/false);
             real* yb = y.data() + b * P;
             uint16_t* ab = argmax.data() + b * P;
-            parallel_planes(pool, pool.Ho * pool.Wo * pool.kh * pool.kw, [&](int64_t c_begin, int64_t c_end) {
+            const int64_t plane = pool.Ho * pool.Wo;
+            // Channel by channel over the threads, all in one pass: the bias,
+            // the pool, the ReLU. (Each pass a parallel region of its own, per
+            // image, cost more in hand-offs than the second thread gained.)
+            parallel_planes(pool, L + plane * pool.kh * pool.kw, [&](int64_t c_begin, int64_t c_end) {
+                if (conv.bias.defined())
+                    for (int64_t c = c_begin; c < c_end; ++c)
+                        for (real *zc = z.data() + c * L, *end = zc + L; zc != end; ++zc) *zc += conv.bias[c];
                 max_pool_forward(pool, c_begin, c_end, z.data(), yb, ab);
+                if (then_relu)
+                    for (int64_t i = c_begin * plane; i < c_end * plane; ++i) yb[i] = keep_or_zero(yb[i] > 0, yb[i]);
             });
-            if (then_relu)
-                for (int64_t i = 0; i < P; ++i) yb[i] = keep_or_zero(yb[i] > 0, yb[i]);
         }
     }
     std::vector<Var> inputs{input, weight};
@@ -678,18 +692,21 @@ Var conv_max_pool(const char* op, bool then_relu, const Var& input, const Var& w
         Tensor padded = Tensor::empty(Shape{conv.padded_size()});
         std::vector<real> masked(then_relu ? static_cast<size_t>(P) : 0);  // image b's g where the ReLU passed it
         for (int64_t b = 0; b < B; ++b) {
-            dz.fill_(0);
-            const real* gb = g + b * P;
-            if (then_relu) {  // ReLU's gradient: g where the output is > 0 (a pooled maximum is never NaN)
-                for (int64_t i = 0; i < P; ++i) masked[i] = keep_or_zero(out[b * P + i] > 0, gb[i]);
-                gb = masked.data();
-            }
+            const real* gb = then_relu ? masked.data() : g + b * P;
             const uint16_t* ab = argmax.data() + b * P;
-            parallel_planes(pool, pool.Ho * pool.Wo, [&](int64_t c_begin, int64_t c_end) {
+            const int64_t plane = pool.Ho * pool.Wo;
+            // Channel by channel, in one pass: ∂z cleared, the ReLU's mask,
+            // the scatter, the bias's sums (each channel's on one thread, in
+            // one order: the same bits on any number of threads).
+            parallel_planes(pool, 2 * L + plane, [&](int64_t c_begin, int64_t c_end) {
+                std::fill(dz.data() + c_begin * L, dz.data() + c_end * L, real(0));
+                if (then_relu)  // ReLU's gradient: g where the output is > 0 (a pooled maximum is never NaN)
+                    for (int64_t i = c_begin * plane; i < c_end * plane; ++i)
+                        masked[i] = keep_or_zero(out[b * P + i] > 0, g[b * P + i]);
                 max_pool_backward(pool, offsets, c_begin, c_end, ab, gb, dz.data());
+                if (db)
+                    for (int64_t c = c_begin; c < c_end; ++c) db[c] += row_sum(dz.data() + c * L, L);
             });
-            if (db)
-                for (int64_t o = 0; o < O; ++o) db[o] += row_sum(dz.data() + o * L, L);
             conv.backward(b, dz.data(), dW, dx, scratch.data(), padded.data());
         }
     });
