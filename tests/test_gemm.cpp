@@ -73,8 +73,9 @@ void pack_stored(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc
         for (int64_t k = 0; k < kc; ++k)
             for (int64_t j = 0; j < nr; ++j) {
                 const int64_t row = k0 + k, col = j0 + q * nr + j;
-                const float b = s.trans ? s.data[col * s.ld + row] : s.data[row * s.ld + col];
-                dest[q * nr * kc + k * nr + j] = q * nr + j < nc ? b : 0.0f;
+                float b = 0.0f;  // (past nc: zero, and nothing read)
+                if (q * nr + j < nc) b = s.trans ? s.data[col * s.ld + row] : s.data[row * s.ld + col];
+                dest[q * nr * kc + k * nr + j] = b;
             }
 }
 
