@@ -25,6 +25,14 @@ bool close(const Tensor& a, std::vector<real> expected, double tol = 1e-5) {
     return allclose(a, Tensor::from(std::move(expected), a.shape()), tol, tol);
 }
 
+// A fused op against its composite twin: the same shape, every element within
+// 1e-4 relative (plus 1e-4 absolute).
+bool agree(const Tensor& a, const Tensor& b) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+        if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
+    return a.shape() == b.shape();
+}
+
 Var param(std::vector<real> values, const Shape& shape) { return Var(Tensor::from(std::move(values), shape), true); }
 
 const real kInf = std::numeric_limits<real>::infinity();
@@ -532,11 +540,6 @@ TEST_CASE("autograd values: conv2d_fused agrees with the composite conv2d, value
         const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
         z1.backward(up);
         z2.backward(up);
-        auto agree = [](const Tensor& a, const Tensor& b) {
-            for (int64_t i = 0; i < a.numel(); ++i)
-                if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
-            return a.shape() == b.shape();
-        };
         CHECK(agree(z1.value(), z2.value()));
         CHECK(agree(x1.grad(), x2.grad()));
         CHECK(agree(w1.grad(), w2.grad()));
@@ -579,11 +582,6 @@ TEST_CASE("autograd values: conv2d_max_pool_fused and its ReLU twin agree with m
             const Tensor up = Tensor::normal(z1.shape(), 0, 1, gen);
             z1.backward(up);
             z2.backward(up);
-            auto agree = [](const Tensor& a, const Tensor& b) {
-                for (int64_t i = 0; i < a.numel(); ++i)
-                    if (std::fabs(a[i] - b[i]) > 1e-4f * (1 + std::fabs(a[i]))) return false;
-                return a.shape() == b.shape();
-            };
             CHECK(agree(z1.value(), z2.value()));
             CHECK(agree(x1.grad(), x2.grad()));
             CHECK(agree(w1.grad(), w2.grad()));
