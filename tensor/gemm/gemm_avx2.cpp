@@ -33,6 +33,7 @@ struct Avx2 {
 
     // When to pack an operand instead of reading it in place (loops.hpp).
     static constexpr int64_t pack_b_span = 256 * 1024, pack_a_min = 128 * 1024;
+    static constexpr int pack_a_row_major_min_tiles = 4;
     // A strided Aᵀ is always packed here (loops.hpp): with 6-row tiles and
     // 12 ymm FMAs a step, each FMA waits on a strided load, so reading it in
     // place was slower on every shape measured (docs/performance.md).

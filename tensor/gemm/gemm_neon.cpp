@@ -82,6 +82,7 @@ struct Neon {
     // the rules of the AVX2 path, whose caches these resemble. A strided Aᵀ
     // is always packed.
     static constexpr int64_t pack_b_span = 256 * 1024, pack_a_min = 128 * 1024;
+    static constexpr int pack_a_row_major_min_tiles = 4;
     static constexpr int64_t strided_a_in_place_min = INT64_MAX, strided_a_in_place_max_n = 0;
 
     // ---- the micro-kernel ---------------------------------------------------

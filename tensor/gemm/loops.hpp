@@ -112,9 +112,10 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float* a, int64_t a_
 //    4 row panels read it and one KC-deep block of it spans more than
 //    Kernel::pack_b_span bytes of memory (kc rows, ldb apart).
 //  - A in place works for both layouts (a broadcast takes any stride). It is
-//    packed when at least 4 tiles of a row read each micro-panel and it holds
-//    more than Kernel::pack_a_min floats; with few columns (N = 48) it is not
-//    reused enough to repay the copy. Except op(A) = Aᵀ with rows of A 4 KiB
+//    packed when at least 4 tiles of a row read each micro-panel (for a
+//    row-major A, Kernel::pack_a_row_major_min_tiles) and it holds more than
+//    Kernel::pack_a_min floats; with few columns (N = 48) it is not reused
+//    enough to repay the copy. Except op(A) = Aᵀ with rows of A 4 KiB
 //    or more apart: read in place, every step k of the micro-kernel then
 //    touches a new page and the same L1 set as the step before, so the
 //    micro-panel cannot stay in L1 for the next tile; it is packed, unless
@@ -135,7 +136,8 @@ bool pack_a_needed(const Product& p) {
     const bool strided = p.a.row_stride == 1 && p.a.col_stride * 4 >= 4096;
     if (strided && p.M * p.K * 4 > Kernel::strided_a_in_place_min && p.N < Kernel::strided_a_in_place_max_n)
         return false;
-    return p.N > Kernel::NR && (strided || (p.N >= 4 * Kernel::NR && p.M * p.K > Kernel::pack_a_min));
+    const int64_t min_tiles = p.a.col_stride == 1 ? Kernel::pack_a_row_major_min_tiles : 4;
+    return p.N > Kernel::NR && (strided || (p.N >= min_tiles * Kernel::NR && p.M * p.K > Kernel::pack_a_min));
 }
 
 template <class Kernel>
