@@ -4,7 +4,9 @@
 //
 // Legend: batch = the leading axes flattened (B, or B·h for heads); m queries,
 // n keys; a tile is Br query rows × Bc key columns; S, P, dP are tiles stored
-// with a row stride of Bc.
+// with a row stride of Bc. Q, K, V, O are read and written through
+// Sizes::offset and Sizes::stride, which also cover the heads side by side
+// (scaled_dot_product_attention_fused_heads).
 #include "attention/fused_attention.hpp"
 
 #include <algorithm>
@@ -12,9 +14,11 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attention/transformer.hpp"
+#include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/fast_math.hpp"
 #include "tensor/gemm/gemm.hpp"
@@ -29,12 +33,24 @@ constexpr real kNegInf = -std::numeric_limits<real>::infinity();
 constexpr int64_t Br = kFusedBlockQueries;
 constexpr int64_t Bc = kFusedBlockKeys;
 const char* const kOp = "scaled_dot_product_attention_fused";
+const char* const kOpHeads = "scaled_dot_product_attention_fused_heads";
 
 // The sizes of the problem: `batch` independent attentions of m queries over n keys.
 struct Sizes {
     int64_t batch = 0, m = 0, n = 0, d_k = 0, d_v = 0;
     real scale = 1;  // 1/√d_k
     bool causal = false;
+    // How the attentions sit in memory. heads = 1: attention b's rows of an
+    // operand `width` wide (Q, K, V, O and their gradients) are contiguous,
+    // …×rows×width. heads = h > 1: the operands are B×rows×(h·width) and
+    // attention b is example b / h, head b % h: columns (b % h)·width …
+    // (b % h + 1)·width − 1 of each of that example's rows.
+    int64_t heads = 1;
+    // Where attention b's first row starts, and how far apart its rows are.
+    int64_t offset(int64_t b, int64_t rows, int64_t width) const {
+        return ((b / heads) * rows * heads + b % heads) * width;
+    }
+    int64_t stride(int64_t width) const { return heads * width; }
     // The last key query i may see: j ≤ i + n − m under the causal mask
     // (negative: none), else every key.
     int64_t last_key(int64_t i) const { return causal ? std::min(n - 1, i + n - m) : n - 1; }
@@ -50,14 +66,14 @@ struct BroadcastMask {
     const real* at(int64_t b, int64_t i, int64_t j) const { return tensor.data() + offset[b] + i * row + j * col; }
 };
 
-BroadcastMask broadcast_mask(const Tensor& mask, const Shape& scores, int64_t batch) {
+BroadcastMask broadcast_mask(const char* op, const Tensor& mask, const Shape& scores, int64_t batch) {
     BroadcastMask out;
     if (!mask.defined()) return out;
     const int R = scores.rank(), shift = R - mask.rank();
     bool fits = shift >= 0;
     for (int a = 0; fits && a < mask.rank(); ++a) fits = mask.shape()[a] == 1 || mask.shape()[a] == scores[a + shift];
     if (!fits)
-        throw std::invalid_argument(std::string(kOp) + ": mask " + mask.shape().str() +
+        throw std::invalid_argument(std::string(op) + ": mask " + mask.shape().str() +
                                     " does not broadcast to the scores " + scores.str());
     // The stride of scores' axis a in the mask: 0 where the mask has no such
     // axis or has size 1 (broadcast), else the mask's own contiguous stride.
@@ -353,17 +369,19 @@ struct ForwardScratch {
 // Query rows [i0, i0 + rows) of attention b: their outputs O and log-sum-exps L.
 void forward_block(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* V, real* O,
                    real* L, int64_t b, int64_t i0, int64_t rows, ForwardScratch& s) {
-    const real* q = Q + (b * p.m + i0) * p.d_k;
-    real* o = O + (b * p.m + i0) * p.d_v;
+    const int64_t ldq = p.stride(p.d_k), ldk = p.stride(p.d_k), ldv = p.stride(p.d_v), ldo = p.stride(p.d_v);
+    const real* q = Q + p.offset(b, p.m, p.d_k) + i0 * ldq;
+    const real *Kb = K + p.offset(b, p.n, p.d_k), *Vb = V + p.offset(b, p.n, p.d_v);
+    real* o = O + p.offset(b, p.m, p.d_v) + i0 * ldo;
     real *mu = s.mu.data(), *ell = s.ell.data(), *S = s.tile.data();
-    std::fill(o, o + rows * p.d_v, real(0));
+    for (int64_t r = 0; r < rows; ++r) std::fill(o + r * ldo, o + r * ldo + p.d_v, real(0));
     std::fill(mu, mu + rows, kNegInf);
     std::fill(ell, ell + rows, real(0));
     const int64_t key_end = p.last_key(i0 + rows - 1) + 1;  // later keys are hidden from every row
     for (int64_t j0 = 0; j0 < key_end; j0 += Bc) {
         const int64_t cols = std::min(Bc, key_end - j0);
         // S = Q_i K_jᵀ / √d_k                                          rows×cols
-        gemm(false, true, rows, cols, p.d_k, p.scale, q, p.d_k, K + (b * p.n + j0) * p.d_k, p.d_k, real(0), S, Bc);
+        gemm(false, true, rows, cols, p.d_k, p.scale, q, ldq, Kb + j0 * ldk, ldk, real(0), S, Bc);
         mask_tile(p, mask, b, i0, rows, j0, cols, S, Bc);
         for (int64_t r = 0; r < rows; ++r) {
             real* sr = S + r * Bc;
@@ -382,16 +400,16 @@ void forward_block(const Sizes& p, const ScoreMask& mask, const real* Q, const r
                 const real rescale = std::exp(mu[r] - mu_new);
                 ell[r] = rescale * ell[r] + block_sum;
                 if (rescale != 1)
-                    for (real *orow = o + r * p.d_v, *end = orow + p.d_v; orow != end; ++orow) *orow *= rescale;
+                    for (real *orow = o + r * ldo, *end = orow + p.d_v; orow != end; ++orow) *orow *= rescale;
             }
             mu[r] = mu_new;
         }
         // o += P V_j                                                   rows×d_v
-        gemm(false, false, rows, p.d_v, cols, real(1), S, Bc, V + (b * p.n + j0) * p.d_v, p.d_v, real(1), o, p.d_v);
+        gemm(false, false, rows, p.d_v, cols, real(1), S, Bc, Vb + j0 * ldv, ldv, real(1), o, ldo);
     }
     // O_i = o / ℓ,  L_i = μ + log ℓ       (ℓ = 0: every key masked → O_i = 0, L_i = −∞)
     for (int64_t r = 0; r < rows; ++r) {
-        real* orow = o + r * p.d_v;
+        real* orow = o + r * ldo;
         real& lse = L[b * p.m + i0 + r];
         if (ell[r] == 0) {
             std::fill(orow, orow + p.d_v, real(0));
@@ -427,29 +445,32 @@ struct BackwardScratch {
 void backward_batch(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* V,
                     const real* O, const real* L, const real* dO, real* dQ, real* dK, real* dV, int64_t b,
                     BackwardScratch& s) {
-    Q += b * p.m * p.d_k, K += b * p.n * p.d_k, V += b * p.n * p.d_v;
-    O += b * p.m * p.d_v, dO += b * p.m * p.d_v, L += b * p.m;
-    if (dQ) dQ += b * p.m * p.d_k;
-    if (dK) dK += b * p.n * p.d_k;
-    if (dV) dV += b * p.n * p.d_v;
+    const int64_t ldq = p.stride(p.d_k), ldk = p.stride(p.d_k), ldv = p.stride(p.d_v), ldo = p.stride(p.d_v);
+    const int64_t q_at = p.offset(b, p.m, p.d_k), k_at = p.offset(b, p.n, p.d_k);
+    const int64_t v_at = p.offset(b, p.n, p.d_v), o_at = p.offset(b, p.m, p.d_v);
+    Q += q_at, K += k_at, V += v_at;
+    O += o_at, dO += o_at, L += b * p.m;
+    if (dQ) dQ += q_at;
+    if (dK) dK += k_at;
+    if (dV) dV += v_at;
     // D_i = Σ_c dO_ic O_ic                                              m
     s.D.assign(static_cast<size_t>(p.m), real(0));
     for (int64_t i = 0; i < p.m; ++i) {
         real d = 0;
-        for (int64_t c = 0; c < p.d_v; ++c) d += dO[i * p.d_v + c] * O[i * p.d_v + c];
+        for (int64_t c = 0; c < p.d_v; ++c) d += dO[i * ldo + c] * O[i * ldo + c];
         s.D[static_cast<size_t>(i)] = d;
     }
     real *P = s.P.data(), *dS = s.dP.data();
     for (int64_t j0 = 0; j0 < p.n; j0 += Bc) {
         const int64_t cols = std::min(Bc, p.n - j0);
-        const real *Kj = K + j0 * p.d_k, *Vj = V + j0 * p.d_v;
+        const real *Kj = K + j0 * ldk, *Vj = V + j0 * ldv;
         // Queries before the first that sees key j0 (causal: j0 ≤ i + n − m) see none of this block.
         const int64_t first_query = p.causal ? std::max<int64_t>(0, j0 - (p.n - p.m)) : 0;
         for (int64_t i0 = first_query / Br * Br; i0 < p.m; i0 += Br) {
             const int64_t rows = std::min(Br, p.m - i0);
-            const real *Qi = Q + i0 * p.d_k, *dOi = dO + i0 * p.d_v;
+            const real *Qi = Q + i0 * ldq, *dOi = dO + i0 * ldo;
             // P = exp(Q_i K_jᵀ / √d_k − L_i)                              rows×cols
-            gemm(false, true, rows, cols, p.d_k, p.scale, Qi, p.d_k, Kj, p.d_k, real(0), P, Bc);
+            gemm(false, true, rows, cols, p.d_k, p.scale, Qi, ldq, Kj, ldk, real(0), P, Bc);
             mask_tile(p, mask, b, i0, rows, j0, cols, P, Bc);
             for (int64_t r = 0; r < rows; ++r) {
                 const real lse = L[i0 + r];
@@ -459,17 +480,17 @@ void backward_batch(const Sizes& p, const ScoreMask& mask, const real* Q, const 
                     exp_shifted_sum(P + r * Bc, cols, lse);
             }
             // dV_j += Pᵀ dO_i                                              cols×d_v
-            if (dV) gemm(true, false, cols, p.d_v, rows, real(1), P, Bc, dOi, p.d_v, real(1), dV + j0 * p.d_v, p.d_v);
+            if (dV) gemm(true, false, cols, p.d_v, rows, real(1), P, Bc, dOi, ldo, real(1), dV + j0 * ldv, ldv);
             if (!dQ && !dK) continue;
             // dP = dO_i V_jᵀ                                               rows×cols
-            gemm(false, true, rows, cols, p.d_v, real(1), dOi, p.d_v, Vj, p.d_v, real(0), dS, Bc);
+            gemm(false, true, rows, cols, p.d_v, real(1), dOi, ldo, Vj, ldv, real(0), dS, Bc);
             // dS = P ∘ (dP − D_i)
             for (int64_t r = 0; r < rows; ++r)
                 softmax_backward_row(dS + r * Bc, P + r * Bc, cols, s.D[static_cast<size_t>(i0 + r)]);
             // dQ_i += dS K_j / √d_k                                        rows×d_k
-            if (dQ) gemm(false, false, rows, p.d_k, cols, p.scale, dS, Bc, Kj, p.d_k, real(1), dQ + i0 * p.d_k, p.d_k);
+            if (dQ) gemm(false, false, rows, p.d_k, cols, p.scale, dS, Bc, Kj, ldk, real(1), dQ + i0 * ldq, ldq);
             // dK_j += dSᵀ Q_i / √d_k                                       cols×d_k
-            if (dK) gemm(true, false, cols, p.d_k, rows, p.scale, dS, Bc, Qi, p.d_k, real(1), dK + j0 * p.d_k, p.d_k);
+            if (dK) gemm(true, false, cols, p.d_k, rows, p.scale, dS, Bc, Qi, ldq, real(1), dK + j0 * ldk, ldk);
         }
     }
 }
@@ -487,8 +508,9 @@ Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q,
         for (int64_t t = t0; t < t1; ++t) {
             const int64_t b = t / blocks, i0 = (t % blocks) * Br, rows = std::min(Br, p.m - i0);
             real* S = a + (b * p.m + i0) * p.n;
-            gemm(false, true, rows, p.n, p.d_k, p.scale, Q + (b * p.m + i0) * p.d_k, p.d_k, K + b * p.n * p.d_k, p.d_k,
-                 real(0), S, p.n);
+            const int64_t ld = p.stride(p.d_k);
+            gemm(false, true, rows, p.n, p.d_k, p.scale, Q + p.offset(b, p.m, p.d_k) + i0 * ld, ld,
+                 K + p.offset(b, p.n, p.d_k), ld, real(0), S, p.n);
             mask_tile(p, mask, b, i0, rows, 0, p.n, S, p.n);
             for (int64_t r = 0; r < rows; ++r) {
                 const real lse = L[b * p.m + i0 + r];
@@ -500,6 +522,36 @@ Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q,
         }
     });
     return A;
+}
+
+// Runs the kernels on inputs q, k, v whose non-finite values, if any, have
+// been set aside (see the callers), and records one node: its backward keeps
+// Q, K, V and L (batch×m); the output O is the node's own value.
+AttentionOutput attend(const char* op, const Sizes& p, const ScoreMask& bm, const Var& q, const Var& k,
+                       const Var& v, const Shape& scores_shape, const Shape& output_shape, bool need_weights) {
+    const Tensor Q = q.value(), K = k.value(), V = v.value();
+    Tensor O = Tensor::empty(output_shape), L = Tensor::empty(Shape{p.batch, p.m});
+    forward(p, bm, Q.data(), K.data(), V.data(), O.data(), L.data());
+
+    Var weights;
+    if (need_weights) weights = Var(materialise_weights(p, bm, Q.data(), K.data(), L.data(), scores_shape));
+
+    Var output = record(op, O, {q, k, v}, [p, bm, Q, K, V, L](Backward& bw) {
+        // ∂L/∂Q, ∂L/∂K, ∂L/∂V are added (the kernel only ever does +=) straight into
+        // the gradient buffers of the inputs that want them; null skips the others.
+        // Attention b only touches its own rows (its own columns of them, with
+        // heads side by side), and one thread does all of b, so this is safe
+        // even when two inputs are one variable (self-attention on X).
+        auto buffer = [&bw](int i) { return bw.needs(i) ? bw.grad_buffer(i).data() : nullptr; };
+        real *dq = buffer(0), *dk = buffer(1), *dv = buffer(2);
+        const real *dO = bw.grad().data(), *out = bw.output().data();
+        parallel_for(0, p.batch, grain_for(p, p.m), [&](int64_t b0, int64_t b1) {
+            BackwardScratch scratch;
+            for (int64_t b = b0; b < b1; ++b)
+                backward_batch(p, bm, Q.data(), K.data(), V.data(), out, L.data(), dO, dq, dk, dv, b, scratch);
+        });
+    });
+    return {output, weights};
 }
 
 }  // namespace
@@ -523,36 +575,53 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
     // mask_tile gives NaN to the scores of bad keys before masking, and the NaN
     // of bad values is put back below, where a query may see them.
     const FiniteKeysValues kv = finite_keys_values(keys, values);
-    const ScoreMask bm{broadcast_mask(mask, scores_shape, p.batch), kv.bad_keys};
+    const ScoreMask bm{broadcast_mask(kOp, mask, scores_shape, p.batch), kv.bad_keys};
     // A query that may attend no key is zeroed when it holds a non-finite
     // value (the mask tensor is built only then), as in the composite.
     Var q = queries;
     if (!finite_everywhere(queries.value()))
         q = hide_fully_masked_queries(queries, combine_masks(mask, p.causal ? causal_mask(p.m, p.n) : Tensor()));
 
-    const Tensor Q = q.value(), K = kv.keys.value(), V = kv.values.value();
-    Tensor O = Tensor::empty(output_shape), L = Tensor::empty(Shape{p.batch, p.m});
-    forward(p, bm, Q.data(), K.data(), V.data(), O.data(), L.data());
+    const AttentionOutput a =
+        attend(kOp, p, bm, q, kv.keys, kv.values, scores_shape, output_shape, options.need_weights);
+    return {nan_at_seen_bad_values(a.output, mask, options.causal, kv.bad_values), a.weights};
+}
 
-    Var weights;
-    if (options.need_weights) weights = Var(materialise_weights(p, bm, Q.data(), K.data(), L.data(), scores_shape));
-
-    // Backward keeps Q, K, V and L (…×m); the output O is the node's own value.
-    Var output = record(kOp, O, {q, kv.keys, kv.values}, [p, bm, Q, K, V, L](Backward& bw) {
-        // ∂L/∂Q, ∂L/∂K, ∂L/∂V are added (the kernel only ever does +=) straight into
-        // the gradient buffers of the inputs that want them; null skips the others.
-        // Attention b only touches rows of b, and one thread does all of b, so this
-        // is safe even when two inputs are one variable (self-attention on X).
-        auto buffer = [&bw](int i) { return bw.needs(i) ? bw.grad_buffer(i).data() : nullptr; };
-        real *dq = buffer(0), *dk = buffer(1), *dv = buffer(2);
-        const real *dO = bw.grad().data(), *out = bw.output().data();
-        parallel_for(0, p.batch, grain_for(p, p.m), [&](int64_t b0, int64_t b1) {
-            BackwardScratch scratch;
-            for (int64_t b = b0; b < b1; ++b)
-                backward_batch(p, bm, Q.data(), K.data(), V.data(), out, L.data(), dO, dq, dk, dv, b, scratch);
-        });
-    });
-    return {nan_at_seen_bad_values(output, mask, options.causal, kv.bad_values), weights};
+AttentionOutput scaled_dot_product_attention_fused_heads(const Var& queries, const Var& keys, const Var& values,
+                                                         int64_t heads, const Tensor& mask,
+                                                         const FusedAttentionOptions& options) {
+    const ProfileScope scope(kOpHeads);
+    if (!queries.defined() || !keys.defined() || !values.defined())
+        throw std::invalid_argument(std::string(kOpHeads) + ": queries, keys and values must all be defined");
+    const Shape &qs = queries.shape(), &ks = keys.shape(), &vs = values.shape();
+    const bool fits = heads > 0 && qs.rank() == 3 && ks.rank() == 3 && vs.rank() == 3 && qs[0] == ks[0] &&
+                      ks[0] == vs[0] && ks[1] == vs[1] && qs[2] == ks[2] && qs[2] > 0 && qs[2] % heads == 0 &&
+                      vs[2] % heads == 0;
+    if (!fits)
+        throw std::invalid_argument(std::string(kOpHeads) + ": queries " + qs.str() + ", keys " + ks.str() +
+                                    " and values " + vs.str() + " with h = " + std::to_string(heads) +
+                                    " heads: need B×m×(h·d_k), B×n×(h·d_k) and B×n×(h·d_v), h > 0, d_k > 0");
+    const int64_t B = qs[0], m = qs[1], n = ks[1], h = heads;
+    // Splitting into heads and back: B×rows×(h·w) ↔ B×h×rows×w.
+    auto split = [&](const Var& x) { return permute(reshape(x, {B, x.size(1), h, x.size(2) / h}), {0, 2, 1, 3}); };
+    auto join = [&](const Var& x) { return reshape(permute(x, {0, 2, 1, 3}), {B, m, vs[2]}); };
+    // The rules for non-finite values (attention/transformer.hpp) are per
+    // head: a key is bad for the heads whose columns hold the non-finite
+    // value. Rather than a second copy of them, such inputs take the way
+    // round, through the heads split apart.
+    if (!finite_everywhere(queries.value()) || !finite_everywhere(keys.value()) ||
+        !finite_everywhere(values.value())) {
+        const AttentionOutput a = scaled_dot_product_attention_fused(split(queries), split(keys), split(values),
+                                                                     mask, options);
+        return {join(a.output), a.weights};
+    }
+    Sizes p;
+    p.heads = h, p.batch = B * h, p.m = m, p.n = n, p.d_k = qs[2] / h, p.d_v = vs[2] / h;
+    p.scale = real(1) / std::sqrt(static_cast<real>(p.d_k));
+    p.causal = options.causal;
+    const Shape scores_shape{B, h, m, n};
+    const ScoreMask bm{broadcast_mask(kOpHeads, mask, scores_shape, p.batch), {}};
+    return attend(kOpHeads, p, bm, queries, keys, values, scores_shape, Shape{B, m, vs[2]}, options.need_weights);
 }
 
 }  // namespace attn

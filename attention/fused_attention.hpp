@@ -71,4 +71,20 @@ constexpr int64_t kFusedBlockKeys = 128;     // Bc
 AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var& keys, const Var& values,
                                                    const Tensor& mask = {}, const FusedAttentionOptions& options = {});
 
+// The same attention for h heads that sit side by side in the last axis, as
+// multi-head attention's projections give them (head j in columns j·d_k …
+// (j+1)·d_k − 1):
+//
+//     queries B×m×(h·d_k), keys B×n×(h·d_k), values B×n×(h·d_v)
+//       → output B×m×(h·d_v), the heads concatenated; weights B×h×m×n
+//
+// It equals splitting each input into heads (B×h×rows×d, a reshape and a
+// permute), scaled_dot_product_attention_fused, and concatenating the
+// heads of its output again, but the kernel reads and writes the heads in
+// place (a row stride of h·d instead of d), so none of the four copies is
+// made. The mask broadcasts to B×h×m×n, as for the split heads.
+AttentionOutput scaled_dot_product_attention_fused_heads(const Var& queries, const Var& keys, const Var& values,
+                                                         int64_t heads, const Tensor& mask = {},
+                                                         const FusedAttentionOptions& options = {});
+
 }  // namespace attn

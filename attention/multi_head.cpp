@@ -70,20 +70,21 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, Generator
     }
 }
 
-Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
-    const int64_t B = x.size(0), m = x.size(1);
+Var MultiHeadAttention::project(const Var& x, const Var& W, const Var& b) const {
     // X W + b, every head at once: one matmul                          B×m×(h·w)
     // (the fast paths add b to the product in place: matmul_bias)
-    Var y;
-    if (!b.defined()) y = matmul(x, W);
-    else if (options_.fused) y = matmul_bias(x, W, b);
-    else y = matmul(x, W) + b;
-    // → B×m×h×w → B×h×m×w
-    return permute(reshape(y, {B, m, h_, width}), {0, 2, 1, 3});
+    if (!b.defined()) return matmul(x, W);
+    if (options_.fused) return matmul_bias(x, W, b);
+    return matmul(x, W) + b;
 }
 
-AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
-                                          bool causal) const {
+Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
+    // X W + b → B×m×h×w → B×h×m×w
+    return permute(reshape(project(x, W, b), {x.size(0), x.size(1), h_, width}), {0, 2, 1, 3});
+}
+
+MultiHeadAttention::Inputs MultiHeadAttention::prepare(const Var& queries, const Var& keys, const Var& values,
+                                                       const Tensor& mask, bool causal) const {
     check_qkv(id(), queries, keys, values);
     if (queries.size(2) != d_model_ || keys.size(2) != d_model_ || values.size(2) != d_model_)
         throw std::invalid_argument(id() + ": queries " + queries.shape().str() + ", keys " + keys.shape().str() +
@@ -94,10 +95,16 @@ AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, c
     // would otherwise reach their gradients (X_jᵀ·0 = NaN) and through them
     // every sequence of the batch (attention/general.hpp).
     const Tensor keep = input_keep_mask(mask, causal, queries, keys, values);
+    return {hide_fully_masked_queries(queries, keep), hide_unseen_keys(keys, keep), hide_unseen_keys(values, keep)};
+}
+
+AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
+                                          bool causal) const {
+    const Inputs x = prepare(queries, keys, values, mask, causal);
     // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
-    const Var Q = project_to_heads(hide_fully_masked_queries(queries, keep), W_Q, b_Q, d_k_);
-    const Var K = project_to_heads(hide_unseen_keys(keys, keep), W_K, b_K, d_k_);
-    const Var V = project_to_heads(hide_unseen_keys(values, keep), W_V, b_V, d_v_);
+    const Var Q = project_to_heads(x.queries, W_Q, b_Q, d_k_);
+    const Var K = project_to_heads(x.keys, W_K, b_K, d_k_);
+    const Var V = project_to_heads(x.values, W_V, b_V, d_v_);
     // head_j = Attn(Q W^Q_j, K W^K_j, V W^V_j)                          B×h×m×d_v, weights B×h×m×n
     const Tensor M = mask_for_heads(mask);
     if (options_.fused) {
@@ -109,19 +116,34 @@ AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, c
     return scaled_dot_product_attention(Q, K, V, M, causal);
 }
 
-Var MultiHeadAttention::merge_heads(const Var& heads) const {
+Var MultiHeadAttention::output_projection(const Var& concatenated) const {
     // [head_1, …, head_h] W^O (+ b_O)                                   B×m×d_model
-    const Var concatenated = concat_heads(heads);
     if (options_.fused && b_O.defined()) return matmul_bias(concatenated, W_O, b_O);  // the fast twin
     Var y = matmul(concatenated, W_O);
     if (b_O.defined()) y = y + b_O;
     return y;
 }
 
+Var MultiHeadAttention::merge_heads(const Var& heads) const { return output_projection(concat_heads(heads)); }
+
 AttentionOutput MultiHeadAttention::forward(const Var& queries, const Var& keys, const Var& values,
                                             const Tensor& mask, bool causal) {
-    const AttentionOutput h = heads(queries, keys, values, mask, causal);
-    return {merge_heads(h.output), h.weights};
+    if (!options_.fused) {  // the composite: split into heads, attend, concatenate (heads, merge_heads)
+        const AttentionOutput h = heads(queries, keys, values, mask, causal);
+        return {merge_heads(h.output), h.weights};
+    }
+    // The fast twin: the same steps, but the kernel reads every head in place
+    // from the projections B×m×(h·d_k) and writes the heads concatenated,
+    // B×m×(h·d_v) (scaled_dot_product_attention_fused_heads): no split, no
+    // concatenation, four copies fewer each way.
+    const Inputs x = prepare(queries, keys, values, mask, causal);
+    FusedAttentionOptions fused;
+    fused.causal = causal;
+    fused.need_weights = options_.need_weights;
+    const AttentionOutput a = scaled_dot_product_attention_fused_heads(
+        project(x.queries, W_Q, b_Q), project(x.keys, W_K, b_K), project(x.values, W_V, b_V), h_,
+        mask_for_heads(mask), fused);
+    return {output_projection(a.output), a.weights};
 }
 
 Taxonomy MultiHeadAttention::taxonomy() const { return multi_head_taxonomy(); }

@@ -57,6 +57,10 @@ public:
                           bool causal = false) const;
     // heads B×h×m×d_v → [head_1, …, head_h] W^O (+ b_O) → B×m×d_model.
     Var merge_heads(const Var& heads) const;
+    // The pieces of those: X W + b, all heads side by side (B×m×(h·w)), and
+    // the heads concatenated B×m×(h·d_v) → · W^O (+ b_O).
+    Var project(const Var& x, const Var& W, const Var& b) const;
+    Var output_projection(const Var& concatenated) const;
 
     std::string id() const override { return "multi_head_attention"; }
     Taxonomy taxonomy() const override;
@@ -74,6 +78,12 @@ public:
     Var b_Q, b_K, b_V, b_O;  // undefined unless options.bias
 
 private:
+    // The inputs checked, with the rows no query may use zeroed (prepare).
+    struct Inputs {
+        Var queries, keys, values;
+    };
+    Inputs prepare(const Var& queries, const Var& keys, const Var& values, const Tensor& mask, bool causal) const;
+
     int64_t d_model_, h_, d_k_, d_v_;
     Options options_;
 };

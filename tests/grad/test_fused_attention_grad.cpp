@@ -12,6 +12,7 @@
 
 #include "attention/fused_attention.hpp"
 #include "attention/transformer.hpp"
+#include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/helpers.hpp"
 
@@ -95,4 +96,44 @@ TEST_CASE("scaled_dot_product_attention: the fused version returns no weights un
     CHECK(a.output.shape() == Shape{2, 8, 4});
     CHECK_FALSE(a.weights.defined());
     CHECK(std::string(a.output.op()) == "scaled_dot_product_attention_fused");
+}
+
+// The heads side by side (multi-head attention's projections read in place):
+// finite differences, and the composite on the split heads, with a padding
+// mask, causal, d_k ≠ d_v and a query block boundary (m = 130).
+TEST_CASE("scaled_dot_product_attention_fused_heads: gradients match finite differences and the split composite") {
+    Generator gen(4450);
+    const int64_t h = 3;
+    const Tensor mask = mask_for_heads(padding({6, 4}, 6));  // B×1×1×n
+    const GradcheckResult r = gradcheck(
+        "scaled_dot_product_attention_fused_heads",
+        [&](const std::vector<Var>& x) {
+            return scaled_dot_product_attention_fused_heads(x[0], x[1], x[2], h, mask, {.causal = true}).output;
+        },
+        {Tensor::normal({2, 5, h * 2}, 0, 1, gen), Tensor::normal({2, 6, h * 2}, 0, 1, gen),
+         Tensor::normal({2, 6, h * 3}, 0, 1, gen)});
+    INFO(r.message);
+    CHECK(r.ok);
+
+    auto split = [](const Var& x, int64_t heads) {
+        return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
+    };
+    const Tensor q = Tensor::normal({2, 130, 4 * 8}, 0, 1, gen), k = Tensor::normal({2, 140, 4 * 8}, 0, 1, gen);
+    const Tensor v = Tensor::normal({2, 140, 4 * 5}, 0, 1, gen), G = Tensor::normal({2, 130, 4 * 5}, 0, 1, gen);
+    const Tensor pad = mask_for_heads(padding({140, 61}, 140));
+    const OutputAndGradients composite = run_with_gradients(
+        [&](const Var& Q, const Var& K, const Var& V) {
+            const Var o = scaled_dot_product_attention(split(Q, 4), split(K, 4), split(V, 4), pad, true).output;
+            return reshape(permute(o, {0, 2, 1, 3}), {2, 130, 4 * 5});
+        },
+        q, k, v, G);
+    const OutputAndGradients fused = run_with_gradients(
+        [&](const Var& Q, const Var& K, const Var& V) {
+            return scaled_dot_product_attention_fused_heads(Q, K, V, 4, pad, {.causal = true}).output;
+        },
+        q, k, v, G);
+    check_max_difference(fused.out, composite.out, 1e-12, "output");
+    check_max_difference(fused.dq, composite.dq, 1e-11, "dQ");
+    check_max_difference(fused.dk, composite.dk, 1e-11, "dK");
+    check_max_difference(fused.dv, composite.dv, 1e-11, "dV");
 }
