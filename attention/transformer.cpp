@@ -375,9 +375,9 @@ TransformerEncoderLayer::~TransformerEncoderLayer() = default;
 AttentionOutput TransformerEncoderLayer::forward(const Var& x, const Tensor& mask, bool causal) {
     // X₁ = LayerNorm₁(X + Dropout(MHA(X, X, X; M)))                     B×n×d_model
     const AttentionOutput attention = self_attn_->forward(x, x, x, mask, causal);
-    const Var x1 = norm1(x + dropout(attention.output));
+    const Var x1 = norm1.add_and_norm(x, dropout(attention.output));
     // Y = LayerNorm₂(X₁ + Dropout(W₂ Dropout(ReLU(W₁ X₁ + b₁)) + b₂))    B×n×d_model
-    const Var y = norm2(x1 + dropout(linear2(dropout(feed_forward_hidden(linear1, x1)))));
+    const Var y = norm2.add_and_norm(x1, dropout(linear2(dropout(feed_forward_hidden(linear1, x1)))));
     return {y, attention.weights};
 }
 
@@ -430,12 +430,12 @@ TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, c
                                                                  const Tensor& memory_padding) {
     // Y₁ = LayerNorm₁(Y + Dropout(MH_self(Y, Y, Y; causal ∧ target padding)))   B×T×d_model
     const AttentionOutput self = causal_self_attention(*self_attn_, y, target_padding);
-    const Var y1 = norm1(y + dropout(self.output));
+    const Var y1 = norm1.add_and_norm(y, dropout(self.output));
     // Y₂ = LayerNorm₂(Y₁ + Dropout(MH_cross(Y₁, M, M; source padding)))          B×T×d_model
     const AttentionOutput cross = cross_attention(*multihead_attn_, y1, memory, memory_padding);
-    const Var y2 = norm2(y1 + dropout(cross.output));
+    const Var y2 = norm2.add_and_norm(y1, dropout(cross.output));
     // Z = LayerNorm₃(Y₂ + Dropout(W₂ Dropout(ReLU(W₁ Y₂ + b₁)) + b₂))             B×T×d_model
-    const Var z = norm3(y2 + dropout(linear2(dropout(feed_forward_hidden(linear1, y2)))));
+    const Var z = norm3.add_and_norm(y2, dropout(linear2(dropout(feed_forward_hidden(linear1, y2)))));
     return {z, self.weights, cross.weights};
 }
 

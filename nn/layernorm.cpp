@@ -74,6 +74,11 @@ real normalize_row(const real* __restrict x, const real* __restrict gamma, const
     return s;
 }
 
+// s = x + r on one row, with add's arithmetic (one float addition each).
+void add_row(const real* __restrict x, const real* __restrict r, int64_t D, real* __restrict s) {
+    for (int64_t k = 0; k < D; ++k) s[k] = x[k] + r[k];
+}
+
 void layer_norm_forward_rows(const real* x, const real* gamma, const real* beta, real eps, int64_t N, int64_t D,
                              real* y, real* xhat, real* rstd) {
     parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
@@ -157,6 +162,44 @@ Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps)
                   });
 }
 
+// LN(x + r) …×D, the sum made row by row in a buffer of one row and never
+// stored; forward keeps x̂ and 1/√(σ² + ε), as layer_norm_fused, whose
+// backward gives ∂L/∂(x + r), which is both ∂L/∂x and ∂L/∂r.
+Var add_layer_norm_fused(const Var& x, const Var& residual, const Var& weight, const Var& bias, real eps) {
+    const ProfileScope scope("add_layer_norm_fused");
+    check_shapes("add_layer_norm_fused", x, weight, bias);
+    if (!residual.defined() || residual.shape() != x.shape())
+        throw std::invalid_argument("add_layer_norm_fused: input " + x.shape().str() + " and residual " +
+                                    (residual.defined() ? residual.shape().str() : std::string("(undefined)")) +
+                                    " must have the same shape");
+    const int64_t D = x.size(-1), N = x.numel() / D;
+    const Var gamma = weight.defined() ? weight : Var(Tensor::ones({D}));  // no affine: γ = 1, β = 0
+    const Var beta = bias.defined() ? bias : Var(Tensor::zeros({D}));
+    Tensor y = Tensor::empty(x.shape()), xhat = Tensor::empty(x.shape()), rstd = Tensor::empty({N});
+    const real *px = x.value().data(), *pr = residual.value().data(), *pg = gamma.value().data(),
+               *pb = beta.value().data();
+    real *py = y.data(), *ph = xhat.data(), *ps = rstd.data();
+    parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
+        std::vector<real> sum(static_cast<size_t>(D));
+        for (int64_t r = r0; r < r1; ++r) {
+            add_row(px + r * D, pr + r * D, D, sum.data());  // x + r, as add makes it
+            ps[r] = normalize_row(sum.data(), pg, pb, eps, D, py + r * D, ph + r * D);
+        }
+    });
+    return record("add_layer_norm_fused", std::move(y), {x, residual, gamma, beta},
+                  [xhat, rstd, gamma_values = gamma.value(), N, D](Backward& bw) {
+                      const bool to_x = bw.needs(0), to_residual = bw.needs(1);
+                      Tensor d = to_x || to_residual ? Tensor::zeros(xhat.shape()) : Tensor();  // ∂L/∂(x + r)
+                      real* dgamma = bw.needs(2) ? bw.grad_buffer(2).data() : nullptr;
+                      real* dbeta = bw.needs(3) ? bw.grad_buffer(3).data() : nullptr;
+                      layer_norm_backward_rows(bw.grad().data(), xhat.data(), rstd.data(), gamma_values.data(), N, D,
+                                               d.defined() ? d.data() : nullptr, dgamma, dbeta);
+                      if (to_x && to_residual) bw.accumulate(0, d);
+                      if (to_residual) bw.accumulate(1, std::move(d));
+                      else if (to_x) bw.accumulate(0, std::move(d));
+                  });
+}
+
 LayerNorm::LayerNorm(int64_t normalized_shape, real eps, bool elementwise_affine)
     : dim_(normalized_shape), eps_(eps) {
     if (normalized_shape <= 0)
@@ -174,6 +217,14 @@ Var LayerNorm::forward(const Var& x) {
         throw std::invalid_argument("LayerNorm: input " + x.shape().str() + " needs " + std::to_string(dim_) +
                                     " features on its last axis (normalized_shape = " + std::to_string(dim_) + ")");
     return fused ? layer_norm_fused(x, weight, bias, eps_) : layer_norm(x, weight, bias, eps_);
+}
+
+Var LayerNorm::add_and_norm(const Var& x, const Var& residual) {
+    if (!fused) return forward(x + residual);
+    if (x.rank() < 1 || x.size(-1) != dim_)
+        throw std::invalid_argument("LayerNorm: input " + x.shape().str() + " needs " + std::to_string(dim_) +
+                                    " features on its last axis (normalized_shape = " + std::to_string(dim_) + ")");
+    return add_layer_norm_fused(x, residual, weight, bias, eps_);
 }
 
 std::string LayerNorm::describe() const {

@@ -29,6 +29,11 @@ namespace attn {
 // weight and bias may be undefined Vars (no affine transform).
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, real eps = real(1e-5));
 Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps = real(1e-5));
+// LN(x + r), the Transformer's "Add & Norm" after a sublayer, as one op: the
+// same values as layer_norm_fused(x + r) without storing x + r (x and r of
+// one shape; ∂L/∂x = ∂L/∂r = the layer norm's input gradient).
+Var add_layer_norm_fused(const Var& x, const Var& residual, const Var& weight, const Var& bias,
+                         real eps = real(1e-5));
 
 class LayerNorm : public UnaryModule {
 public:
@@ -37,6 +42,8 @@ public:
     explicit LayerNorm(int64_t normalized_shape, real eps = real(1e-5), bool elementwise_affine = true);
 
     Var forward(const Var& x) override;
+    // forward(x + residual); with `fused`, add_layer_norm_fused (one op).
+    Var add_and_norm(const Var& x, const Var& residual);
     std::string describe() const override;  // "LayerNorm((8,), eps=1e-05, elementwise_affine=true)"
 
     int64_t normalized_shape() const { return dim_; }

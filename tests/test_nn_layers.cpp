@@ -295,6 +295,67 @@ TEST_CASE("LayerNorm fused: long rows far from zero against a plain loop in doub
     CHECK(worst_dbeta < 1e-5);
 }
 
+TEST_CASE("add_layer_norm_fused: the bits of layer_norm_fused(x + r), both gradients, a plain loop, errors") {
+    // W5's rows (2048 × 128): the sum is made row by row with add's one float
+    // addition, then the same row kernels: the very bits of the two ops
+    // composed, value and every gradient, on one thread and on two. And the
+    // gradient of x and of r against the formula in double.
+    Generator gen(23);
+    const int64_t N = 2048, D = 128;
+    const Tensor x = Tensor::normal({2, N / 2, D}, 1, 2, gen), r = Tensor::normal({2, N / 2, D}, 0, 1, gen);
+    const Tensor g = Tensor::normal({2, N / 2, D}, 0, 1, gen);
+    const Tensor gamma = Tensor::normal({D}, 1, 0.3, gen), beta = Tensor::normal({D}, 0, 0.3, gen);
+    auto run = [&](bool fused, int threads) {
+        set_num_threads(threads);
+        Var xv(x.clone(), true), rv(r.clone(), true), w(gamma.clone(), true), b(beta.clone(), true);
+        Var y = fused ? add_layer_norm_fused(xv, rv, w, b) : layer_norm_fused(xv + rv, w, b);
+        y.backward(g);
+        return std::vector<Tensor>{y.value(), xv.grad(), rv.grad(), w.grad(), b.grad()};
+    };
+    const int before = num_threads();
+    // (∂L/∂γ and ∂L/∂β sum the rows in blocks, one block per thread: their
+    // bits depend on the thread count, the same way for both.)
+    const std::vector<Tensor> composed = run(false, 1), one = run(true, 1);
+    const std::vector<Tensor> composed_two = run(false, 2), two = run(true, 2);
+    set_num_threads(before);
+    const char* what[] = {"y", "∂L/∂x", "∂L/∂r", "∂L/∂γ", "∂L/∂β"};
+    for (size_t k = 0; k < composed.size(); ++k) {
+        INFO(std::string(what[k]));
+        CHECK(std::equal(one[k].data(), one[k].data() + one[k].numel(), composed[k].data()));
+        CHECK(std::equal(two[k].data(), two[k].data() + two[k].numel(), composed_two[k].data()));
+    }
+    double worst = 0;
+    for (int64_t row = 0; row < N; row += 97) {  // a spread of rows, from the formula
+        double mu = 0, var = 0, mean_dh = 0, mean_dh_h = 0;
+        for (int64_t k = 0; k < D; ++k) mu += double(x[row * D + k]) + r[row * D + k];
+        mu /= D;
+        for (int64_t k = 0; k < D; ++k) var += std::pow(double(x[row * D + k]) + r[row * D + k] - mu, 2);
+        const double s = 1 / std::sqrt(var / D + 1e-5);
+        for (int64_t k = 0; k < D; ++k) {
+            const double xhat = (double(x[row * D + k]) + r[row * D + k] - mu) * s;
+            mean_dh += gamma[k] * g[row * D + k] / D;
+            mean_dh_h += gamma[k] * g[row * D + k] * xhat / D;
+        }
+        for (int64_t k = 0; k < D; ++k) {
+            const double xhat = (double(x[row * D + k]) + r[row * D + k] - mu) * s;
+            const double y = gamma[k] * xhat + beta[k], dx = s * (gamma[k] * g[row * D + k] - mean_dh - xhat * mean_dh_h);
+            worst = std::max({worst, std::fabs(one[0][row * D + k] - y), std::fabs(one[1][row * D + k] - dx),
+                              std::fabs(one[2][row * D + k] - dx)});
+        }
+    }
+    MESSAGE("largest difference from the formula in double: " << worst);
+    CHECK(worst < 1e-4);
+
+    LayerNorm norm(D);
+    norm.fused = true;
+    CHECK_THROWS_WITH_AS(add_layer_norm_fused(Var(x), Var(Tensor::zeros({2, D})), norm.weight, norm.bias),
+                         "add_layer_norm_fused: input 2×1024×128 and residual 2×128 must have the same shape",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(norm.add_and_norm(Var(Tensor::zeros({2, 8})), Var(Tensor::zeros({2, 8}))),
+                         "LayerNorm: input 2×8 needs 128 features on its last axis (normalized_shape = 128)",
+                         std::invalid_argument);
+}
+
 // ---- Dropout ------------------------------------------------------------------------------------
 
 TEST_CASE("Dropout: eval is the identity; training drops a fraction p and rescales the rest") {

@@ -72,6 +72,29 @@ TEST_CASE("shape: transpose and permute copy into the new order") {
                     REQUIRE(p.at({i0, i1, i2}) == c.at({j[0], j[1], j[2]}));
                 }
     }
+    // Larger permutes of rank 3 and 4, leading axes kept or moved, the last
+    // axis read with a stride: each element checked against its source.
+    const Tensor big = Tensor::arange(3 * 37 * 2 * 21).reshape(Shape{3, 37, 2, 21});
+    const Tensor square = Tensor::arange(2 * 32 * 48).reshape(Shape{2, 32, 48});
+    const std::vector<std::pair<Tensor, std::vector<int>>> tiled = {
+        {big, {0, 1, 3, 2}}, {big, {2, 0, 3, 1}}, {big, {0, 2, 3, 1}}, {square, {0, 2, 1}}, {square, {2, 1, 0}}};
+    for (const auto& [in, order] : tiled) {
+        CAPTURE(in.shape().str());
+        const Tensor p = permute(in, order);
+        const int r = in.rank();
+        std::vector<int64_t> idx(static_cast<size_t>(r), 0), src(static_cast<size_t>(r), 0);
+        for (int64_t e = 0; e < p.numel(); ++e) {
+            int64_t rest = e;
+            for (int d = r - 1; d >= 0; --d) {
+                idx[static_cast<size_t>(d)] = rest % p.shape()[d];
+                rest /= p.shape()[d];
+            }
+            for (int d = 0; d < r; ++d) src[static_cast<size_t>(order[static_cast<size_t>(d)])] = idx[static_cast<size_t>(d)];
+            int64_t flat = 0;
+            for (int d = 0; d < r; ++d) flat = flat * in.shape()[d] + src[static_cast<size_t>(d)];
+            REQUIRE(p[e] == in[flat]);
+        }
+    }
     CHECK_THROWS_WITH_AS(permute(c, {0, 0, 1}), "permute: axes [0, 0, 1] are not a permutation of the 3 axes of shape 2×3×4",
                          std::invalid_argument);
     CHECK_THROWS_AS(permute(c, {0, 1}), std::invalid_argument);

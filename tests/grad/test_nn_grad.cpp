@@ -116,6 +116,28 @@ TEST_CASE("nn: the fused LayerNorm equals the composed one, value and gradient")
     CHECK(allclose(b1.grad(), b2.grad(), 1e-12, 1e-12));
 }
 
+TEST_CASE("nn: add_layer_norm_fused's gradients by finite differences, and LayerNorm::add_and_norm on both paths") {
+    Generator gen(55);
+    const std::vector<Tensor> inputs{Tensor::normal({2, 3, 6}, 0.3, 2, gen), Tensor::normal({2, 3, 6}, 0, 1, gen),
+                                     Tensor::normal({6}, 1, 0.5, gen), Tensor::normal({6}, 0, 0.5, gen)};
+    const GradcheckResult r = gradcheck(
+        "add_layer_norm_fused",
+        [](const std::vector<Var>& x) { return add_layer_norm_fused(x[0], x[1], x[2], x[3], 1e-5); }, inputs);
+    INFO(r.message);
+    CHECK(r.ok);
+    // The module's add_and_norm: the composite forward(x + r) unless fused; the two agree.
+    LayerNorm norm(6);
+    norm.weight.value().copy_(inputs[2]);
+    norm.bias.value().copy_(inputs[3]);
+    Tensor out[2];
+    for (bool fused : {false, true}) {
+        norm.fused = fused;
+        out[fused] = norm.add_and_norm(Var(inputs[0]), Var(inputs[1])).value();
+    }
+    CHECK(allclose(out[1], out[0], 1e-12, 1e-12));
+    CHECK(allclose(out[0], layer_norm(Var(inputs[0]) + Var(inputs[1]), norm.weight, norm.bias, 1e-5).value(), 0, 0));
+}
+
 TEST_CASE("nn gradcheck: Dropout in training mode (one fixed mask) and in eval mode") {
     Generator gen(6), mask_gen(0);
     Dropout drop(0.4, mask_gen);
