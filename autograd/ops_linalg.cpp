@@ -159,7 +159,9 @@ BiasedProduct check_biased_product(const char* op, const Var& x, const Var& w, c
 
 // The gradients of z = x·op(w) + b given g = ∂L/∂z (N×n), x seen as N×k:
 //   ∂L/∂x = g·op(w)ᵀ      ∂L/∂op(w) = xᵀ·g      ∂L/∂b = Σ_rows g
-void biased_product_backward(Backward& bw, const Tensor& g, const Tensor& x2, const Tensor& w, bool trans_w) {
+// (bias_grad: Σ_rows g already summed by the caller; else summed here)
+void biased_product_backward(Backward& bw, const Tensor& g, const Tensor& x2, const Tensor& w, bool trans_w,
+                             Tensor bias_grad = {}) {
     if (bw.needs(0)) {  // g·op(w)ᵀ, N×k
         if (bw.has_grad(0)) {
             Tensor buffer = bw.grad_buffer(0).reshape(x2.shape());
@@ -174,7 +176,30 @@ void biased_product_backward(Backward& bw, const Tensor& g, const Tensor& x2, co
         else
             accumulate_product(bw, 1, x2, g, true, false);
     }
-    if (bw.needs(2)) bw.accumulate(2, sum(g, 0));  // Σ over the rows
+    if (bw.needs(2)) bw.accumulate(2, bias_grad.defined() ? std::move(bias_grad) : sum(g, 0));  // Σ over the rows
+}
+
+// Part of a row of matmul_bias_relu's backward: gz_j = g_j where y_j > 0,
+// else 0 (relu's own backward, keep_or_zero), and sums_j += gz_j.
+void mask_and_add_row(const real* __restrict g, const real* __restrict y, int64_t n, real* __restrict gz,
+                      real* __restrict sums) {
+    for (int64_t j = 0; j < n; ++j) {
+        const real v = keep_or_zero(y[j] > 0, g[j]);
+        gz[j] = v;
+        sums[j] += v;
+    }
+}
+
+// matmul_bias_relu's ∂L/∂z = g ⊙ [y > 0] (N×n) and its column sums Σ_rows ∂L/∂z
+// (∂L/∂b) in one pass. The threads split the columns, each summing its
+// columns down all the rows in order: the additions of sum(·, 0), so the
+// same bits, without a second pass over ∂L/∂z.
+void relu_mask_and_column_sums(const real* g, const real* y, int64_t N, int64_t n, real* gz, real* sums) {
+    parallel_for(0, n, parallel_grain(N), [=](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) sums[j] = 0;
+        for (int64_t r = 0; r < N; ++r)
+            mask_and_add_row(g + r * n + j0, y + r * n + j0, j1 - j0, gz + r * n + j0, sums + j0);
+    });
 }
 
 // One row of matmul_bias_relu's forward, in place: z_j ← relu(z_j + b_j),
@@ -221,10 +246,9 @@ Var matmul_bias_relu(const Var& x, const Var& w, const Var& bias, bool trans_w) 
     });
     return record("matmul_bias_relu", y.reshape(p.out_shape), {x, w, bias},
                   [x2, w = w.value(), trans_w, N = p.N, n = p.n](Backward& bw) {
-                      const Tensor y2 = bw.output().reshape(Shape{N, n});
-                      const Tensor g = pointwise(bw.grad().reshape(Shape{N, n}), y2,
-                                                 [](real gz, real yz) { return keep_or_zero(yz > 0, gz); });
-                      biased_product_backward(bw, g, x2, w, trans_w);
+                      Tensor gz = Tensor::empty(Shape{N, n}), db = Tensor::empty(Shape{n});
+                      relu_mask_and_column_sums(bw.grad().data(), bw.output().data(), N, n, gz.data(), db.data());
+                      biased_product_backward(bw, gz, x2, w, trans_w, std::move(db));
                   });
 }
 
