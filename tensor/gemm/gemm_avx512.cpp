@@ -50,9 +50,7 @@ struct Avx512 {
     // A row-major A (op(A) = A) is read in place unless at least 8 tiles of a
     // row (N ≥ 256) reuse each micro-panel: its 8 rows are 8 sequential
     // streams, which the hardware prefetchers keep ahead of the kernel, so
-    // the copy pays only with many tiles. 2048×128×512, the shape of a
-    // transformer's second feed-forward product and of the first one's input
-    // gradient: 173–178 GFLOP/s packed, 190–192 in place (docs/gemm.md).
+    // the copy pays only with many tiles (docs/gemm.md has the figures).
     static constexpr int pack_a_row_major_min_tiles = 8;
     // op(A) = Aᵀ with rows 4 KiB or more apart is packed, except when A is
     // larger than L2 (1 MiB here) and fewer than 512 columns of C reuse it:
