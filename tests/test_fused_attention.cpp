@@ -28,8 +28,20 @@ using attn::testing::check_close;
 namespace {
 
 struct Run {
-    Tensor out, dq, dk, dv;
+    Tensor out, weights, dq, dk, dv;
 };
+
+// The output and the gradients of two runs: close (to tol·(1 + |value|)), or the same bits.
+void check_runs_close(const Run& got, const Run& want) {
+    check_close(got.out, want.out, "output", 2e-5);
+    check_close(got.dq, want.dq, "dQ", 2e-5);
+    check_close(got.dk, want.dk, "dK", 2e-5);
+    check_close(got.dv, want.dv, "dV", 2e-5);
+}
+void check_same_bits(const Run& one, const Run& two) {
+    for (const auto& [a, b] : {std::pair{one.out, two.out}, {one.dq, two.dq}, {one.dk, two.dk}, {one.dv, two.dv}})
+        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+}
 
 Run run(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G, const Tensor& mask,
         bool causal) {
@@ -38,7 +50,7 @@ Run run(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, const Ten
     options.causal = causal;
     Var out = fused ? scaled_dot_product_attention_fused(Q, K, V, mask, options).output
                     : scaled_dot_product_attention(Q, K, V, mask, causal).output;
-    Run r{out.value().clone(), {}, {}, {}};
+    Run r{out.value().clone(), {}, {}, {}, {}};
     out.backward(G);
     r.dq = Q.grad(), r.dk = K.grad(), r.dv = V.grad();
     return r;
@@ -68,12 +80,7 @@ TEST_CASE("scaled_dot_product_attention fused vs composite (float): value and gr
         const Tensor q = Tensor::normal(c.q, 0, 1, gen), k = Tensor::normal(c.k, 0, 1, gen);
         const Tensor v = Tensor::normal(c.v, 0, 1, gen);
         const Tensor G = Tensor::normal(c.q.with(c.q.rank() - 1, c.v[c.v.rank() - 1]), 0, 1, gen);
-        const Run composite = run(false, q, k, v, G, c.mask, c.causal);
-        const Run fused = run(true, q, k, v, G, c.mask, c.causal);
-        check_close(fused.out, composite.out, "output", 2e-5);
-        check_close(fused.dq, composite.dq, "dQ", 2e-5);
-        check_close(fused.dk, composite.dk, "dK", 2e-5);
-        check_close(fused.dv, composite.dv, "dV", 2e-5);
+        check_runs_close(run(true, q, k, v, G, c.mask, c.causal), run(false, q, k, v, G, c.mask, c.causal));
     }
 }
 
@@ -87,8 +94,7 @@ TEST_CASE("scaled_dot_product_attention fused (float): the same bits on 1 and 2 
     set_num_threads(2);
     const Run two = run(true, q, k, v, G, {}, true);
     set_num_threads(before);
-    for (const auto& [a, b] : {std::pair{one.out, two.out}, {one.dq, two.dq}, {one.dk, two.dk}, {one.dv, two.dv}})
-        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+    check_same_bits(one, two);
 }
 
 TEST_CASE("scaled_dot_product_attention fused (float): weights only on request, then equal to the composite's") {
@@ -197,12 +203,8 @@ Tensor heads_by_loops(const Tensor& q, const Tensor& k, const Tensor& v, int64_t
     return out;
 }
 
-struct HeadsRun {
-    Tensor out, weights, dq, dk, dv;
-};
-
 // The heads in place (fused) or split, attended by the composite and joined (not fused).
-HeadsRun run_heads(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, int64_t h, const Tensor& G,
+Run run_heads(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, int64_t h, const Tensor& G,
                    const Tensor& mask, bool causal) {
     Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
     AttentionOutput a;
@@ -212,7 +214,7 @@ HeadsRun run_heads(bool fused, const Tensor& q, const Tensor& k, const Tensor& v
         a = scaled_dot_product_attention(split_heads(Q, h), split_heads(K, h), split_heads(V, h), mask, causal);
         a.output = join_heads(a.output);
     }
-    HeadsRun r{a.output.value().clone(), a.weights.value().clone(), {}, {}, {}};
+    Run r{a.output.value().clone(), a.weights.value().clone(), {}, {}, {}};
     a.output.backward(G);
     r.dq = Q.grad(), r.dk = K.grad(), r.dv = V.grad();
     return r;
@@ -252,14 +254,11 @@ TEST_CASE("scaled_dot_product_attention_fused_heads: against the formula as loop
             if (c.holes == 2) return mask[((b * c.h + j) * c.m + i) * c.n + t] != 0;
             return true;
         };
-        const HeadsRun fused = run_heads(true, q, k, v, c.h, G, mask, c.causal);
-        const HeadsRun composite = run_heads(false, q, k, v, c.h, G, mask, c.causal);
+        const Run fused = run_heads(true, q, k, v, c.h, G, mask, c.causal);
+        const Run composite = run_heads(false, q, k, v, c.h, G, mask, c.causal);
         check_close(fused.out, heads_by_loops(q, k, v, c.h, keep), "output against the loops", 2e-5);
-        check_close(fused.out, composite.out, "output", 2e-5);
         check_close(fused.weights, composite.weights, "weights", 2e-5);
-        check_close(fused.dq, composite.dq, "dQ", 2e-5);
-        check_close(fused.dk, composite.dk, "dK", 2e-5);
-        check_close(fused.dv, composite.dv, "dV", 2e-5);
+        check_runs_close(fused, composite);
     }
 }
 
@@ -269,12 +268,11 @@ TEST_CASE("scaled_dot_product_attention_fused_heads: the same bits on 1 and 2 th
     const Tensor v = Tensor::normal({4, 150, 64}, 0, 1, gen), G = Tensor::normal({4, 150, 64}, 0, 1, gen);
     const int before = num_threads();
     set_num_threads(1);
-    const HeadsRun one = run_heads(true, q, k, v, 4, G, {}, true);
+    const Run one = run_heads(true, q, k, v, 4, G, {}, true);
     set_num_threads(2);
-    const HeadsRun two = run_heads(true, q, k, v, 4, G, {}, true);
+    const Run two = run_heads(true, q, k, v, 4, G, {}, true);
     set_num_threads(before);
-    for (const auto& [a, b] : {std::pair{one.out, two.out}, {one.dq, two.dq}, {one.dk, two.dk}, {one.dv, two.dv}})
-        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+    check_same_bits(one, two);
 }
 
 // A NaN in head 1's columns of key 3 of example 0: the rules of the composite
@@ -290,8 +288,8 @@ TEST_CASE("scaled_dot_product_attention_fused_heads: a non-finite key reaches on
     k[(0 * n + 3) * h * d + 1 * d + 2] = std::numeric_limits<real>::quiet_NaN();
     Tensor mask = Tensor::ones({B, 1, m, n});
     mask[(0 * m + 0) * n + 3] = mask[(0 * m + 2) * n + 3] = 0;  // queries 0 and 2 of example 0 never see key 3
-    const HeadsRun fused = run_heads(true, q, k, v, h, G, mask, false);
-    const HeadsRun composite = run_heads(false, q, k, v, h, G, mask, false);
+    const Run fused = run_heads(true, q, k, v, h, G, mask, false);
+    const Run composite = run_heads(false, q, k, v, h, G, mask, false);
     for (int64_t b = 0; b < B; ++b)
         for (int64_t i = 0; i < m; ++i)
             for (int64_t c = 0; c < h * d; ++c) {
