@@ -78,8 +78,10 @@ TEST_CASE("shape: transpose and permute copy into the new order") {
     const Tensor square = Tensor::arange(2 * 32 * 48).reshape(Shape{2, 32, 48});
     const std::vector<std::pair<Tensor, std::vector<int>>> tiled = {
         {big, {0, 1, 3, 2}}, {big, {2, 0, 3, 1}}, {big, {0, 2, 3, 1}}, {square, {0, 2, 1}}, {square, {2, 1, 0}}};
-    for (const auto& [in, order] : tiled) {
-        CAPTURE(in.shape().str());
+    for (const auto& item : tiled) {
+        const Tensor& in = item.first;
+        const std::vector<int>& order = item.second;
+        INFO(in.shape().str());
         const Tensor p = permute(in, order);
         const int r = in.rank();
         std::vector<int64_t> idx(static_cast<size_t>(r), 0), src(static_cast<size_t>(r), 0);
