@@ -602,18 +602,15 @@ AttentionOutput scaled_dot_product_attention_fused_heads(const Var& queries, con
                                     " and values " + vs.str() + " with h = " + std::to_string(heads) +
                                     " heads: need B×m×(h·d_k), B×n×(h·d_k) and B×n×(h·d_v), h > 0, d_k > 0");
     const int64_t B = qs[0], m = qs[1], n = ks[1], h = heads;
-    // Splitting into heads and back: B×rows×(h·w) ↔ B×h×rows×w.
-    auto split = [&](const Var& x) { return permute(reshape(x, {B, x.size(1), h, x.size(2) / h}), {0, 2, 1, 3}); };
-    auto join = [&](const Var& x) { return reshape(permute(x, {0, 2, 1, 3}), {B, m, vs[2]}); };
     // The rules for non-finite values (attention/transformer.hpp) are per
     // head: a key is bad for the heads whose columns hold the non-finite
     // value. Rather than a second copy of them, such inputs take the way
     // round, through the heads split apart.
     if (!finite_everywhere(queries.value()) || !finite_everywhere(keys.value()) ||
         !finite_everywhere(values.value())) {
-        const AttentionOutput a = scaled_dot_product_attention_fused(split(queries), split(keys), split(values),
-                                                                     mask, options);
-        return {join(a.output), a.weights};
+        const AttentionOutput a = scaled_dot_product_attention_fused(
+            split_heads(queries, h), split_heads(keys, h), split_heads(values, h), mask, options);
+        return {concat_heads(a.output), a.weights};
     }
     Sizes p;
     p.heads = h, p.batch = B * h, p.m = m, p.n = n, p.d_k = qs[2] / h, p.d_v = vs[2] / h;

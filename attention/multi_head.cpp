@@ -38,12 +38,6 @@ Tensor input_keep_mask(const Tensor& mask, bool causal, const Var& queries, cons
     return combine_masks(keep, causal ? causal_mask(queries.size(1), keys.size(1)) : Tensor());
 }
 
-// [head_1, …, head_h]: B×h×m×w → B×m×h×w → B×m×(h·w)
-Var concat_heads(const Var& heads) {
-    const int64_t B = heads.size(0), h = heads.size(1), m = heads.size(2), w = heads.size(3);
-    return reshape(permute(heads, {0, 2, 1, 3}), {B, m, h * w});
-}
-
 }  // namespace
 
 // ---- entry 40: multi_head_attention ----------------------------------------------------
@@ -78,9 +72,9 @@ Var MultiHeadAttention::project(const Var& x, const Var& W, const Var& b) const 
     return matmul(x, W) + b;
 }
 
-Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const {
+Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& b) const {
     // X W + b → B×m×h×w → B×h×m×w
-    return permute(reshape(project(x, W, b), {x.size(0), x.size(1), h_, width}), {0, 2, 1, 3});
+    return split_heads(project(x, W, b), h_);
 }
 
 MultiHeadAttention::Inputs MultiHeadAttention::prepare(const Var& queries, const Var& keys, const Var& values,
@@ -102,9 +96,9 @@ AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, c
                                           bool causal) const {
     const Inputs x = prepare(queries, keys, values, mask, causal);
     // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
-    const Var Q = project_to_heads(x.queries, W_Q, b_Q, d_k_);
-    const Var K = project_to_heads(x.keys, W_K, b_K, d_k_);
-    const Var V = project_to_heads(x.values, W_V, b_V, d_v_);
+    const Var Q = project_to_heads(x.queries, W_Q, b_Q);
+    const Var K = project_to_heads(x.keys, W_K, b_K);
+    const Var V = project_to_heads(x.values, W_V, b_V);
     // head_j = Attn(Q W^Q_j, K W^K_j, V W^V_j)                          B×h×m×d_v, weights B×h×m×n
     const Tensor M = mask_for_heads(mask);
     if (options_.fused) {
@@ -168,11 +162,10 @@ AttentionOutput NarrowWideMultiHeadAttention::heads(const Var& x, const Tensor& 
     check_rank(id(), "x", x, 3);
     if (x.size(2) != d_)
         throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs width d = " + std::to_string(d_));
-    const int64_t B = x.size(0), n = x.size(1);
     // X_j: narrow, column chunk j of X (B×n×d → B×n×h×c → B×h×n×c);
     //      wide, all of X for every head (B×1×n×d)
     auto split = [&](const Var& rows) {
-        return kind_ == Kind::narrow ? permute(reshape(rows, {B, n, h_, c_}), {0, 2, 1, 3}) : unsqueeze(rows, 1);
+        return kind_ == Kind::narrow ? split_heads(rows, h_) : unsqueeze(rows, 1);
     };
     // X's padded rows zeroed, as keys and values, and as queries when fully masked (as in entry 40)
     const Tensor keep = input_keep_mask(mask, causal, x, x, x);

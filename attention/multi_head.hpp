@@ -51,7 +51,7 @@ public:
 
     // The steps of forward, public for the gated variant and the tests:
     // X B×m×d_model → X W + b → B×m×h×w → B×h×m×w (w = width of a head).
-    Var project_to_heads(const Var& x, const Var& W, const Var& b, int64_t width) const;
+    Var project_to_heads(const Var& x, const Var& W, const Var& b) const;
     // Every head's attention: heads B×h×m×d_v, weights B×h×m×n.
     AttentionOutput heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask = {},
                           bool causal = false) const;

@@ -132,6 +132,15 @@ Var nan_at_seen_bad_values(const Var& output, const Tensor& mask, bool causal, c
     return where(hit, Var(Tensor::scalar(kNaN)), output);
 }
 
+Var split_heads(const Var& x, int64_t heads) {
+    return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
+}
+
+Var concat_heads(const Var& heads) {
+    const int64_t B = heads.size(0), h = heads.size(1), m = heads.size(2), w = heads.size(3);
+    return reshape(permute(heads, {0, 2, 1, 3}), {B, m, h * w});
+}
+
 Tensor mask_for_heads(const Tensor& mask) {
     if (!mask.defined() || mask.rank() != 3) return mask;
     return mask.reshape(Shape{mask.size(0), 1, mask.size(1), mask.size(2)});  // B×1×m×n

@@ -97,6 +97,12 @@ void check_sdpa_inputs(const std::string& who, const Var& queries, const Var& ke
 // already broadcast and are returned as they are.
 Tensor mask_for_heads(const Tensor& mask);
 
+// The heads of multi-head attention side by side and apart:
+//   split_heads   B×rows×(h·w) → B×rows×h×w → B×h×rows×w   (head j: columns j·w … (j+1)·w − 1)
+//   concat_heads  B×h×rows×w → B×rows×h×w → B×rows×(h·w)   ([head_1, …, head_h])
+Var split_heads(const Var& x, int64_t heads);
+Var concat_heads(const Var& heads);
+
 // ---- entry 45: restricted_self_attention -----------------------------------
 // Vaswani et al. (2017), Table 1, "self-attention (restricted)": position i
 // attends only to the 2r+1 positions j with |i − j| ≤ r:

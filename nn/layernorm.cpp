@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -79,12 +80,26 @@ void add_row(const real* __restrict x, const real* __restrict r, int64_t D, real
     for (int64_t k = 0; k < D; ++k) s[k] = x[k] + r[k];
 }
 
-void layer_norm_forward_rows(const real* x, const real* gamma, const real* beta, real eps, int64_t N, int64_t D,
-                             real* y, real* xhat, real* rstd) {
+// Normalises the rows of x, or of x + residual when residual is not null
+// (the sum made a row at a time in a buffer of one row, never stored).
+void layer_norm_forward_rows(const real* x, const real* residual, const real* gamma, const real* beta, real eps,
+                             int64_t N, int64_t D, real* y, real* xhat, real* rstd) {
     parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r)
-            rstd[r] = normalize_row(x + r * D, gamma, beta, eps, D, y + r * D, xhat + r * D);
+        std::vector<real> sum(residual ? static_cast<size_t>(D) : 0);
+        for (int64_t r = r0; r < r1; ++r) {
+            const real* row = x + r * D;
+            if (residual) {
+                add_row(row, residual + r * D, D, sum.data());  // x + r, as add makes it
+                row = sum.data();
+            }
+            rstd[r] = normalize_row(row, gamma, beta, eps, D, y + r * D, xhat + r * D);
+        }
     });
+}
+
+// γ and β as the fused ops use them: the given ones, or 1 and 0 without an affine transform.
+std::pair<Var, Var> affine_or_identity(const Var& weight, const Var& bias, int64_t D) {
+    return {weight.defined() ? weight : Var(Tensor::ones({D})), bias.defined() ? bias : Var(Tensor::zeros({D}))};
 }
 
 // One row's ∂L/∂x added to dx, with ∂L/∂x̂ = g ⊙ γ and s = 1/√(σ² + ε):
@@ -147,10 +162,9 @@ Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps)
     const ProfileScope scope("layer_norm_fused");
     check_shapes("layer_norm_fused", x, weight, bias);
     const int64_t D = x.size(-1), N = x.numel() / D;
-    const Var gamma = weight.defined() ? weight : Var(Tensor::ones({D}));  // no affine: γ = 1, β = 0
-    const Var beta = bias.defined() ? bias : Var(Tensor::zeros({D}));
+    const auto [gamma, beta] = affine_or_identity(weight, bias, D);
     Tensor y = Tensor::empty(x.shape()), xhat = Tensor::empty(x.shape()), rstd = Tensor::empty({N});
-    layer_norm_forward_rows(x.value().data(), gamma.value().data(), beta.value().data(), eps, N, D, y.data(),
+    layer_norm_forward_rows(x.value().data(), nullptr, gamma.value().data(), beta.value().data(), eps, N, D, y.data(),
                             xhat.data(), rstd.data());
     return record("layer_norm_fused", std::move(y), {x, gamma, beta},
                   [xhat, rstd, gamma_values = gamma.value(), N, D](Backward& bw) {
@@ -173,19 +187,10 @@ Var add_layer_norm_fused(const Var& x, const Var& residual, const Var& weight, c
                                     (residual.defined() ? residual.shape().str() : std::string("(undefined)")) +
                                     " must have the same shape");
     const int64_t D = x.size(-1), N = x.numel() / D;
-    const Var gamma = weight.defined() ? weight : Var(Tensor::ones({D}));  // no affine: γ = 1, β = 0
-    const Var beta = bias.defined() ? bias : Var(Tensor::zeros({D}));
+    const auto [gamma, beta] = affine_or_identity(weight, bias, D);
     Tensor y = Tensor::empty(x.shape()), xhat = Tensor::empty(x.shape()), rstd = Tensor::empty({N});
-    const real *px = x.value().data(), *pr = residual.value().data(), *pg = gamma.value().data(),
-               *pb = beta.value().data();
-    real *py = y.data(), *ph = xhat.data(), *ps = rstd.data();
-    parallel_for(0, N, parallel_grain(4 * D), [=](int64_t r0, int64_t r1) {
-        std::vector<real> sum(static_cast<size_t>(D));
-        for (int64_t r = r0; r < r1; ++r) {
-            add_row(px + r * D, pr + r * D, D, sum.data());  // x + r, as add makes it
-            ps[r] = normalize_row(sum.data(), pg, pb, eps, D, py + r * D, ph + r * D);
-        }
-    });
+    layer_norm_forward_rows(x.value().data(), residual.value().data(), gamma.value().data(), beta.value().data(), eps,
+                            N, D, y.data(), xhat.data(), rstd.data());
     return record("add_layer_norm_fused", std::move(y), {x, residual, gamma, beta},
                   [xhat, rstd, gamma_values = gamma.value(), N, D](Backward& bw) {
                       const bool to_x = bw.needs(0), to_residual = bw.needs(1);
@@ -212,18 +217,20 @@ LayerNorm::LayerNorm(int64_t normalized_shape, real eps, bool elementwise_affine
     }
 }
 
-Var LayerNorm::forward(const Var& x) {
+void LayerNorm::check_input(const Var& x) const {
     if (x.rank() < 1 || x.size(-1) != dim_)
         throw std::invalid_argument("LayerNorm: input " + x.shape().str() + " needs " + std::to_string(dim_) +
                                     " features on its last axis (normalized_shape = " + std::to_string(dim_) + ")");
+}
+
+Var LayerNorm::forward(const Var& x) {
+    check_input(x);
     return fused ? layer_norm_fused(x, weight, bias, eps_) : layer_norm(x, weight, bias, eps_);
 }
 
 Var LayerNorm::add_and_norm(const Var& x, const Var& residual) {
     if (!fused) return forward(x + residual);
-    if (x.rank() < 1 || x.size(-1) != dim_)
-        throw std::invalid_argument("LayerNorm: input " + x.shape().str() + " needs " + std::to_string(dim_) +
-                                    " features on its last axis (normalized_shape = " + std::to_string(dim_) + ")");
+    check_input(x);
     return add_layer_norm_fused(x, residual, weight, bias, eps_);
 }
 

@@ -54,6 +54,7 @@ public:
     bool fused = false;  // layer_norm_fused instead of layer_norm (the same values)
 
 private:
+    void check_input(const Var& x) const;  // x …×D with D = normalized_shape
     int64_t dim_;
     real eps_;
 };

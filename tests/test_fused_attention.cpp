@@ -43,17 +43,27 @@ void check_same_bits(const Run& one, const Run& two) {
         CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
 }
 
-Run run(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G, const Tensor& mask,
-        bool causal) {
+// Attends (attend(Q, K, V) → AttentionOutput) on fresh leaves made of q, k,
+// v, then runs backward from G: the output, the weights if any, the gradients.
+template <class F>
+Run run_with(F attend, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G) {
     Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
-    FusedAttentionOptions options;
-    options.causal = causal;
-    Var out = fused ? scaled_dot_product_attention_fused(Q, K, V, mask, options).output
-                    : scaled_dot_product_attention(Q, K, V, mask, causal).output;
-    Run r{out.value().clone(), {}, {}, {}, {}};
+    const AttentionOutput a = attend(Q, K, V);
+    Run r{a.output.value().clone(), a.weights.defined() ? a.weights.value().clone() : Tensor(), {}, {}, {}};
+    Var out = a.output;
     out.backward(G);
     r.dq = Q.grad(), r.dk = K.grad(), r.dv = V.grad();
     return r;
+}
+
+Run run(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& G, const Tensor& mask,
+        bool causal) {
+    return run_with(
+        [&](const Var& Q, const Var& K, const Var& V) {
+            return fused ? scaled_dot_product_attention_fused(Q, K, V, mask, {.causal = causal})
+                         : scaled_dot_product_attention(Q, K, V, mask, causal);
+        },
+        q, k, v, G);
 }
 
 }  // namespace
@@ -161,14 +171,6 @@ TEST_CASE("scaled_dot_product_attention fused (float): scores hundreds apart and
 
 namespace {
 
-// B×rows×(h·w) → B×h×rows×w and back: the composite way to the heads.
-Var split_heads(const Var& x, int64_t h) {
-    return permute(reshape(x, {x.size(0), x.size(1), h, x.size(2) / h}), {0, 2, 1, 3});
-}
-Var join_heads(const Var& x) {
-    return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
-}
-
 // The attention of head j of example b, straight from the formula in double:
 // O[b, i, j·d_v + c] = Σ_k softmax_k(q_i · k_k / √d_k over the keys kept) v[b, k, j·d_v + c],
 // with keep(b, j, i, k) the mask; a query that keeps no key gives 0.
@@ -205,19 +207,17 @@ Tensor heads_by_loops(const Tensor& q, const Tensor& k, const Tensor& v, int64_t
 
 // The heads in place (fused) or split, attended by the composite and joined (not fused).
 Run run_heads(bool fused, const Tensor& q, const Tensor& k, const Tensor& v, int64_t h, const Tensor& G,
-                   const Tensor& mask, bool causal) {
-    Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
-    AttentionOutput a;
-    if (fused) {
-        a = scaled_dot_product_attention_fused_heads(Q, K, V, h, mask, {.causal = causal, .need_weights = true});
-    } else {
-        a = scaled_dot_product_attention(split_heads(Q, h), split_heads(K, h), split_heads(V, h), mask, causal);
-        a.output = join_heads(a.output);
-    }
-    Run r{a.output.value().clone(), a.weights.value().clone(), {}, {}, {}};
-    a.output.backward(G);
-    r.dq = Q.grad(), r.dk = K.grad(), r.dv = V.grad();
-    return r;
+              const Tensor& mask, bool causal) {
+    return run_with(
+        [&](const Var& Q, const Var& K, const Var& V) {
+            if (fused)
+                return scaled_dot_product_attention_fused_heads(Q, K, V, h, mask, {.causal = causal, .need_weights = true});
+            AttentionOutput a =
+                scaled_dot_product_attention(split_heads(Q, h), split_heads(K, h), split_heads(V, h), mask, causal);
+            a.output = concat_heads(a.output);
+            return a;
+        },
+        q, k, v, G);
 }
 
 }  // namespace
@@ -314,7 +314,7 @@ TEST_CASE("scaled_dot_product_attention_fused_heads: a non-finite key reaches on
         }
     // and the way round they take is exactly the fused kernel on the split heads
     Var Q(q.clone(), true), K(k.clone(), true), V(v.clone(), true);
-    Var split = join_heads(
+    Var split = concat_heads(
         scaled_dot_product_attention_fused(split_heads(Q, h), split_heads(K, h), split_heads(V, h), mask).output);
     split.backward(G);
     for (const auto& [got, want] : {std::pair{fused.out, split.value()}, {fused.dk, K.grad()}})

@@ -115,16 +115,13 @@ TEST_CASE("scaled_dot_product_attention_fused_heads: gradients match finite diff
     INFO(r.message);
     CHECK(r.ok);
 
-    auto split = [](const Var& x, int64_t heads) {
-        return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
-    };
     const Tensor q = Tensor::normal({2, 130, 4 * 8}, 0, 1, gen), k = Tensor::normal({2, 140, 4 * 8}, 0, 1, gen);
     const Tensor v = Tensor::normal({2, 140, 4 * 5}, 0, 1, gen), G = Tensor::normal({2, 130, 4 * 5}, 0, 1, gen);
     const Tensor pad = mask_for_heads(padding({140, 61}, 140));
     const OutputAndGradients composite = run_with_gradients(
         [&](const Var& Q, const Var& K, const Var& V) {
-            const Var o = scaled_dot_product_attention(split(Q, 4), split(K, 4), split(V, 4), pad, true).output;
-            return reshape(permute(o, {0, 2, 1, 3}), {2, 130, 4 * 5});
+            return concat_heads(
+                scaled_dot_product_attention(split_heads(Q, 4), split_heads(K, 4), split_heads(V, 4), pad, true).output);
         },
         q, k, v, G);
     const OutputAndGradients fused = run_with_gradients(
