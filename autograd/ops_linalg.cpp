@@ -12,6 +12,7 @@
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
+#include "tensor/row_blocks.hpp"
 
 namespace attn {
 
@@ -191,12 +192,12 @@ void mask_and_add_row(const real* __restrict g, const real* __restrict y, int64_
 }
 
 // matmul_bias_relu's ∂L/∂z = g ⊙ [y > 0] (N×n) and its column sums Σ_rows ∂L/∂z
-// (∂L/∂b) in one pass. The columns are summed down all the rows in order:
-// the additions of sum(·, 0), so the same bits, without a second pass over
-// ∂L/∂z. (Run on one thread: see matmul_bias_relu.)
+// (∂L/∂b) in one pass over the rows, in the blocks of sum(·, 0)
+// (tensor/row_blocks.hpp), so the same bits, without a second pass over ∂L/∂z.
 void relu_mask_and_column_sums(const real* g, const real* y, int64_t N, int64_t n, real* gz, real* sums) {
-    for (int64_t j = 0; j < n; ++j) sums[j] = 0;
-    for (int64_t r = 0; r < N; ++r) mask_and_add_row(g + r * n, y + r * n, n, gz + r * n, sums);
+    sum_rows_in_blocks(N, n, sums, [=](int64_t r, real* block_sums) {
+        mask_and_add_row(g + r * n, y + r * n, n, gz + r * n, block_sums);
+    });
 }
 
 // One row of matmul_bias_relu's forward, in place: z_j ← relu(z_j + b_j),
@@ -243,17 +244,6 @@ Var matmul_bias_relu(const Var& x, const Var& w, const Var& bias, bool trans_w) 
     });
     return record("matmul_bias_relu", y.reshape(p.out_shape), {x, w, bias},
                   [x2, w = w.value(), trans_w, N = p.N, n = p.n](Backward& bw) {
-                      // On one thread the mask and the bias's sums make one pass. On
-                      // more, the mask goes by rows and the sums by columns (two
-                      // passes): a split by columns in the mask's pass would have
-                      // each core read every row, half of them from the other
-                      // core's cache, where the product that wrote g left them.
-                      if (parallel_chunks(0, n, parallel_grain(N)) > 1) {
-                          const Tensor g = pointwise(bw.grad().reshape(Shape{N, n}), bw.output().reshape(Shape{N, n}),
-                                                     [](real gz, real yz) { return keep_or_zero(yz > 0, gz); });
-                          biased_product_backward(bw, g, x2, w, trans_w);
-                          return;
-                      }
                       Tensor gz = Tensor::empty(Shape{N, n}), db = Tensor::empty(Shape{n});
                       relu_mask_and_column_sums(bw.grad().data(), bw.output().data(), N, n, gz.data(), db.data());
                       biased_product_backward(bw, gz, x2, w, trans_w, std::move(db));

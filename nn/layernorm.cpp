@@ -11,6 +11,7 @@
 #include "autograd/record.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
+#include "tensor/row_blocks.hpp"
 
 namespace attn {
 
@@ -122,25 +123,20 @@ void affine_sums_row(const real* __restrict g, const real* __restrict xhat, int6
 }
 
 // Adds to dx (N×D), dgamma and dbeta (D); a null pointer skips that gradient.
-// The rows go in `blocks` contiguous blocks over the threads: dx row by row;
-// dgamma and dbeta sum over the rows, each block into a row of its own, then
-// the blocks in order, so the bits depend on the block count alone.
+// One pass over the rows: dx row by row, and Σ g ⊙ x̂ and Σ g down the rows
+// side by side as one sum 2D wide, in the fixed blocks of
+// tensor/row_blocks.hpp (split over the threads, the same bits on any number).
 void layer_norm_backward_rows(const real* g, const real* xhat, const real* rstd, const real* gamma, int64_t N,
                               int64_t D, real* dx, real* dgamma, real* dbeta) {
-    const int64_t blocks = std::max(parallel_chunks(0, N, parallel_grain(4 * D)), 1);
-    std::vector<real> sums(static_cast<size_t>(2 * blocks * D), real(0));  // per block: [Σ g ⊙ x̂ | Σ g]
-    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b)
-            for (int64_t r = N * b / blocks; r < N * (b + 1) / blocks; ++r) {
-                if (dx) backward_row(g + r * D, xhat + r * D, rstd[r], gamma, D, dx + r * D);
-                affine_sums_row(g + r * D, xhat + r * D, D, sums.data() + 2 * b * D, sums.data() + (2 * b + 1) * D);
-            }
+    std::vector<real> sums(static_cast<size_t>(2 * D));  // [Σ g ⊙ x̂ | Σ g]
+    sum_rows_in_blocks(N, 2 * D, sums.data(), [=](int64_t r, real* block_sums) {
+        if (dx) backward_row(g + r * D, xhat + r * D, rstd[r], gamma, D, dx + r * D);
+        affine_sums_row(g + r * D, xhat + r * D, D, block_sums, block_sums + D);
     });
-    for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t k = 0; k < D; ++k) {
-            if (dgamma) dgamma[k] += sums[static_cast<size_t>(2 * b * D + k)];
-            if (dbeta) dbeta[k] += sums[static_cast<size_t>((2 * b + 1) * D + k)];
-        }
+    for (int64_t k = 0; k < D; ++k) {
+        if (dgamma) dgamma[k] += sums[static_cast<size_t>(k)];
+        if (dbeta) dbeta[k] += sums[static_cast<size_t>(D + k)];
+    }
 }
 
 }  // namespace

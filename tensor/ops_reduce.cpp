@@ -27,6 +27,7 @@
 #include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/row_blocks.hpp"
 
 namespace attn {
 namespace {
@@ -162,16 +163,32 @@ Tensor transform_slices(const Tensor& a, int axis, Kernel kernel) {
     return out;
 }
 
+// sums[j] += row[j]: a function of its own with distinct arrays, so that it
+// vectorises.
+void add_row(const real* __restrict row, int64_t n, real* __restrict sums) {
+    for (int64_t j = 0; j < n; ++j) sums[j] += row[j];
+}
+
 // out[o, j] = Σ_i a[o, i, j]. On the last axis each output is one contiguous
 // row sum; otherwise whole rows of `inner` values are added at once
 // (out[o, :] += a[o, i, :]), which walks memory in order — the bias gradient
-// sum over B·n rows of a B·n×d tensor is this case.
+// sum over B·n rows of a B·n×d tensor is this case. Many rows are summed in
+// the fixed blocks of tensor/row_blocks.hpp, split over the threads by
+// blocks; few (wide) rows by columns, each column down all its rows.
 void sum_axis_into(const real* in, const AxisView& v, real* out) {
     if (v.inner == 1) {
         const int64_t grain = parallel_grain(v.n);
         parallel_for(0, v.outer, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t o = lo; o < hi; ++o) out[o] = static_cast<real>(slice_sum(in + o * v.n, v.n, 1));
         });
+        return;
+    }
+    if (row_blocks(v.n, v.inner) > 1) {
+        for (int64_t o = 0; o < v.outer; ++o) {
+            const real* slab = in + o * v.n * v.inner;
+            sum_rows_in_blocks(v.n, v.inner, out + o * v.inner,
+                               [slab, w = v.inner](int64_t i, real* sums) { add_row(slab + i * w, w, sums); });
+        }
         return;
     }
     const int64_t grain = parallel_grain(v.n);

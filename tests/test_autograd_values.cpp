@@ -196,9 +196,9 @@ TEST_CASE("autograd values: matmul_bias_relu against sums written out, and its e
 }
 
 TEST_CASE("autograd values: matmul_bias_relu's gradients are the bits of relu(matmul_bias(...)), on 1 and 2 threads") {
-    // 600 rows of 70 columns (the mask and the bias sums split the columns
-    // over the threads: 35 each on two): every gradient equal to the two ops
-    // composed, bit for bit, whatever the thread count.
+    // 600 rows of 70 columns: the mask and the bias sums go in two blocks of
+    // rows (tensor/row_blocks.hpp), over the threads on two: every gradient
+    // equal to the two ops composed, bit for bit, whatever the thread count.
     Generator gen(31);
     const Tensor x = Tensor::normal({3, 200, 20}, 0, 1, gen), w = Tensor::normal({70, 20}, 0, 0.3, gen);
     const Tensor b = Tensor::normal({70}, 0, 0.3, gen), g = Tensor::normal({3, 200, 70}, 0, 1, gen);

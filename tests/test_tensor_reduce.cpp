@@ -6,10 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/row_blocks.hpp"
 
 using namespace attn;
 
@@ -144,6 +146,54 @@ TEST_CASE("reduce: sum of everything is exact and the same on any number of thre
     for (int64_t i = 0; i < a.numel(); ++i) expected += a[i];
     CHECK(one == doctest::Approx(expected).epsilon(1e-6));
     CHECK(sum(Tensor::ones(Shape{100003})).item() == 100003);
+}
+
+TEST_CASE("reduce: sums down many rows go in fixed blocks: the rule by a plain loop, the same bits on 1 and 2 threads") {
+    // 1000 rows of 50: a block holds at least 16384 values and 64 rows, so
+    // ⌈16384 / 50⌉ = 328 rows, and 1000 / 328 = 3 blocks: rows [0, 333),
+    // [333, 666), [666, 1000), each summed down in order in float, then the
+    // three sums added in order. Written out here as the expected bits; a
+    // 2×1000×50 tensor summed over its middle axis takes the same blocks in
+    // each of its two slabs. 40 rows of 50 (under two blocks' worth) are one
+    // block, a plain sum down the rows.
+    CHECK(row_blocks(1000, 50) == 3);
+    CHECK(row_blocks(40, 50) == 1);
+    CHECK(row_blocks(127, 8) == 1);  // 64 rows at least in a block
+    CHECK(row_blocks(4096, 300) == 64);
+    Generator gen(8);
+    const Tensor a = Tensor::normal({2, 1000, 50}, 0, 1, gen);
+    auto blocked = [&](int64_t slab, int64_t rows, const std::vector<int64_t>& bounds) {
+        std::vector<float> total(50, 0.0f);
+        for (size_t b = 0; b + 1 < bounds.size(); ++b)
+            for (int64_t j = 0; j < 50; ++j) {
+                float s = 0;
+                for (int64_t r = bounds[b]; r < bounds[b + 1]; ++r) s += static_cast<float>(a[(slab * rows + r) * 50 + j]);
+                total[static_cast<size_t>(j)] = b == 0 ? s : total[static_cast<size_t>(j)] + s;
+            }
+        return total;
+    };
+    const int saved = num_threads();
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        CAPTURE(threads);
+        const Tensor rows = a.reshape(Shape{2000, 50});
+        const Tensor flat = sum(rows.rows(0, 1000), 0), middle = sum(a, 1), few = sum(rows.rows(0, 40), 0);
+        const std::vector<float> want0 = blocked(0, 1000, {0, 333, 666, 1000}), want1 = blocked(1, 1000, {0, 333, 666, 1000});
+        const std::vector<float> plain = blocked(0, 1000, {0, 40});
+        for (int64_t j = 0; j < 50; ++j) {
+            CAPTURE(j);
+            if constexpr (std::is_same_v<real, float>) {  // the bits (the float build)
+                CHECK(flat[j] == want0[static_cast<size_t>(j)]);
+                CHECK(middle[j] == want0[static_cast<size_t>(j)]);
+                CHECK(middle[50 + j] == want1[static_cast<size_t>(j)]);
+                CHECK(few[j] == plain[static_cast<size_t>(j)]);
+            }
+            double exact = 0;  // and the value, in double
+            for (int64_t r = 0; r < 1000; ++r) exact += a[r * 50 + j];
+            CHECK(flat[j] == doctest::Approx(exact).epsilon(1e-5).scale(1.0));
+        }
+    }
+    set_num_threads(saved);
 }
 
 TEST_CASE("reduce: sum_to undoes broadcasting") {
