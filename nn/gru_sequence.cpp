@@ -180,4 +180,46 @@ Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Va
     return record("gru_sequence", std::move(out), inputs, [v = std::move(v)](Backward& bw) { backward(v, bw); });
 }
 
+// out[row(t, b), d·H + j] = seq_d[t, b, j] for t < T, with row(t, b) = b·T + t
+// batch first, else t·B + b. Backward: ∂L/∂seq_d[t, b, j] += g[row(t, b),
+// d·H + j] (row T, the final state, gets nothing from here).
+Var join_directions(const std::vector<Var>& sequences, int64_t T, bool batch_first) {
+    const ProfileScope scope("join_directions");
+    const std::string who = "join_directions";
+    if (sequences.empty()) throw std::invalid_argument(who + ": needs at least one direction");
+    const Shape& first = sequences[0].shape();
+    if (first.rank() != 3 || first[0] != T + 1)
+        throw std::invalid_argument(who + ": direction 0 has shape " + first.str() + ", not " + std::to_string(T + 1) +
+                                    "×B×H (gru_sequence_fused's T+1 rows for T = " + std::to_string(T) + ")");
+    for (size_t d = 1; d < sequences.size(); ++d)
+        if (sequences[d].shape() != first)
+            throw std::invalid_argument(who + ": direction " + std::to_string(d) + " has shape " +
+                                        sequences[d].shape().str() + " but direction 0 has " + first.str());
+    const int64_t B = first[1], H = first[2], D = static_cast<int64_t>(sequences.size()), W = D * H;
+    // Where the output row of step t, sequence b starts.
+    auto out_row = [=](int64_t t, int64_t b) { return (batch_first ? b * T + t : t * B + b) * W; };
+    Tensor out = Tensor::empty(batch_first ? Shape{B, T, W} : Shape{T, B, W});
+    std::vector<const real*> from;
+    for (const Var& s : sequences) from.push_back(s.value().data());
+    parallel_for(0, T * B, parallel_grain(W), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)  // r = t·B + b, the rows of the inputs in order
+            for (int64_t d = 0; d < D; ++d)
+                std::memcpy(out.data() + out_row(r / B, r % B) + d * H, from[static_cast<size_t>(d)] + r * H,
+                            sizeof(real) * static_cast<size_t>(H));
+    });
+    return record("join_directions", std::move(out), sequences, [=](Backward& bw) {
+        const real* g = bw.grad().data();
+        for (int64_t d = 0; d < D; ++d) {
+            if (!bw.needs(static_cast<int>(d))) continue;
+            real* to = bw.grad_buffer(static_cast<int>(d)).data();
+            parallel_for(0, T * B, parallel_grain(H), [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    const real* from_g = g + out_row(r / B, r % B) + d * H;
+                    for (int64_t j = 0; j < H; ++j) to[r * H + j] += from_g[j];
+                }
+            });
+        }
+    });
+}
+
 }  // namespace attn

@@ -191,17 +191,22 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
     const std::vector<Var> c0 = has_cell ? initial_states(initial.c, L * D, B, H) : std::vector<Var>{};
 
     Var layer_in = transpose(input, 0, 1);  // T×B×I, time-major: a step is one row block
+    // The GRU's sequence mode: each direction one op whose (T+1)×B×H result
+    // holds the outputs and, in row T, the final state; join_directions makes
+    // the layer's output from them in one copy (batch first after the last
+    // layer), where the other modes narrow, concatenate and transpose.
+    const bool whole_sequences = mode == RnnMode::sequence && !has_cell;
     std::vector<Var> h_n, c_n;
     for (int64_t l = 0; l < L; ++l) {
-        std::vector<Var> outputs;  // one T×B×H per direction
+        std::vector<Var> outputs;  // one T×B×H per direction ((T+1)×B×H in sequence mode)
         for (int64_t d = 0; d < D; ++d) {
             const RNNWeights& w = weights(l, d);
             const size_t k = static_cast<size_t>(l * D + d);
             const bool stepwise = mode == RnnMode::stepwise;
-            if (mode == RnnMode::sequence && !has_cell) {  // the GRU's whole direction as one op
+            if (whole_sequences) {  // the GRU's whole direction as one op
                 const Var all = gru_sequence_fused(input_projection(layer_in, w), w.w_hh, w.b_hh, h0[k], lengths,
                                                    d == 1);  // (T+1)×B×H
-                outputs.push_back(narrow(all, 0, 0, T));
+                outputs.push_back(all);
                 h_n.push_back(reshape(narrow(all, 0, T, 1), Shape{B, H}));
                 continue;
             }
@@ -213,12 +218,17 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
             h_n.push_back(last.h);
             if (has_cell) c_n.push_back(last.c);
         }
-        layer_in = D == 2 ? concat(outputs, 2) : outputs[0];  // T×B×D·H = [forward | backward]
-        if (l + 1 < L)
+        const bool last = l + 1 == L;
+        if (whole_sequences)
+            layer_in = join_directions(outputs, T, /*batch_first=*/last);  // [forward | backward]
+        else
+            layer_in = D == 2 ? concat(outputs, 2) : outputs[0];  // T×B×D·H = [forward | backward]
+        if (!last)
             layer_in = dropout(layer_in, options_.dropout, external_dropout_gen_ ? *external_dropout_gen_ : dropout_gen_,
                                is_training());
     }
-    return {transpose(layer_in, 0, 1), stack(h_n, 0), has_cell ? stack(c_n, 0) : Var()};
+    const Var output = whole_sequences ? layer_in : transpose(layer_in, 0, 1);  // B×T×D·H
+    return {output, stack(h_n, 0), has_cell ? stack(c_n, 0) : Var()};
 }
 
 // ---- GRU -------------------------------------------------------------------------------------------

@@ -72,6 +72,13 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h);
 Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Var& h0,
                        const std::vector<int64_t>& lengths, bool reverse);
 
+// A layer's directions joined along the features, each given as
+// gru_sequence_fused's (T+1)×B×H result, of which rows 0 … T−1 are taken:
+//   → T×B×D·H, or B×T×D·H with batch_first, = [direction 0 | direction 1 …]
+// The values of concat({narrow(seq_d, 0, 0, T) …}, 2), transposed to batch
+// first when asked (what the step-by-step layer does), in one copy, not three.
+Var join_directions(const std::vector<Var>& sequences, int64_t T, bool batch_first);
+
 // LSTM gates (Hochreiter & Schmidhuber, 1997, with the forget gate of Gers et
 // al., 2000), pre = gi + gh B×4H = [i | f | g | o]:
 //   i = σ(pre_i)   f = σ(pre_f)   g = tanh(pre_g)   o = σ(pre_o)

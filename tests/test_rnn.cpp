@@ -235,6 +235,51 @@ TEST_CASE("gru_sequence_fused: errors name the op and the shapes") {
           "gru_sequence_fused: length 5 is out of range [0, 4]");
 }
 
+TEST_CASE("join_directions: a plain loop's values and gradients, batch first or not, on one thread and two") {
+    // Two directions of (T+1)×B×H = 6×100×40 (500 output rows of 80: split
+    // over two threads), a random upstream gradient, and direction 0 also
+    // read whole by another op, so that the gradient must be added to what
+    // is there, not written over it.
+    Generator gen(12);
+    const int64_t T = 5, B = 100, H = 40;
+    const Tensor s0 = Tensor::normal(Shape{T + 1, B, H}, 0, 1, gen), s1 = Tensor::normal(Shape{T + 1, B, H}, 0, 1, gen);
+    const Tensor w_all = Tensor::normal(Shape{T + 1, B, H}, 0, 1, gen);
+    const int before = num_threads();
+    for (bool batch_first : {false, true})
+        for (int threads : {1, 2}) {
+            CAPTURE(batch_first);
+            CAPTURE(threads);
+            set_num_threads(threads);
+            const Tensor g = Tensor::normal(batch_first ? Shape{B, T, 2 * H} : Shape{T, B, 2 * H}, 0, 1, gen);
+            Var v0(s0.clone(), true), v1(s1.clone(), true);
+            const Var joined = join_directions({v0, v1}, T, batch_first);
+            (sum(joined * Var(g)) + sum(v0 * Var(w_all))).backward();
+            REQUIRE(joined.shape() == (batch_first ? Shape{B, T, 2 * H} : Shape{T, B, 2 * H}));
+            const Tensor* seq[2] = {&s0, &s1};
+            const Var* var[2] = {&v0, &v1};
+            int64_t wrong_value = 0, wrong_grad = 0;
+            for (int64_t d = 0; d < 2; ++d)
+                for (int64_t t = 0; t <= T; ++t)
+                    for (int64_t b = 0; b < B; ++b)
+                        for (int64_t j = 0; j < H; ++j) {
+                            const int64_t in = (t * B + b) * H + j;
+                            const int64_t at = (batch_first ? b * T + t : t * B + b) * 2 * H + d * H + j;
+                            const real want_grad = (t < T ? g[at] : real(0)) + (d == 0 ? w_all[in] : real(0));
+                            if (t < T && joined.value()[at] != (*seq[d])[in]) ++wrong_value;
+                            if (var[d]->grad()[in] != want_grad) ++wrong_grad;
+                        }
+            CHECK(wrong_value == 0);
+            CHECK(wrong_grad == 0);
+        }
+    set_num_threads(before);
+    const Var a(Tensor::zeros(Shape{4, 2, 3})), b(Tensor::zeros(Shape{4, 2, 5}));
+    CHECK(error_of([&] { join_directions({a}, 4, false); }) ==
+          "join_directions: direction 0 has shape 4×2×3, not 5×B×H (gru_sequence_fused's T+1 rows for T = 4)");
+    CHECK(error_of([&] { join_directions({a, b}, 3, true); }) ==
+          "join_directions: direction 1 has shape 4×2×5 but direction 0 has 4×2×3");
+    CHECK(error_of([&] { join_directions({}, 3, true); }) == "join_directions: needs at least one direction");
+}
+
 TEST_CASE("GRU and LSTM: PyTorch's state_dict names and shapes") {
     Generator gen(0);
     GRU gru(5, 4, gen, {.num_layers = 2, .bidirectional = true});
