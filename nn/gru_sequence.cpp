@@ -42,12 +42,11 @@ namespace attn {
 namespace {
 
 void check_sequence_inputs(const Var& gi, const Var& w_hh, const Var& b_hh, const Var& h0,
-                           const std::vector<int64_t>& lengths, bool batch_first) {
+                           const std::vector<int64_t>& lengths) {
     const std::string who = "gru_sequence_fused";
     if (gi.rank() != 3 || gi.size(2) % 3 != 0)
-        throw std::invalid_argument(who + ": gate inputs " + gi.shape().str() + " must be " +
-                                    (batch_first ? "B×T×3H" : "T×B×3H"));
-    const int64_t T = gi.size(batch_first ? 1 : 0), B = gi.size(batch_first ? 0 : 1), H = gi.size(2) / 3;
+        throw std::invalid_argument(who + ": gate inputs " + gi.shape().str() + " must be T×B×3H");
+    const int64_t T = gi.size(0), B = gi.size(1), H = gi.size(2) / 3;
     if (w_hh.shape() != Shape{3 * H, H})
         throw std::invalid_argument(who + ": W_hh " + w_hh.shape().str() + " should be " + Shape{3 * H, H}.str() +
                                     " for gate inputs " + gi.shape().str());
@@ -69,7 +68,6 @@ void check_sequence_inputs(const Var& gi, const Var& w_hh, const Var& b_hh, cons
 struct Saved {
     int64_t T, B, H, max_len;
     bool reverse;
-    bool batch_first;              // gi (and so ∂L/∂gi) B×T×G, not T×B×G
     std::vector<int64_t> lengths;  // empty: all T
     Tensor h_prev;                 // T×B×H, the state step t read (0 at steps never run)
     Tensor rzn;                    // T×B×G
@@ -78,7 +76,6 @@ struct Saved {
     bool with_bias;                // b_hh is input 3
 
     int64_t step(int64_t s) const { return reverse ? max_len - 1 - s : s; }
-    int64_t gi_row(int64_t t, int64_t b) const { return batch_first ? b * T + t : t * B + b; }
     bool active(int64_t t, int64_t b) const { return lengths.empty() || t < lengths[static_cast<size_t>(b)]; }
 };
 
@@ -102,8 +99,7 @@ void backward_rows(const Saved& v, const real* dout, int64_t b0, int64_t b1, rea
             const real* g_out = dout + row * H;
             for (int64_t j = 0; j < H; ++j) d[j] += g_out[j];
             detail::gru_gates_row_backward(d, v.rzn.data() + row * G, v.gh_n.data() + row * H,
-                                           v.h_prev.data() + row * H, H, dgi + v.gi_row(t, b) * G, dgh + row * G,
-                                           d_prev);
+                                           v.h_prev.data() + row * H, H, dgi + row * G, dgh + row * G, d_prev);
         }
         // δh_{t−1} += δgh_t·W_hh for the block (rows past their end have δgh = 0)
         gemm(false, false, rows, H, G, real(1), dgh + (t * B + b0) * G, G, v.w_hh.data(), H, real(1), dh_prev.data(),
@@ -115,7 +111,7 @@ void backward_rows(const Saved& v, const real* dout, int64_t b0, int64_t b1, rea
 
 void backward(const Saved& v, Backward& bw) {
     const int64_t T = v.T, B = v.B, H = v.H, G = 3 * H;
-    Tensor dgi = Tensor::zeros(v.batch_first ? Shape{B, T, G} : Shape{T, B, G}), dgh = Tensor::zeros(Shape{T, B, G});
+    Tensor dgi = Tensor::zeros(Shape{T, B, G}), dgh = Tensor::zeros(Shape{T, B, G});
     Tensor dh0 = Tensor::empty(Shape{B, H});
     const real* dout = bw.grad().data();
     parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
@@ -132,12 +128,11 @@ void backward(const Saved& v, Backward& bw) {
 }  // namespace
 
 Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Var& h0,
-                       const std::vector<int64_t>& lengths, bool reverse, bool batch_first) {
+                       const std::vector<int64_t>& lengths, bool reverse) {
     const ProfileScope scope("gru_sequence");
-    check_sequence_inputs(gi, w_hh, b_hh, h0, lengths, batch_first);
+    check_sequence_inputs(gi, w_hh, b_hh, h0, lengths);
     Saved v;
-    v.T = gi.size(batch_first ? 1 : 0), v.B = gi.size(batch_first ? 0 : 1), v.H = gi.size(2) / 3;
-    v.batch_first = batch_first;
+    v.T = gi.size(0), v.B = gi.size(1), v.H = gi.size(2) / 3;
     v.max_len = lengths.empty() ? v.T : *std::max_element(lengths.begin(), lengths.end());
     v.reverse = reverse;
     v.lengths = lengths;
@@ -172,7 +167,7 @@ Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Va
                 if (!v.active(t, b)) continue;  // its state kept, its output 0
                 const real* ghr = gh.data() + r * G;
                 real* o = out.data() + row * H;
-                detail::gru_gates_row(giv + v.gi_row(t, b) * G, ghr, hr, H, v.rzn.data() + row * G, o);
+                detail::gru_gates_row(giv + row * G, ghr, hr, H, v.rzn.data() + row * G, o);
                 std::memcpy(v.gh_n.data() + row * H, ghr + 2 * H, sizeof(real) * static_cast<size_t>(H));
                 std::memcpy(hr, o, sizeof(real) * static_cast<size_t>(H));
             }

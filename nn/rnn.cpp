@@ -75,8 +75,7 @@ std::pair<Var, LSTMState> run_direction(const Var& x, const Var& gi, LSTMState s
     return {stack(outputs, 0), std::move(state)};
 }
 
-// x·W_ihᵀ + b_ih for every step at once: T×B×F → T×B×G·H, one matmul (a
-// batch-first B×T×F gives B×T×G·H: the rows keep their order).
+// x·W_ihᵀ + b_ih for every step at once: T×B×F → T×B×G·H, one matmul.
 Var input_projection(const Var& x, const RNNWeights& w) {
     const int64_t T = x.size(0), B = x.size(1);
     const Var flat = reshape(x, {T * B, x.size(2)});
@@ -191,15 +190,12 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
     const std::vector<Var> h0 = initial_states(initial.h, L * D, B, H);
     const std::vector<Var> c0 = has_cell ? initial_states(initial.c, L * D, B, H) : std::vector<Var>{};
 
+    Var layer_in = transpose(input, 0, 1);  // T×B×I, time-major: a step is one row block
     // The GRU's sequence mode: each direction one op whose (T+1)×B×H result
     // holds the outputs and, in row T, the final state; join_directions makes
     // the layer's output from them in one copy (batch first after the last
-    // layer), where the other modes narrow, concatenate and transpose. Its
-    // first layer reads the input's projection batch first, so the input is
-    // never transposed.
+    // layer), where the other modes narrow, concatenate and transpose.
     const bool whole_sequences = mode == RnnMode::sequence && !has_cell;
-    // T×B×I, time-major: a step is one row block (sequence mode: B×T×I as given)
-    Var layer_in = whole_sequences ? input : transpose(input, 0, 1);
     std::vector<Var> h_n, c_n;
     for (int64_t l = 0; l < L; ++l) {
         std::vector<Var> outputs;  // one T×B×H per direction ((T+1)×B×H in sequence mode)
@@ -209,7 +205,7 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
             const bool stepwise = mode == RnnMode::stepwise;
             if (whole_sequences) {  // the GRU's whole direction as one op
                 const Var all = gru_sequence_fused(input_projection(layer_in, w), w.w_hh, w.b_hh, h0[k], lengths,
-                                                   d == 1, /*batch_first=*/l == 0);  // (T+1)×B×H
+                                                   d == 1);  // (T+1)×B×H
                 outputs.push_back(all);
                 h_n.push_back(reshape(narrow(all, 0, T, 1), Shape{B, H}));
                 continue;

@@ -63,15 +63,14 @@ Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h);
 // RnnMode::sequence runs; nn/gru_sequence.cpp): for t = 0 … T−1 (reverse:
 // T−1 … 0), h_t = gru_gates(gi_t, h_{t−1}·W_hhᵀ + b_hh, h_{t−1}), the state
 // of a sequence kept and its output 0 at steps t ≥ its length.
-//   gi T×B×3H (x_t·W_ihᵀ + b_ih for every step; B×T×3H with batch_first),
-//   w_hh 3H×H, b_hh 3H or undefined, h0 B×H, lengths B (empty: every
-//   sequence T long)
+//   gi T×B×3H (x_t·W_ihᵀ + b_ih for every step), w_hh 3H×H, b_hh 3H or
+//   undefined, h0 B×H, lengths B (empty: every sequence T long)
 //   → (T+1)×B×H: rows 0 … T−1 the outputs, row T the final states.
 // The same values as the step-by-step layer (up to rounding). The batch is
 // split over the threads, each running every step for its own rows, and the
 // backward forms ∂L/∂W_hh with one product over all T·B rows.
 Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Var& h0,
-                       const std::vector<int64_t>& lengths, bool reverse, bool batch_first = false);
+                       const std::vector<int64_t>& lengths, bool reverse);
 
 // A layer's directions joined along the features, each given as
 // gru_sequence_fused's (T+1)×B×H result, of which rows 0 … T−1 are taken:
