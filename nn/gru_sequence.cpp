@@ -138,8 +138,10 @@ Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Va
     v.lengths = lengths;
     const int64_t T = v.T, B = v.B, H = v.H, G = 3 * H;
     v.h_prev = Tensor::zeros(Shape{T, B, H});
-    v.rzn = Tensor::zeros(Shape{T, B, G});
-    v.gh_n = Tensor::zeros(Shape{T, B, H});
+    // The backward reads rzn and gh_n only at the (step, sequence) pairs the
+    // forward ran, which write them: no need to clear them first.
+    v.rzn = Tensor::empty(Shape{T, B, G});
+    v.gh_n = Tensor::empty(Shape{T, B, H});
     v.w_hh = w_hh.value();
     v.with_bias = b_hh.defined();
     Tensor out = Tensor::zeros(Shape{T + 1, B, H});
