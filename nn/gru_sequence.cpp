@@ -137,14 +137,17 @@ Var gru_sequence_fused(const Var& gi, const Var& w_hh, const Var& b_hh, const Va
     v.reverse = reverse;
     v.lengths = lengths;
     const int64_t T = v.T, B = v.B, H = v.H, G = 3 * H;
-    v.h_prev = Tensor::zeros(Shape{T, B, H});
     // The backward reads rzn and gh_n only at the (step, sequence) pairs the
-    // forward ran, which write them: no need to clear them first.
+    // forward ran, which write them: no need to clear them first. h_prev and
+    // out must read 0 where no step ran (and out where a sequence had
+    // ended), unless every sequence runs all T steps, which write them whole.
+    const bool all_run = std::all_of(lengths.begin(), lengths.end(), [T](int64_t len) { return len == T; });
+    v.h_prev = all_run ? Tensor::empty(Shape{T, B, H}) : Tensor::zeros(Shape{T, B, H});
     v.rzn = Tensor::empty(Shape{T, B, G});
     v.gh_n = Tensor::empty(Shape{T, B, H});
     v.w_hh = w_hh.value();
     v.with_bias = b_hh.defined();
-    Tensor out = Tensor::zeros(Shape{T + 1, B, H});
+    Tensor out = all_run ? Tensor::empty(Shape{T + 1, B, H}) : Tensor::zeros(Shape{T + 1, B, H});
     const real* giv = gi.value().data();
     const real* W = v.w_hh.data();
     const real* bias = b_hh.defined() ? b_hh.value().data() : nullptr;
