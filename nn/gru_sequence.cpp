@@ -214,16 +214,18 @@ Var join_directions(const std::vector<Var>& sequences, int64_t T, bool batch_fir
     });
     return record("join_directions", std::move(out), sequences, [=](Backward& bw) {
         const real* g = bw.grad().data();
-        for (int64_t d = 0; d < D; ++d) {
-            if (!bw.needs(static_cast<int>(d))) continue;
-            real* to = bw.grad_buffer(static_cast<int>(d)).data();
-            parallel_for(0, T * B, parallel_grain(H), [&](int64_t r0, int64_t r1) {
-                for (int64_t r = r0; r < r1; ++r) {
+        std::vector<real*> to(static_cast<size_t>(D), nullptr);  // null: that direction needs no gradient
+        for (int64_t d = 0; d < D; ++d)
+            if (bw.needs(static_cast<int>(d))) to[static_cast<size_t>(d)] = bw.grad_buffer(static_cast<int>(d)).data();
+        parallel_for(0, T * B, parallel_grain(W), [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t d = 0; d < D; ++d) {
+                    real* dst = to[static_cast<size_t>(d)];
+                    if (!dst) continue;
                     const real* from_g = g + out_row(r / B, r % B) + d * H;
-                    for (int64_t j = 0; j < H; ++j) to[r * H + j] += from_g[j];
+                    for (int64_t j = 0; j < H; ++j) dst[r * H + j] += from_g[j];
                 }
-            });
-        }
+        });
     });
 }
 

@@ -200,10 +200,7 @@ void sum_axis_into(const real* in, const AxisView& v, real* out) {
             const int64_t j1 = (hi < (o + 1) * v.inner ? hi : (o + 1) * v.inner) - o * v.inner;
             real* dst = out + o * v.inner;
             for (int64_t j = j0; j < j1; ++j) dst[j] = 0;
-            for (int64_t i = 0; i < v.n; ++i) {
-                const real* src = in + (o * v.n + i) * v.inner;
-                for (int64_t j = j0; j < j1; ++j) dst[j] += src[j];
-            }
+            for (int64_t i = 0; i < v.n; ++i) add_row(in + (o * v.n + i) * v.inner + j0, j1 - j0, dst + j0);
         }
     });
 }

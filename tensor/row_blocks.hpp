@@ -38,7 +38,7 @@ template <class AddRow>
 void sum_rows_in_blocks(int64_t rows, int64_t width, real* sums, AddRow add_row) {
     const int64_t blocks = row_blocks(rows, width);
     // Block 0 sums straight into `sums`; the others into rows of `partial`.
-    Tensor partial = Tensor::zeros(Shape{blocks - 1, width});
+    Tensor partial = blocks > 1 ? Tensor::zeros(Shape{blocks - 1, width}) : Tensor();
     for (int64_t j = 0; j < width; ++j) sums[j] = 0;
     parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
