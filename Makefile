@@ -3,6 +3,10 @@
 #   make              build the library, tests, benchmarks and examples into build/
 #   make test         build and run every test
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check FILE=attention/scores.cpp   after editing one file: rebuild,
+#                     then run only that file's checks (its catalog entries
+#                     and the test files that include its header)
+#   make debug        the library, tests and programs at -O0 -g in build/debug/
 #   make check-arm    the tests built for aarch64, run under qemu-aarch64
 #   make check-libcxx the tests built with clang and libc++ (macOS's library)
 #   make run          train the example models on built-in data; out/report.html
@@ -54,33 +58,51 @@ IS_CLANG := $(findstring clang,$(CXX))
 SAN_DIR := $(if $(filter fuzz,$(SAN)),fuzz,san)
 # STDLIB=libc++: clang with LLVM's standard library (macOS's toolchain).
 LIBCXX := $(if $(filter libc++,$(STDLIB)),libcxx)
-CONFIG := $(strip $(CROSS) $(if $(IS_CLANG),clang) $(LIBCXX) $(if $(SAN),$(SAN_DIR)))
+# DEBUG=1 (make debug): everything at -O0 -g, in build/debug.
+CONFIG := $(strip $(CROSS) $(if $(IS_CLANG),clang) $(LIBCXX) $(if $(SAN),$(SAN_DIR)) $(if $(filter 1,$(DEBUG)),debug))
 empty :=
 B := build$(if $(CONFIG),/$(subst $(empty) $(empty),-,$(CONFIG)))
 
 ATTN_CXXFLAGS := -std=c++20 -I. -Wall -Wextra -Wshadow -pthread -MMD -MP
-ifeq ($(SAN),1)
+# DEBUG_INFO: -g by default, so that every build can be stepped through. CI
+# sets -g1 (line tables: a sanitizer's or a crash's backtrace still names the
+# lines) for the builds nobody steps through: it changes no instruction (GCC and
+# clang promise that -g does not change the code) and saves a fifth of the
+# compile time of an optimised file.
+DEBUG_INFO ?= -g
+ATTN_CXXFLAGS += $(DEBUG_INFO)
+ifeq ($(DEBUG),1)
+# make debug: everything at -O0, in build/debug/: every local has its value
+# and `next` goes down the lines in order (docs/debugging.md).
+FAST_OPT := -O0
+DOUBLE_OPT := -O0
+TEST_OPT := -O0
+else ifeq ($(SAN),1)
 # The library at -O1, its hot loops being what the tests run most; the tests'
 # own code and the double-precision library at -O0, which the sanitizers'
 # instrumentation compiles about three times faster (the stage is mostly
 # building; figures in docs/performance.md, "Build time").
-ATTN_CXXFLAGS += -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ATTN_CXXFLAGS += -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ATTN_LDFLAGS := -fsanitize=address,undefined
 FAST_OPT := -O1
-DEBUG_OPT := -O0
+DOUBLE_OPT := -O0
+TEST_OPT := -O0
 else ifeq ($(SAN),fuzz)
-ATTN_CXXFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+ATTN_CXXFLAGS += -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 ATTN_LDFLAGS := -fsanitize=fuzzer,address,undefined
+FAST_OPT := -O1
+DOUBLE_OPT := -O1
+TEST_OPT := -O1
 else
-# The library and the programs: -O2, with debug information to step through.
-# The tests' own code and the double-precision library (which serves only the
-# gradient checks): -Og, the level meant for the edit-compile-debug cycle. It
-# compiles them in about half the time, and they run about as fast: their
-# work is mostly calls into the -O2 library, or checks on small inputs
+# The library and the programs: -O2. The tests' own code: -O0, the fastest
+# to compile and the easiest to step through; its work is mostly calls into
+# the -O2 library. The double-precision library, which serves only the
+# gradient checks: -Og, which compiles almost as fast as -O0 (without the
+# variable tracking below) and runs the finite differences 2.5 times faster
 # (figures in docs/performance.md, "Build time").
-ATTN_CXXFLAGS += -g
 FAST_OPT := -O2
-DEBUG_OPT := -Og
+DOUBLE_OPT := -Og
+TEST_OPT := -O0
 # GCC at -O2 vectorises a loop only when no scalar remainder is needed (its
 # "very cheap" cost model): a plain loop over a run of runtime length stays
 # scalar. "cheap" allows the remainder, as clang does at -O2; the library's
@@ -93,6 +115,15 @@ DEBUG_OPT := -Og
 ifeq ($(IS_CLANG),)
 FAST_OPT += -fvect-cost-model=cheap -fno-trapping-math
 endif
+endif
+# GCC's tracking of where each local lives through the optimiser (variable
+# tracking assignments) takes a quarter of an optimised file's compile time;
+# without it an optimised function's locals often read "optimized out", which
+# is what make debug is for. (GCC only: clang has no such pass; -O0 has
+# nothing to track.)
+ifeq ($(IS_CLANG),)
+FAST_OPT += -fno-var-tracking-assignments
+DOUBLE_OPT += -fno-var-tracking-assignments
 endif
 ifeq ($(WERROR),1)
 ATTN_CXXFLAGS += -Werror
@@ -151,20 +182,47 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test debug check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 
 # ---- compile ---------------------------------------------------------------
-$(B)/obj/float/%.o: %.cpp
+# Every file but the SIMD kernels (whose instruction-set flags a precompiled
+# header cannot share) starts from a precompiled header: pch/std.hpp for the
+# library and the programs, pch/tests.hpp (doctest too) for the tests. A header
+# is precompiled once per optimisation level, with the same flags as the files
+# that use it; -Winvalid-pch says so if it ever cannot be used. The libc++
+# build does without it for the library: there a missing #include shows.
+PCH_DIR := $(B)/obj/pch
+STD_PCH_FAST := $(PCH_DIR)/fast/std.hpp
+STD_PCH_DOUBLE := $(PCH_DIR)/double/std.hpp
+TEST_PCH := $(PCH_DIR)/test/tests.hpp
+USE_STD_PCH := $(if $(LIBCXX),,1)
+std_pch = $(if $(USE_STD_PCH),$(if $(call isa_flags,$1),,-include $2 -Winvalid-pch))
+
+$(B)/obj/float/%.o: %.cpp $(if $(USE_STD_PCH),$(STD_PCH_FAST).gch)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(OPT) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
-$(B)/obj/double/%.o: %.cpp
+$(B)/obj/double/%.o: %.cpp $(if $(USE_STD_PCH),$(STD_PCH_DOUBLE).gch)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(OPT) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
-OPT = $(FAST_OPT)
-$(B)/obj/double/%.o: OPT = $(DEBUG_OPT)
+OPT = $(FAST_OPT) $(call std_pch,$<,$(STD_PCH_FAST))
+$(B)/obj/double/%.o: OPT = $(DOUBLE_OPT) $(call std_pch,$<,$(STD_PCH_DOUBLE))
+
+# A precompiled header, compiled with the flags of the files that use it (its
+# copy beside the .gch is what -include names; the compiler takes the .gch).
+define precompile
+	@mkdir -p $(dir $@)
+	cp $< $(basename $@)
+	$(CXX) $(ATTN_CXXFLAGS) $1 $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
+endef
+$(STD_PCH_FAST).gch: pch/std.hpp
+	$(call precompile,$(FAST_OPT))
+$(STD_PCH_DOUBLE).gch: pch/std.hpp
+	$(call precompile,$(DOUBLE_OPT))
+$(TEST_PCH).gch: pch/tests.hpp pch/std.hpp
+	$(call precompile,$(TEST_OPT))
 
 $(LIB_F): $(call obj_f,$(LIB_SRC))
 	@mkdir -p $(dir $@)
@@ -177,21 +235,20 @@ $(LIB_COMMON): $(call obj_f,$(COMMON_SRC))
 	rm -f $@ && ar rcs $@ $^
 
 # ---- tests -------------------------------------------------------------------
-# The test objects use tests/precompiled.hpp, compiled once with the same flags
-# as they are. One header serves both test builds: ATTN_DOUBLE does not appear
-# in it.
+# The test objects use pch/tests.hpp. One header serves both test builds:
+# ATTN_DOUBLE does not appear in it.
 TEST_OBJ := $(call obj_f,$(UNIT_SRC)) $(call obj_d,$(GRAD_SRC))
-TEST_PCH := $(B)/obj/pch/precompiled.hpp
 # (Not doctest_main.cpp: it includes doctest after a #define, to compile
 # doctest's own code, which the header must not have been parsed without.)
 TEST_MAIN_OBJ := $(call obj_f,tests/doctest_main.cpp)
 $(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): $(TEST_PCH).gch
-$(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): OPT = $(DEBUG_OPT) -include $(TEST_PCH) -Winvalid-pch
-$(TEST_MAIN_OBJ): OPT = $(DEBUG_OPT)
-$(TEST_PCH).gch: tests/precompiled.hpp
-	@mkdir -p $(dir $@)
-	cp $< $(TEST_PCH)
-	$(CXX) $(ATTN_CXXFLAGS) $(DEBUG_OPT) $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
+$(filter-out $(TEST_MAIN_OBJ),$(TEST_OBJ)): OPT = $(TEST_OPT) -include $(TEST_PCH) -Winvalid-pch
+$(TEST_MAIN_OBJ): OPT = $(TEST_OPT)
+# The fast exp, tanh and sigmoid are inline in their header, so their test
+# (ten million values each) compiles them itself: at the library's level, the
+# code it checks is the code the library runs, and it runs in 2 s, not 19.
+FAST_MATH_TEST_OBJ := $(call obj_f,tests/test_fast_math.cpp)
+$(FAST_MATH_TEST_OBJ): OPT = $(FAST_OPT)
 
 $(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
@@ -200,10 +257,21 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
+# make debug: the library, the tests and the programs at -O0 -g, in
+# build/debug/ (build/debug/examples/seq2seq, ...), to step through with gdb.
+debug:
+	@$(MAKE) --no-print-directory DEBUG=1 all
+
 # TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
 test: $(UNIT_BIN) $(GRAD_BIN)
 	@TEST_RUNNER="$(TEST_RUNNER)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
 		$(call elapsed,make test); exit $$status
+
+# make check FILE=attention/scores.cpp: after editing one file, rebuild the
+# tests and run only that file's checks: the catalog entries it names and the
+# test files that include its header (scripts/check-file.sh).
+check: $(UNIT_BIN) $(GRAD_BIN)
+	@sh scripts/check-file.sh $(B) "$(FILE)"; status=$$?; $(call elapsed,make check); exit $$status
 
 # make check-arm: the tests cross-compiled for aarch64 (Debian's
 # g++-aarch64-linux-gnu) into build/aarch64/, run under qemu-aarch64 (Debian's
