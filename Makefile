@@ -64,16 +64,15 @@ empty :=
 B := build$(if $(CONFIG),/$(subst $(empty) $(empty),-,$(CONFIG)))
 
 ATTN_CXXFLAGS := -std=c++20 -I. -Wall -Wextra -Wshadow -pthread -MMD -MP
-# DEBUG_INFO: -g by default, so that every build can be stepped through. CI
-# sets -g1 (line tables: a sanitizer's or a crash's backtrace still names the
-# lines) for the builds nobody steps through: it changes no instruction (GCC and
-# clang promise that -g does not change the code) and saves a fifth of the
-# compile time of an optimised file.
+# DEBUG_INFO: -g by default, so that every build can be stepped through.
+# .ci/run's later stages, which nobody steps through, set -g1 (line tables: a
+# sanitizer's backtrace still names the lines) or -g0; debug information is
+# not code, and it is a fifth of an optimised file's compile time.
 DEBUG_INFO ?= -g
 ATTN_CXXFLAGS += $(DEBUG_INFO)
 ifeq ($(DEBUG),1)
 # make debug: everything at -O0, in build/debug/: every local has its value
-# and `next` goes down the lines in order (docs/debugging.md).
+# and `next` goes down the lines in order (README, "Two commands").
 FAST_OPT := -O0
 DOUBLE_OPT := -O0
 TEST_OPT := -O0
