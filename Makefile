@@ -3,6 +3,7 @@
 #   make              build the library, tests, benchmarks and examples into build/
 #   make test         build and run every test
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#                     (CXX=clang++: also the fuzzers' build, for make fuzz)
 #   make check FILE=attention/scores.cpp   after editing one file: rebuild,
 #                     then run only that file's checks (its catalog entries
 #                     and the test files that include its header)
@@ -52,14 +53,13 @@ CROSS := $(if $(filter $(ARCH),$(shell uname -m)),,$(ARCH))
 
 # One build directory per configuration, so switching never mixes objects:
 # build/ for g++, else build/ + the configuration's parts joined by '-', e.g.
-# build/clang, build/san, build/clang-libcxx, build/aarch64 (a cross-compiler).
+# build/clang, build/san, build/clang-san, build/clang-libcxx, build/aarch64
+# (a cross-compiler).
 IS_CLANG := $(findstring clang,$(CXX))
-# SAN=fuzz is the libFuzzer build of `make fuzz` (clang only): build/clang-fuzz.
-SAN_DIR := $(if $(filter fuzz,$(SAN)),fuzz,san)
 # STDLIB=libc++: clang with LLVM's standard library (macOS's toolchain).
 LIBCXX := $(if $(filter libc++,$(STDLIB)),libcxx)
 # DEBUG=1 (make debug): everything at -O0 -g, in build/debug.
-CONFIG := $(strip $(CROSS) $(if $(IS_CLANG),clang) $(LIBCXX) $(if $(SAN),$(SAN_DIR)) $(if $(filter 1,$(DEBUG)),debug))
+CONFIG := $(strip $(CROSS) $(if $(IS_CLANG),clang) $(LIBCXX) $(if $(SAN),san) $(if $(filter 1,$(DEBUG)),debug))
 empty :=
 B := build$(if $(CONFIG),/$(subst $(empty) $(empty),-,$(CONFIG)))
 
@@ -86,12 +86,13 @@ ATTN_LDFLAGS := -fsanitize=address,undefined
 FAST_OPT := -O1
 DOUBLE_OPT := -O0
 TEST_OPT := -O0
-else ifeq ($(SAN),fuzz)
-ATTN_CXXFLAGS += -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
-ATTN_LDFLAGS := -fsanitize=fuzzer,address,undefined
-FAST_OPT := -O1
-DOUBLE_OPT := -O1
-TEST_OPT := -O1
+# With clang this build is also make fuzz's: the library and the programs
+# carry libFuzzer's coverage counters (the tests ignore them), so that the
+# fuzz targets link against the objects the tests ran, and make fuzz after
+# CXX=clang++ make test SAN=1 compiles only fuzz/*.cpp.
+ifneq ($(IS_CLANG),)
+FAST_OPT += -fsanitize=fuzzer-no-link
+endif
 else
 # The library and the programs: -O2. The tests' own code: -O0, the fastest
 # to compile and the easiest to step through; its work is mostly calls into
@@ -190,24 +191,26 @@ all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
 # library and the programs, pch/tests.hpp (doctest too) for the tests. A header
 # is precompiled once per optimisation level, with the same flags as the files
 # that use it; -Winvalid-pch says so if it ever cannot be used. The libc++
-# build does without it for the library: there a missing #include shows.
+# build compiles the library and the programs without it, once (their float
+# objects): there a missing #include shows. Its double-precision copy of the
+# library, the same files again, keeps the header.
 PCH_DIR := $(B)/obj/pch
 STD_PCH_FAST := $(PCH_DIR)/fast/std.hpp
 STD_PCH_DOUBLE := $(PCH_DIR)/double/std.hpp
 TEST_PCH := $(PCH_DIR)/test/tests.hpp
-USE_STD_PCH := $(if $(LIBCXX),,1)
-std_pch = $(if $(USE_STD_PCH),$(if $(call isa_flags,$1),,-include $2 -Winvalid-pch))
+FAST_STD_PCH := $(if $(LIBCXX),,1)
+std_pch = $(if $3,$(if $(call isa_flags,$1),,-include $2 -Winvalid-pch))
 
-$(B)/obj/float/%.o: %.cpp $(if $(USE_STD_PCH),$(STD_PCH_FAST).gch)
+$(B)/obj/float/%.o: %.cpp $(if $(FAST_STD_PCH),$(STD_PCH_FAST).gch)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(OPT) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
-$(B)/obj/double/%.o: %.cpp $(if $(USE_STD_PCH),$(STD_PCH_DOUBLE).gch)
+$(B)/obj/double/%.o: %.cpp $(STD_PCH_DOUBLE).gch
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(OPT) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
-OPT = $(FAST_OPT) $(call std_pch,$<,$(STD_PCH_FAST))
-$(B)/obj/double/%.o: OPT = $(DOUBLE_OPT) $(call std_pch,$<,$(STD_PCH_DOUBLE))
+OPT = $(FAST_OPT) $(call std_pch,$<,$(STD_PCH_FAST),$(FAST_STD_PCH))
+$(B)/obj/double/%.o: OPT = $(DOUBLE_OPT) $(call std_pch,$<,$(STD_PCH_DOUBLE),1)
 
 # A precompiled header, compiled with the flags of the files that use it (its
 # copy beside the .gch is what -include names; the compiler takes the .gch).
@@ -356,11 +359,13 @@ mutation-check:
 # ---- fuzzing (fuzz/README.md) ----------------------------------------------------
 # make fuzz: every target of fuzz/ for FUZZ_SECONDS each (FUZZ=json,idx: some).
 FUZZ_SECONDS ?= 60
+# The targets are built in clang's sanitizer build (build/clang-san/), which
+# make test SAN=1 with CXX=clang++ shares.
 fuzz:
-	@$(MAKE) --no-print-directory CXX=clang++ SAN=fuzz fuzz-run
+	@$(MAKE) --no-print-directory CXX=clang++ SAN=1 fuzz-run
 $(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) -fsanitize=fuzzer $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)
 	@sh scripts/fuzz.sh "$(B)" "$(FUZZ_SECONDS)" "$(FUZZ)"
 
