@@ -68,14 +68,16 @@ public:
     int64_t d_model() const { return d_model_; }
     int64_t d_k() const { return d_k_; }
     int64_t d_v() const { return d_v_; }
-    // Options::fused after construction (a trainer's --fused / --no-fused).
-    void set_fused(bool on) { options_.fused = on; }
+    // Options::fused, which Module::set_fast switches after construction.
     bool fused() const { return options_.fused; }
 
     Var W_Q, W_K;  // d_model×(h·d_k)
     Var W_V;       // d_model×(h·d_v)
     Var W_O;       // (h·d_v)×d_model
     Var b_Q, b_K, b_V, b_O;  // undefined unless options.bias
+
+protected:
+    void on_set_fast(bool on) override { options_.fused = on; }  // Module::set_fast
 
 private:
     // The inputs checked, with the rows no query may use zeroed (prepare).

@@ -80,8 +80,11 @@ public:
     Var W_1, W_2, b, w;  // b undefined without a bias
     // false (the default): the composed score, additive_features then · w, to
     // read and step through; true (with tanh): additive_score_fused, the same
-    // values without the B×m×n×d_w temporaries. The example trainers set it.
+    // values without the B×m×n×d_w temporaries. Module::set_fast switches it.
     bool fused = false;
+
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
 
 private:
     Activation act_;

@@ -363,7 +363,6 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
       norm2(d_model),
       dropout(options.dropout, gen) {
     self_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
-    set_fused(options.fused);
     // PyTorch's state_dict order (dropout has no parameters).
     register_module("self_attn", *self_attn_);
     register_module("linear1", linear1);
@@ -371,12 +370,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
     register_module("norm1", norm1);
     register_module("norm2", norm2);
     register_module("dropout", dropout);
-}
-
-void TransformerEncoderLayer::set_fused(bool on) {
-    self_attn_->set_fused(on);
-    norm1.fused = norm2.fused = on;
-    linear1.fused = linear2.fused = on;
+    set_fast(options.fused);
 }
 
 TransformerEncoderLayer::~TransformerEncoderLayer() = default;
@@ -413,7 +407,6 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d_model, int64_t heads,
       dropout(options.dropout, gen) {
     self_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
     multihead_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
-    set_fused(options.fused);
     // PyTorch's state_dict order (dropout has no parameters).
     register_module("self_attn", *self_attn_);
     register_module("multihead_attn", *multihead_attn_);
@@ -423,16 +416,10 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d_model, int64_t heads,
     register_module("norm2", norm2);
     register_module("norm3", norm3);
     register_module("dropout", dropout);
+    set_fast(options.fused);
 }
 
 TransformerDecoderLayer::~TransformerDecoderLayer() = default;
-
-void TransformerDecoderLayer::set_fused(bool on) {
-    self_attn_->set_fused(on);
-    multihead_attn_->set_fused(on);
-    norm1.fused = norm2.fused = norm3.fused = on;
-    linear1.fused = linear2.fused = on;
-}
 
 TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, const Var& memory,
                                                                  const Tensor& target_padding,

@@ -216,7 +216,7 @@ AttentionOutput cross_attention(MultiHeadAttention& attention, const Var& y, con
 
 // What both layers take: the fused paths (chosen by name) and dropout.
 struct TransformerLayerOptions {
-    bool fused = false;
+    bool fused = false;  // Module::set_fast(true) at construction; set_fast switches it after
     bool need_weights = true;  // with fused: materialise the weights for drawing
     // Dropout (Srivastava et al. 2014) on each sub-layer's output before its
     // residual sum, and inside the FFN after the ReLU, in training mode only;
@@ -249,8 +249,6 @@ public:
     std::string describe() const override;
 
     MultiHeadAttention& self_attn() { return *self_attn_; }
-    // The fast paths on or off after construction (what Options::fused sets).
-    void set_fused(bool on);
     Linear linear1, linear2;
     LayerNorm norm1, norm2;
     Dropout dropout;
@@ -292,7 +290,6 @@ public:
 
     MultiHeadAttention& self_attn() { return *self_attn_; }
     MultiHeadAttention& multihead_attn() { return *multihead_attn_; }
-    void set_fused(bool on);
     Linear linear1, linear2;
     LayerNorm norm1, norm2, norm3;
     Dropout dropout;

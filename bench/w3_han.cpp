@@ -26,7 +26,7 @@ bench::Workload make_w3() {
     Generator gen(0);
     const DocModelConfig config{};
     auto model = std::make_shared<HierarchicalAttentionNetwork>(config, gen);
-    model->set_fused(true);  // as the trainer runs it
+    model->set_fast(true);  // as the trainer runs it with --fast
     auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
     auto data = std::make_shared<Data>();
     data->ids = Tensor::empty(Shape{kDocs, kSentences, kWords});

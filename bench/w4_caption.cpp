@@ -32,7 +32,7 @@ bench::Workload make_w4(bool hard) {
     config.hard = hard;
     config.soft_probability = 0;  // W4-hard samples a location at every step
     auto model = std::make_shared<Captioner>(config, gen);
-    model->set_fused(true);  // as the trainer runs it
+    model->set_fast(true);  // as the trainer runs it with --fast
     model->seed_sampler(1);
     auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
     auto state = std::make_shared<State>();

@@ -45,8 +45,11 @@ public:
     Var bias;    // O; undefined when constructed with bias = false
     // false: autograd's composite conv2d (unfold, then one matrix product);
     // true: conv2d_fused, the same values without the unfolded copy of the
-    // input (less memory, faster). Trainers choose it.
+    // input (less memory, faster). Module::set_fast switches it.
     bool fused = false;
+
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
 
 private:
     void check_input(const Var& x) const;

@@ -53,6 +53,9 @@ public:
     Var bias;    // β, D
     bool fused = false;  // layer_norm_fused instead of layer_norm (the same values)
 
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
+
 private:
     void check_input(const Var& x) const;  // x …×D with D = normalized_shape
     int64_t dim_;

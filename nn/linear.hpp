@@ -38,6 +38,9 @@ public:
     Var bias;    // out; undefined when constructed with bias = false
     bool fused = false;  // matmul_bias instead of matmul, then add (the same values)
 
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
+
 private:
     int64_t in_features_, out_features_;
 };

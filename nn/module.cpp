@@ -72,6 +72,12 @@ void Module::train(bool on) {
     for (auto& [_, child] : children_) child->train(on);
 }
 
+void Module::set_fast(bool on) {
+    fast_ = on;
+    on_set_fast(on);
+    for (auto& [_, child] : children_) child->set_fast(on);
+}
+
 StateDict Module::state_dict() const {
     std::vector<std::pair<std::string, Var>> params;
     StateDict buffers;

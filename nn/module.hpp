@@ -49,6 +49,14 @@ public:
     void eval() { train(false); }
     bool is_training() const { return training_; }
 
+    // The fast paths, off by default: every layer runs its readable, composed
+    // version, the one a debugger steps into. set_fast(true) switches this
+    // module and its sub-modules to the fused kernels that live beside them
+    // (the same values up to rounding; each pair is tested). The trainers'
+    // --fast calls it on the whole model.
+    void set_fast(bool on = true);
+    bool is_fast() const { return fast_; }
+
     // Copies of every parameter's value (and buffer), by dotted name.
     StateDict state_dict() const;
     // Copies values in. Throws, naming the tensor, on a missing name, an
@@ -68,6 +76,9 @@ protected:
     // fixed position table). Returned tensor shares storage with the entry.
     Tensor register_buffer(const std::string& name, Tensor value);
     void register_module(const std::string& name, Module& child);
+    // Called by set_fast on this module before its sub-modules: a layer with a
+    // fast path turns it on or off here (Linear: matmul_bias or not).
+    virtual void on_set_fast(bool on) { (void)on; }
 
     // Called by train(); layers with a mode-dependent forward need nothing
     // more than is_training().
@@ -80,6 +91,7 @@ private:
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::pair<std::string, Module*>> children_;
     bool training_ = true;
+    bool fast_ = false;
 };
 
 // Evaluation mode for one scope, then back to the mode it found:

@@ -82,11 +82,14 @@ public:
     std::string describe() const override;
 
     // How the steps are computed (see RnnMode): by default the cell formula at
-    // every step, the version to read and step through; trainers choose
-    // RnnMode::fused by name (the same values, faster).
+    // every step, the version to read and step through; Module::set_fast(true)
+    // chooses RnnMode::sequence, the fastest (the same values); any mode can
+    // also be chosen by name.
     RnnMode mode = RnnMode::stepwise;
 
 protected:
+    void on_set_fast(bool on) override { mode = on ? RnnMode::sequence : RnnMode::stepwise; }
+
     // gates: 3 for a GRU, 4 for an LSTM.
     RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hidden_size, Generator& gen,
             const RNNOptions& options);

@@ -119,8 +119,12 @@ public:
     Var weight_ih, weight_hh, bias_ih, bias_hh;  // biases undefined without bias
     // false (the default): the gates composed from autograd ops (gru_gates), the
     // version to read and step through; true: one op with a hand-written
-    // backward (gru_gates_fused), the same values, faster. Trainers choose it.
+    // backward (gru_gates_fused), the same values, faster. Module::set_fast
+    // switches it.
     bool fused = false;
+
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
 
 private:
     int64_t input_size_, hidden_size_;
@@ -146,6 +150,9 @@ public:
 
     Var weight_ih, weight_hh, bias_ih, bias_hh;
     bool fused = false;  // the gates composed (lstm_gates) or as one op (lstm_gates_fused), as GRUCell
+
+protected:
+    void on_set_fast(bool on) override { fused = on; }  // Module::set_fast
 
 private:
     int64_t input_size_, hidden_size_;

@@ -92,8 +92,26 @@ TEST_CASE("caption model: forward shapes, soft and hard") {
     }
 }
 
+TEST_CASE("caption model: set_fast switches the convolutions, the cell, the linear layers and the score") {
+    Generator g(4);
+    Captioner m({.channels1 = 3, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 4,
+                 .context_layers = 1},
+                g);
+    const auto check = [&](bool on) {
+        CHECK((m.conv1.fused == on && m.conv2.fused == on && m.cell.fused == on));
+        CHECK(dynamic_cast<Conv2d&>(m.context[0]).fused == on);
+        CHECK((m.init_h.fused == on && m.init_c.fused == on && m.out.fused == on));
+        CHECK(m.attention.score.fused == on);
+    };
+    check(false);  // readable by default
+    m.set_fast(true);
+    check(true);
+    m.set_fast(false);
+    check(false);
+}
+
 TEST_CASE("caption model: the fast paths give the composed model's values and gradients") {
-    // set_fused(true): conv2d_fused, the fused LSTM gates, additive_score_fused
+    // set_fast(true): conv2d_fused, the fused LSTM gates, additive_score_fused
     // and each max-pool before its ReLU. Random images and biases leave many
     // 2×2 windows whose values are all negative, where ReLU-then-pool and
     // pool-then-ReLU pick different positions (with zero gradient in both).
@@ -106,7 +124,7 @@ TEST_CASE("caption model: the fast paths give the composed model's values and gr
                                  .vocab = 4};
     Generator g1(4), g2(4);
     Captioner composed(config, g1), fused(config, g2);
-    fused.set_fused(true);
+    fused.set_fast(true);
     for (Captioner* m : {&composed, &fused}) {  // biases that leave some windows all negative
         for (int64_t c = 0; c < 3; ++c) m->conv1.bias.value()[c] = c == 0 ? real(-0.5) : real(0.1);
         m->conv2.bias.value()[1] = -1;

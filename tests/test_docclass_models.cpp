@@ -43,6 +43,24 @@ TEST_CASE("docclass HAN: W3's sizes give 4,142,610 parameters") {
                          doctest::Contains("must be B×S×W, B×S×W and B×S"), std::invalid_argument);
 }
 
+TEST_CASE("docclass models: set_fast puts every GRU in sequence mode and the classifier on matmul_bias") {
+    Generator gen(3);
+    HierarchicalAttentionNetwork han(tiny_config(20, 3), gen);
+    FlatAttentionNetwork flat(tiny_config(20, 3), gen);
+    const auto check = [&](bool on) {
+        const RnnMode mode = on ? RnnMode::sequence : RnnMode::stepwise;
+        CHECK((han.word_rnn.mode == mode && han.sentence_rnn.mode == mode && flat.rnn.mode == mode));
+        CHECK((han.classifier.fused == on && flat.classifier.fused == on));
+    };
+    check(false);  // readable by default
+    han.set_fast(true);
+    flat.set_fast(true);
+    check(true);
+    han.set_fast(false);
+    flat.set_fast(false);
+    check(false);
+}
+
 TEST_CASE("docclass models: padded words and sentences get zero attention and change nothing") {
     const std::vector<Document> docs = ragged_docs();
     const Vocabulary vocab = Vocabulary::build(docs, 1);

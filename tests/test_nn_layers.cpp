@@ -423,6 +423,52 @@ TEST_CASE("Sequential: PyTorch's keys \"0.weight\", the chain, describe, train/e
     CHECK(Sigmoid().describe() == "Sigmoid()");
 }
 
+TEST_CASE("Module::set_fast: every layer with a fast path, however deep, switches on and back off") {
+    // A model of models: a Sequential inside a module, a LayerNorm and a Conv2d
+    // beside it. Each layer's own switch is read back.
+    struct Block : Module {
+        Sequential mlp;
+        LayerNorm norm{8};
+        Conv2d conv;
+        explicit Block(Generator& gen) : conv(1, 2, 3, gen) {
+            mlp.emplace<Linear>(4, 8, gen);
+            mlp.emplace<ReLU>();
+            mlp.emplace<Linear>(8, 4, gen);
+            register_module("mlp", mlp);
+            register_module("norm", norm);
+            register_module("conv", conv);
+        }
+    };
+    struct Model : Module {
+        Block inner;
+        Linear head;
+        explicit Model(Generator& gen) : inner(gen), head(4, 2, gen) {
+            register_module("inner", inner);
+            register_module("head", head);
+        }
+    };
+    Generator gen(5);
+    Model m(gen);
+    const auto every_layer_is = [&](bool on) {
+        CHECK(m.is_fast() == on);
+        CHECK(m.inner.is_fast() == on);
+        CHECK(m.inner.mlp[1].is_fast() == on);  // no fast path of its own; the flag still reaches it
+        CHECK(dynamic_cast<Linear&>(m.inner.mlp[0]).fused == on);
+        CHECK(dynamic_cast<Linear&>(m.inner.mlp[2]).fused == on);
+        CHECK(m.inner.norm.fused == on);
+        CHECK(m.inner.conv.fused == on);
+        CHECK(m.head.fused == on);
+    };
+    every_layer_is(false);  // readable by default
+    m.set_fast(true);
+    every_layer_is(true);
+    m.set_fast(false);
+    every_layer_is(false);
+    m.inner.set_fast(true);  // a sub-module alone: its parent is left as it was
+    CHECK_FALSE(m.head.fused);
+    CHECK(m.inner.conv.fused);
+}
+
 // ---- load_state_dict's errors -------------------------------------------------------------------------
 
 TEST_CASE("load_state_dict: a missing, unexpected or mis-shaped tensor is named, and nothing changes") {

@@ -60,8 +60,22 @@ TEST_CASE("seq2seq model: every score and alignment trains one step to a finite 
     }
 }
 
+TEST_CASE("seq2seq model: set_fast switches the encoder, the decoder cell and the linear layers, and back") {
+    Generator g(6);
+    Seq2SeqModel m(tiny(), g);
+    const auto check = [&](bool on) {
+        CHECK(m.encoder.mode == (on ? RnnMode::sequence : RnnMode::stepwise));
+        CHECK((m.decoder.fused == on && m.init.fused == on && m.output.fused == on));
+    };
+    check(false);  // readable by default
+    m.set_fast(true);
+    check(true);
+    m.set_fast(false);
+    check(false);
+}
+
 TEST_CASE("seq2seq model: the fast paths give the composed model's values and gradients") {
-    // set_fused(true): the encoder's GRU in RnnMode::sequence, the decoder's
+    // set_fast(true): the encoder's GRU in RnnMode::sequence, the decoder's
     // fused gates and additive_score_fused. Two encoder layers and a padded batch
     // (source lengths 1 to 5), so the reverse direction's start at each
     // sequence's own end and the zero rows past it are both compared.
@@ -70,7 +84,7 @@ TEST_CASE("seq2seq model: the fast paths give the composed model's values and gr
     c.encoder_layers = 2;
     Generator g1(6), g2(6);
     Seq2SeqModel composed(c, g1), fused(c, g2);
-    fused.set_fused(true);
+    fused.set_fast(true);
     Tensor wa, wb;
     const Var la = composed.forward(b, &wa), lb = fused.forward(b, &wb);
     REQUIRE(la.shape() == lb.shape());

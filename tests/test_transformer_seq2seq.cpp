@@ -218,7 +218,7 @@ TEST_CASE("seq2seq transformer: the fused paths give the composed values; dropou
     const Batch b = all_pairs(toy_pairs());
     Tensor composed_weights, fused_weights;
     const Tensor composed = model.forward(b, &composed_weights).value();
-    model.set_fused(true);
+    model.set_fast(true);
     const Tensor fused = model.forward(b, &fused_weights).value();
     CHECK(max_abs_diff(composed, fused) < 1e-4);
     CHECK(max_abs_diff(composed_weights, fused_weights) < 1e-5);

@@ -49,16 +49,6 @@ Captioner::Captioner(const CaptionerConfig& c, Generator& gen)
     register_module("out", out);
 }
 
-void Captioner::set_fused(bool on) {
-    conv1.fused = conv2.fused = on;
-    for (size_t i = 0; i < context.size(); ++i)
-        if (auto* conv = dynamic_cast<Conv2d*>(&context[i])) conv->fused = on;
-    cell.fused = on;
-    init_h.fused = init_c.fused = out.fused = on;  // matmul_bias
-    attention.score.fused = on;  // additive_score_fused
-    pool_before_relu_ = on;
-}
-
 Var Captioner::encode(const Var& images) {
     if (images.rank() != 4 || images.size(1) != 1 || images.size(2) % 4 != 0 || images.size(3) % 4 != 0)
         throw std::invalid_argument("Captioner::encode: images " + images.shape().str() +
@@ -70,8 +60,8 @@ Var Captioner::encode(const Var& images) {
     // values; and the convolution, its pool and the ReLU are one op
     // (conv2d_max_pool_relu_fused), which never stores the convolution's output.
     const auto block = [&](Conv2d& conv, const Var& x) {
-        return pool_before_relu_ ? conv.forward_max_pooled(x, pool, /*then_relu=*/true)
-                                 : pool.forward(relu(conv.forward(x)));
+        return is_fast() ? conv.forward_max_pooled(x, pool, /*then_relu=*/true)
+                         : pool.forward(relu(conv.forward(x)));
     };
     const Var x1 = block(conv1, images);  // B×C1×H/2×W/2
     Var x2 = block(conv2, x1);            // B×D×H/4×W/4

@@ -115,13 +115,13 @@ public:
     Forward forward(const Tensor& images, const Tensor& captions);
 
     const CaptionerConfig& config() const { return config_; }
-    // The fast paths, chosen by name: the convolutions as conv2d_fused, the
-    // LSTMCell with fused gates, the attention's score as additive_score_fused
-    // (the same values up to rounding), and each max-pool before its ReLU
-    // instead of after (the same values and gradients). Without this
-    // call the model runs the composed versions, to read and step through; the
-    // trainer turns them on unless --no-fused, W4 always.
-    void set_fused(bool on);
+    // The fast paths (Module::set_fast): the convolutions as conv2d_fused,
+    // the LSTMCell with fused gates, the linear layers' matmul_bias, the
+    // attention's score as additive_score_fused (the same values up to
+    // rounding), and each max-pool before its ReLU instead of after (the same
+    // values and gradients). Without it the model runs the composed versions,
+    // to read and step through; the trainer turns them on with --fast, W4
+    // always.
     // Hard or Gumbel attention in evaluation: the expected context Σ_i α_ti a_i
     // (true; what Xu et al.'s released caption generator does) or the one most
     // likely location argmax α_t (false). Training always samples.
@@ -132,7 +132,6 @@ public:
 
 private:
     CaptionerConfig config_;
-    bool pool_before_relu_ = false;  // set_fused
     Generator sampler_gen_;  // the hard attention's draws (declared before hard_alignment)
 
 public:

@@ -187,10 +187,12 @@ int main(int argc, char** argv) try {
     if (hard_eval != "argmax" && hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
-    model.set_fused(common.fused);  // fused convolutions and LSTM gates unless --no-fused
+    model.set_fast(common.fast);  // the readable layers unless --fast
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr});
     std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
-              << data.height / 4 << "×" << data.width / 4 << "\n";
+              << data.height / 4 << "×" << data.width / 4 << "\n"
+              << kernels_line(common.fast, "about 1.4× faster on the shapes task (2 cores; docs/performance.md)")
+              << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation -----------
     const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /

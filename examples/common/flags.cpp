@@ -126,10 +126,18 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
-    add("--fused", &f.fused,
-        "the model's fast paths: fused recurrent gates, layer norms and convolutions (the default); --no-fused "
-        "computes every layer by its composed, readable version, to step through (the same values up to rounding, "
-        "slower)");
+    add("--fast", &f.fast,
+        "the model's fast paths (Module::set_fast): fused recurrent gates and sequences, scores, layer norms and "
+        "convolutions, the same values up to rounding; without it every layer runs its composed, readable version, "
+        "the one a debugger steps into");
+}
+
+std::string kernels_line(bool fast, const std::string& speedup) {
+    if (fast)
+        return "kernels: fast (--fast: the fused kernels, the same values up to rounding), " + speedup +
+               "; without --fast, the readable layers";
+    return "kernels: readable (each layer its composed formula, to read and step through); --fast: the fused "
+           "kernels, " + speedup;
 }
 
 void FlagParser::add_predict(PredictFlags& f, const std::string& what) {

@@ -39,7 +39,7 @@ struct CommonFlags {
     bool save = true;          // write checkpoints (best and last)
     bool resume = false;       // continue from OUT/NAME/last.safetensors
     bool eval_only = false;    // evaluate OUT/NAME/best.safetensors, no training
-    bool fused = true;         // the model's fast paths (--no-fused: the composed versions)
+    bool fast = false;         // --fast: the model's fused kernels (Module::set_fast); else the readable versions
 };
 
 // --predict --checkpoint --svg --show: a trained model on the user's own
@@ -60,6 +60,11 @@ struct PredictFlags {
     }
 };
 
+// The line a trainer prints first about its kernels: which ones run, and what
+// the other choice would buy or cost. `speedup`: --fast's measured speed-up
+// for this trainer's defaults, e.g. "1.6× faster (make run's data, 2 cores)".
+std::string kernels_line(bool fast, const std::string& speedup);
+
 class FlagParser {
 public:
     FlagParser(std::string program, std::string summary);
@@ -78,7 +83,7 @@ public:
                     const std::string& help);
     // --data (help: `data_choices`, e.g. "dates | cmudict | a lexicon file") --epochs --steps
     // --time-budget --patience --schedule --warmup --seed --threads --out --save/--no-save --resume --eval-only
-    // --fused/--no-fused
+    // --fast
     void add_common(CommonFlags& flags, const std::string& data_choices);
     // --predict (help: `what`, e.g. "classify the arguments (or stdin lines)"),
     // --checkpoint, --svg, --show

@@ -74,10 +74,6 @@ HierarchicalAttentionNetwork::HierarchicalAttentionNetwork(const DocModelConfig&
     });
 }
 
-void HierarchicalAttentionNetwork::set_fused(bool on) {
-    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise;
-}
-
 DocOutput HierarchicalAttentionNetwork::forward(const DocBatch& batch) {
     return forward(batch.ids, batch.word_mask, batch.sentence_mask);
 }
@@ -107,10 +103,6 @@ HierarchicalPoolingNetwork::HierarchicalPoolingNetwork(const DocModelConfig& c, 
     register_module("word_rnn", word_rnn);
     register_module("sentence_rnn", sentence_rnn);
     register_module("classifier", classifier);
-}
-
-void HierarchicalPoolingNetwork::set_fused(bool on) {
-    word_rnn.mode = sentence_rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise;
 }
 
 DocOutput HierarchicalPoolingNetwork::forward(const DocBatch& batch) {

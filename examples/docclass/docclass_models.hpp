@@ -51,11 +51,10 @@ class DocModel : public Module {
 public:
     virtual DocOutput forward(const DocBatch& batch) = 0;
     virtual std::string name() const = 0;  // "han", "hn-ave", ...
-    // The fast paths, chosen by name: each GRU in RnnMode::sequence (the
-    // same values up to rounding). Without this call a model runs the composed
-    // versions, to read and step through; the trainer turns them on unless
-    // --no-fused, W3 always.
-    virtual void set_fused(bool on) = 0;
+    // The fast paths (Module::set_fast): each GRU in RnnMode::sequence, the
+    // classifier's matmul_bias (the same values up to rounding). Without it a
+    // model runs the composed versions, to read and step through; the trainer
+    // turns them on with --fast, W3 always.
 };
 
 // HAN. Also used by bench/w3_han.cpp.
@@ -67,7 +66,6 @@ public:
     // sentences come first, padding after them).
     DocOutput forward(const Tensor& ids, const Tensor& word_mask, const Tensor& sentence_mask);
     std::string name() const override { return "han"; }
-    void set_fused(bool on) override;
 
     Embedding embedding;
     GRU word_rnn;
@@ -83,7 +81,6 @@ public:
     HierarchicalPoolingNetwork(const DocModelConfig& config, Pool pool, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return pool_ == Pool::mean ? "hn-ave" : "hn-max"; }
-    void set_fused(bool on) override;
 
     Embedding embedding;
     GRU word_rnn;
@@ -102,7 +99,6 @@ public:
     FlatAttentionNetwork(const DocModelConfig& config, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
     std::string name() const override { return "flat"; }
-    void set_fused(bool on) override { rnn.mode = on ? RnnMode::sequence : RnnMode::stepwise; }
 
     Embedding embedding;
     GRU rnn;
@@ -117,8 +113,7 @@ class BagOfWords : public DocModel {
 public:
     BagOfWords(const DocModelConfig& config, Generator& gen);
     DocOutput forward(const DocBatch& batch) override;
-    std::string name() const override { return "bow"; }
-    void set_fused(bool) override {}  // nothing to fuse: one lookup and a sum
+    std::string name() const override { return "bow"; }  // nothing to fuse: one lookup and a sum
 
     Embedding weight;  // V×C
     Var bias;          // C

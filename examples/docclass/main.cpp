@@ -114,9 +114,11 @@ int main(int argc, char** argv) try {
                                 .word_attention = attention_dim, .sentence_hidden = hidden,
                                 .sentence_attention = attention_dim, .num_classes = C};
     std::unique_ptr<DocModel> model = make_doc_model(model_name, config, gen);
-    model->set_fused(common.fused);  // fused GRU gates unless --no-fused
+    model->set_fast(common.fast);  // the readable layers unless --fast
     Adam optimizer(model->named_parameters(), {.lr = lr});
-    std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n";
+    std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n"
+              << kernels_line(common.fast, "about 1.8× faster on the needle task (2 cores; docs/performance.md)")
+              << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;

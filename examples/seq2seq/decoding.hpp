@@ -48,8 +48,6 @@ public:
     virtual Var forward(const Batch& batch, Tensor* weights = nullptr) = 0;
     // Starts decoding the sources B×n (ids, padded; `lengths` B): one row per source.
     virtual std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>& lengths) = 0;
-    // The fast paths (fused kernels) on or off; off by default, to read and step through.
-    virtual void set_fused(bool on) = 0;
     // The configuration as "key=value ..." (the checkpoint's seq2seq.config).
     virtual std::string config_text() const = 0;
 

@@ -67,8 +67,10 @@ std::unique_ptr<DecodingSession> Ensemble::start(const Tensor& source, const std
     return std::make_unique<EnsembleSession>(std::move(sessions));
 }
 
-void Ensemble::set_fused(bool on) {
-    for (Member& m : members_) m.model->set_fused(on);
+// The members are not sub-modules (an ensemble has no parameters of its
+// own to save), so set_fast reaches them here.
+void Ensemble::on_set_fast(bool on) {
+    for (Member& m : members_) m.model->set_fast(on);
 }
 
 std::string Ensemble::config_text() const {

@@ -40,10 +40,12 @@ public:
     // members' attention weights, B×T×n.
     Var forward(const Batch& batch, Tensor* weights = nullptr) override;
     std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>& lengths) override;
-    void set_fused(bool on) override;
     // The members' configurations, " | " between them.
     std::string config_text() const override;
     std::string describe() const override;
+
+protected:
+    void on_set_fast(bool on) override;
 
 private:
     std::vector<Member> members_;

@@ -147,7 +147,7 @@ int evaluate_ensemble(const Settings& s, const TaskData& task, const std::vector
         setup.target_vocab.symbols() != task.target_vocab.symbols())
         throw std::runtime_error("--ensemble: " + paths[0] + " was trained with other vocabularies than --data " +
                                  task.name + " gives; score it on the data it was trained on");
-    models->set_fused(s.common.fused);
+    models->set_fast(s.common.fast);
     std::cerr << models->describe() << "\n";
     Json sets = Json::object();
     for (const auto& [name, items] : {std::pair<const char*, const std::vector<EvalItem>*>{"dev", &task.dev},
@@ -256,9 +256,13 @@ int main(int argc, char** argv) try {
     Generator gen(static_cast<uint64_t>(s.common.seed));
     const std::unique_ptr<Translator> made = make_model(setup, gen);
     Translator& model = *made;
-    model.set_fused(s.common.fused);  // fused kernels unless --no-fused
+    model.set_fast(s.common.fast);  // the readable layers unless --fast
     Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr});
-    std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n";
+    std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n"
+              << kernels_line(s.common.fast, setup.model == "rnn"
+                                                 ? "about 1.9× faster on the dates task (2 cores; docs/performance.md)"
+                                                 : "about 1.1× faster on the dates task (2 cores; docs/performance.md)")
+              << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;

@@ -151,13 +151,6 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
 
 std::string Seq2SeqModel::describe() const { return "Seq2SeqModel(" + config_.str() + ")"; }
 
-void Seq2SeqModel::set_fused(bool on) {
-    encoder.mode = on ? RnnMode::sequence : RnnMode::stepwise;
-    decoder.fused = on;
-    init.fused = output.fused = on;  // matmul_bias
-    if (bahdanau_) bahdanau_->score.fused = on;  // additive_score_fused
-}
-
 Encoded Seq2SeqModel::encode(const Tensor& source, const std::vector<int64_t>& lengths) {
     Encoded enc;
     const Var x = dropout(source_embedding(source));     // B×n×E

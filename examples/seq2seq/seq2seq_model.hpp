@@ -109,12 +109,13 @@ public:
     const ModelConfig& config() const { return config_; }
     std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
-    // The fast paths, chosen by name: the encoder's GRU in RnnMode::sequence
-    // (each direction one op, its batch split over the threads), the decoder's GRUCell with fused gates, and Bahdanau attention's score as
-    // additive_score_fused (the same values up to rounding).
-    // Without this call the model runs the composed versions, to read and step
-    // through; the trainer turns them on unless --no-fused, W2 always.
-    void set_fused(bool on) override;
+    // The fast paths (Module::set_fast): the encoder's GRU in
+    // RnnMode::sequence (each direction one op, its batch split over the
+    // threads), the decoder's GRUCell with fused gates, the linear layers'
+    // matmul_bias and Bahdanau attention's score as additive_score_fused (the
+    // same values up to rounding). Without it the model runs the composed
+    // versions, to read and step through; the trainer turns them on with
+    // --fast, W2 always.
 
     Embedding source_embedding, target_embedding;
     GRU encoder;

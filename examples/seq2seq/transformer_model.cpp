@@ -135,12 +135,6 @@ TransformerSeq2Seq::~TransformerSeq2Seq() = default;
 
 std::string TransformerSeq2Seq::describe() const { return "TransformerSeq2Seq(" + config_.str() + ")"; }
 
-void TransformerSeq2Seq::set_fused(bool on) {
-    for (auto& layer : encoder) layer->set_fused(on);
-    for (auto& layer : decoder) layer->set_fused(on);
-    if (output) output->fused = on;  // matmul_bias
-}
-
 Var TransformerSeq2Seq::embed(const Embedding& embedding, const Tensor& ids) {
     // E[ids]·√d + PE (entry 46), then dropout                             B×L×d
     const Var x = embedding(ids) * std::sqrt(static_cast<real>(config_.d_model));

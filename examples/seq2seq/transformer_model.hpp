@@ -91,9 +91,9 @@ public:
     const TransformerConfig& config() const { return config_; }
     std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
-    // The layers' fused SDPA kernel and fused LayerNorm (the same values up to
-    // rounding); off by default, the trainer turns them on unless --no-fused.
-    void set_fused(bool on) override;
+    // Module::set_fast: the layers' fused SDPA kernel, fused LayerNorm and
+    // matmul_bias (the same values up to rounding); off by default, the
+    // trainer turns them on with --fast.
 
     Embedding source_embedding, target_embedding;
     std::vector<std::unique_ptr<TransformerEncoderLayer>> encoder;

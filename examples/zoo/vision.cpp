@@ -46,7 +46,10 @@ void put_downsampled(Tensor& dst, int64_t index, const uint8_t* pixels) {
 // only t10k is there), test items: the last 1000 of t10k.
 std::optional<Images> load_fashion() {
     const std::string dir = "data/fashion-mnist";
-    if (!std::filesystem::exists(dir + "/t10k-images-idx3-ubyte")) return std::nullopt;
+    // (A path made from a std::string temporary here trips a false
+    // -Warray-bounds in GCC 12's libstdc++ at -O2: the path is built from the
+    // C string instead.)
+    if (!std::filesystem::exists(std::filesystem::path((dir + "/t10k-images-idx3-ubyte").c_str()))) return std::nullopt;
     // One label per image, or an error naming both files (a short label
     // file was read past its end).
     const IdxDataset test = read_idx_dataset(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte");

@@ -647,7 +647,7 @@ TEST_CASE("TransformerEncoderLayer equals torch.nn.TransformerEncoderLayer (post
         -0.576718, 0.161276, 0.096553, -0.165222, -0.558489, 0.183190, 0.057697, -0.099678};
     for (bool fused : {false, true}) {  // the composite, then the fast paths (fused attention, LayerNorm, FFN)
         CAPTURE(fused);
-        layer.set_fused(fused);
+        layer.set_fast(fused);
         CHECK((layer.norm1.fused == fused && layer.linear1.fused == fused && layer.self_attn().fused() == fused));
         const Tensor y1 = layer.forward(Var(x), padding({3, 2}, 3)).output.value();
         const Tensor y2 = layer.forward(Var(x), {}, true).output.value();
@@ -657,7 +657,7 @@ TEST_CASE("TransformerEncoderLayer equals torch.nn.TransformerEncoderLayer (post
             CHECK(std::abs(y2[i] - causal[static_cast<size_t>(i)]) < 1e-6);
         }
     }
-    layer.set_fused(false);
+    layer.set_fast(false);
     // W5's layer (d_model 128, 4 heads, feed-forward 512) has PyTorch's parameter count.
     CHECK(TransformerEncoderLayer(128, 4, 512, gen).num_parameters() == 198272);
 }
@@ -732,7 +732,7 @@ TEST_CASE("TransformerDecoderLayer equals torch.nn.TransformerDecoderLayer (post
         -0.296675, 0.366097, 0.506381, -0.011751, -0.361441, 0.391440, 0.434438, -0.058143};
     for (bool fused : {false, true}) {
         CAPTURE(fused);
-        layer.set_fused(fused);
+        layer.set_fast(fused);
         CHECK((layer.norm1.fused == fused && layer.norm2.fused == fused && layer.norm3.fused == fused));
         CHECK((layer.self_attn().fused() == fused && layer.multihead_attn().fused() == fused));
         const auto a = layer.forward(Var(x), Var(memory), length_mask({3, 2}, 3), length_mask({3, 2}, 4));
