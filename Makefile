@@ -36,7 +36,11 @@
 
 # Every core by default: -jN on the command line still decides (-j1: one job).
 NPROC := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+# (Only in the make you typed: a make it starts, as make debug and make
+# check-arm do, shares its jobs.)
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(NPROC)
+endif
 # When this make started, for the time `make test` and `make run` report.
 START_TIME := $(shell date +%s)
 elapsed = echo "$1: $$(( $$(date +%s) - $(START_TIME) )) s, build included"
