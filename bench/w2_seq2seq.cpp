@@ -30,7 +30,7 @@ bench::Workload make_w2() {
     const ModelConfig config{};
     auto model = std::make_shared<Seq2SeqModel>(config, gen);
     model->set_fast(true);  // as the trainer runs it with --fast
-    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
+    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3, .fast = true});
     auto batch = std::make_shared<Batch>();
     batch->source = random_ids(config.source_vocab, gen);
     batch->target_in = random_ids(config.target_vocab, gen);

@@ -27,7 +27,7 @@ bench::Workload make_w3() {
     const DocModelConfig config{};
     auto model = std::make_shared<HierarchicalAttentionNetwork>(config, gen);
     model->set_fast(true);  // as the trainer runs it with --fast
-    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
+    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3, .fast = true});
     auto data = std::make_shared<Data>();
     data->ids = Tensor::empty(Shape{kDocs, kSentences, kWords});
     for (int64_t i = 0; i < data->ids.numel(); ++i)

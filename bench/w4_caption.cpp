@@ -34,7 +34,7 @@ bench::Workload make_w4(bool hard) {
     auto model = std::make_shared<Captioner>(config, gen);
     model->set_fast(true);  // as the trainer runs it with --fast
     model->seed_sampler(1);
-    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
+    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3, .fast = true});
     auto state = std::make_shared<State>();
     state->images = Tensor::normal(Shape{kBatch, 1, kSide, kSide}, 0, 1, gen);
     state->captions = Tensor::empty(Shape{kBatch, kLength});

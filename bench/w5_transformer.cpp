@@ -51,7 +51,7 @@ struct Data {
 bench::Workload make_w5() {
     Generator gen(0);
     auto model = std::make_shared<TransformerClassifier>(gen);
-    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3});
+    auto opt = std::make_shared<Adam>(model->parameters(), AdamOptions{.lr = 1e-3, .fast = true});
     auto data = std::make_shared<Data>();
     data->tokens = Tensor::empty(Shape{kBatch, kLength});
     for (int64_t i = 0; i < data->tokens.numel(); ++i) data->tokens[i] = static_cast<real>(gen.randint(kVocab));

@@ -268,7 +268,7 @@ void Adam::update(Tensor& p, const Tensor& g, ParamState& state) {
     real* m = state.slots[0].data();
     real* v = state.slots[1].data();
     real* vmax = options_.amsgrad ? state.slots[2].data() : nullptr;
-    if (!vmax) {  // the common case (float): one kernel, optim_kernels.hpp
+    if (!vmax && options_.fast) {  // float without AMSGrad: one kernel, optim_kernels.hpp
         const auto f = [](real x) { return static_cast<float>(x); };
         const optim_internal::AdamStep c{f(beta1), f(beta2), f(one_minus_beta1), f(one_minus_beta2), f(step_size),
                                          f(bias2_sqrt), f(eps), f(l2), f(shrink)};

@@ -148,6 +148,11 @@ struct AdamOptions {
     double eps = 1e-8;
     double weight_decay = 0;  // AdamW's default is 0.01: AdamW's constructor takes its own default
     bool amsgrad = false;
+    // false (the default): the update is the plain loop of Adam::update, the
+    // formula one value at a time; true: the same update split over the
+    // threads, 8 values at a time where the CPU has AVX2 (nn/optim_avx2.cpp;
+    // the same values up to rounding). The trainers' --fast sets it.
+    bool fast = false;
 };
 
 class Adam : public Optimizer {

@@ -203,6 +203,44 @@ TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm")
     CHECK(clip_grad_norm_({Var(Tensor::zeros({1}), true)}, 1) == 0);               // no gradients at all
 }
 
+TEST_CASE("Adam: fast (threads, AVX2) agrees with the default plain loop, which is the formula to the bit") {
+    // 200,003 values: over the pool's split (65,536 a piece) with a tail.
+    Generator gen(8);
+    const int64_t n = 200003;
+    const Tensor p0 = Tensor::normal({n}, 0, 1, gen);
+    std::vector<Tensor> grads;
+    for (int k = 0; k < 3; ++k) grads.push_back(Tensor::normal({n}, 0, 1, gen));
+    Var plain(p0.clone(), true), fast(p0.clone(), true);
+    Adam a({plain}, AdamOptions{.lr = 0.01, .weight_decay = 0.1});
+    Adam b({fast}, AdamOptions{.lr = 0.01, .weight_decay = 0.1, .fast = true});
+    CHECK_FALSE(AdamOptions{}.fast);  // readable by default
+    // The default's first step written out in float, as Adam::update's loop: the same bits.
+    // (m and v start at 0: m = (1 − β₁)·d, v = (1 − β₂)·d², in float as the loop has them)
+    const float step = static_cast<float>(0.01 / (1 - 0.9)), bias2 = static_cast<float>(std::sqrt(1 - 0.999)),
+                eps = 1e-8f, l2 = 0.1f;
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        const float d = grads[0][i] + l2 * p0[i];
+        const float m = 0.1f * d, v = 0.001f * d * d;
+        want[static_cast<size_t>(i)] = p0[i] - step * m / (std::sqrt(v) / bias2 + eps);
+    }
+    for (int t = 0; t < 3; ++t) {
+        set_grad(plain, grads[t]);
+        set_grad(fast, grads[t]);
+        a.step();
+        b.step();
+        if (t == 0) {
+            int64_t differ = 0;
+            for (int64_t i = 0; i < n; ++i) differ += plain.value()[i] != want[static_cast<size_t>(i)];
+            CHECK(differ == 0);
+        }
+    }
+    int64_t far = 0;
+    for (int64_t i = 0; i < n; ++i)
+        far += std::abs(plain.value()[i] - fast.value()[i]) > 1e-6f * (1 + std::abs(plain.value()[i]));
+    CHECK(far == 0);
+}
+
 #if defined(__x86_64__)  // nn/optim_avx2.cpp is built for x86-64 only
 TEST_CASE("optim: Adam's AVX2 loop agrees with the one-value-at-a-time loop") {
     if (!fast_math_avx2_available()) return;

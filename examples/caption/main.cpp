@@ -188,10 +188,10 @@ int main(int argc, char** argv) try {
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + hard_eval + "'");
     Captioner model(config, gen);
     model.set_fast(common.fast);  // the readable layers unless --fast
-    Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr});
+    Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr, .fast = common.fast});
     std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n"
-              << kernels_line(common.fast, "about 1.4× faster on the shapes task (2 cores; docs/performance.md)")
+              << kernels_line(common.fast, "about 1.5× faster on the shapes task (2 cores; docs/performance.md)")
               << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation -----------

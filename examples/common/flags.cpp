@@ -127,9 +127,9 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
     add("--fast", &f.fast,
-        "the model's fast paths (Module::set_fast): fused recurrent gates and sequences, scores, layer norms and "
-        "convolutions, the same values up to rounding; without it every layer runs its composed, readable version, "
-        "the one a debugger steps into");
+        "the fast paths (Module::set_fast): fused recurrent gates and sequences, scores, layer norms and "
+        "convolutions, and Adam's update over the threads in vector registers; the same values up to rounding. "
+        "Without it every layer and the optimiser run their readable versions, the ones a debugger steps into");
 }
 
 std::string kernels_line(bool fast, const std::string& speedup) {

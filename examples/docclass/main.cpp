@@ -115,7 +115,7 @@ int main(int argc, char** argv) try {
                                 .sentence_attention = attention_dim, .num_classes = C};
     std::unique_ptr<DocModel> model = make_doc_model(model_name, config, gen);
     model->set_fast(common.fast);  // the readable layers unless --fast
-    Adam optimizer(model->named_parameters(), {.lr = lr});
+    Adam optimizer(model->named_parameters(), {.lr = lr, .fast = common.fast});
     std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n"
               << kernels_line(common.fast, "about 1.8× faster on the needle task (2 cores; docs/performance.md)")
               << "\n";

@@ -257,11 +257,11 @@ int main(int argc, char** argv) try {
     const std::unique_ptr<Translator> made = make_model(setup, gen);
     Translator& model = *made;
     model.set_fast(s.common.fast);  // the readable layers unless --fast
-    Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr});
+    Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr, .fast = s.common.fast});
     std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n"
               << kernels_line(s.common.fast, setup.model == "rnn"
-                                                 ? "about 1.9× faster on the dates task (2 cores; docs/performance.md)"
-                                                 : "about 1.1× faster on the dates task (2 cores; docs/performance.md)")
+                                                 ? "about 1.8× faster on the dates task (2 cores; docs/performance.md)"
+                                                 : "about 1.25× faster on the dates task (2 cores; docs/performance.md)")
               << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
