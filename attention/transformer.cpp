@@ -25,8 +25,7 @@ real inv_sqrt(int64_t d) { return real(1) / std::sqrt(static_cast<real>(d)); }
 // The multi-head attention of a Transformer layer: entry 40 with biases, as PyTorch's.
 MultiHeadAttention::Options layer_attention(const TransformerLayerOptions& options) {
     MultiHeadAttention::Options mha;
-    mha.bias = true;
-    mha.fused = options.fused;
+    mha.bias = true;  // (mha.fused: the layer's constructor calls set_fast)
     mha.need_weights = options.need_weights;
     return mha;
 }

@@ -191,8 +191,7 @@ int main(int argc, char** argv) try {
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = lr, .fast = common.fast});
     std::cerr << "model: " << attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n"
-              << kernels_line(common.fast, "about 1.5× faster on the shapes task (2 cores; docs/performance.md)")
-              << "\n";
+              << kernels_line(common.fast, "1.5×", "shapes") << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation -----------
     const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(batch_size) - 1) /

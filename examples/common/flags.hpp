@@ -61,9 +61,9 @@ struct PredictFlags {
 };
 
 // The line a trainer prints first about its kernels: which ones run, and what
-// the other choice would buy or cost. `speedup`: --fast's measured speed-up
-// for this trainer's defaults, e.g. "1.6× faster (make run's data, 2 cores)".
-std::string kernels_line(bool fast, const std::string& speedup);
+// the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
+// measured on `task`, make run's data, on 2 cores (docs/performance.md).
+std::string kernels_line(bool fast, const std::string& ratio, const std::string& task);
 
 class FlagParser {
 public:

@@ -117,8 +117,7 @@ int main(int argc, char** argv) try {
     model->set_fast(common.fast);  // the readable layers unless --fast
     Adam optimizer(model->named_parameters(), {.lr = lr, .fast = common.fast});
     std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n"
-              << kernels_line(common.fast, "about 1.8× faster on the needle task (2 cores; docs/performance.md)")
-              << "\n";
+              << kernels_line(common.fast, "1.8×", "needle") << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;
