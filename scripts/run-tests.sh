@@ -6,8 +6,9 @@
 # shuffled by a fixed seed (TEST_SEED, default 1), so the slow cases, which sit
 # together in the files' order (fast_math, gemm, graph_draw), are spread over
 # the runs; the same seed gives the same runs every time.
-# Then prints their output in the order given and one total line:
-# "N passed, N failed".
+# Then prints their output in the order given, the failed cases again with
+# their failed checks (so that the end of a long log names them), and one
+# total line: "N passed, N failed".
 # TEST_RUNNER, if set, is a command to run them under (an emulator: make check-arm).
 #
 # A run's own summary counts every case of the binary as passed or failed
@@ -49,13 +50,31 @@ for bin in "$@"; do
         cat "$log"
         line=$(grep '^\[doctest\] test cases:' "$log" | tail -n 1)
         f=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) failed.*/\1/p')
-        if [ -z "$line" ] || [ "${f:-1}" -ne 0 ] || grep -q 'Status: FAILURE' "$log"; then status=1; fi
+        if [ -z "$line" ] || [ "${f:-1}" -ne 0 ] || grep -q 'Status: FAILURE' "$log"; then
+            status=1
+            {
+                echo "$bin, test cases $first to $last:"
+                # each failed case's name and its first three failed checks
+                awk 'function more() { if (errors > 3) print "    ... and " errors - 3 " more" }
+                     /^TEST CASE:/ { more(); name = $0; errors = 0 }
+                     /: (ERROR|FATAL ERROR):|terminate called|Sanitizer|runtime error/ {
+                         if (errors == 0 && name != "") print "  " name
+                         if (++errors <= 3) print "    " $0 }
+                     END { more() }' "$log"
+                [ -n "$line" ] || { echo "  no summary (the run did not finish); its last lines:"; tail -n 5 "$log" | sed 's/^/    /'; }
+            } >> "$logs/failed"
+        fi
         if [ -n "$line" ]; then
             passed=$((passed + last - first + 1 - f)); failed=$((failed + f))
         fi
         s=$((s + 1))
     done
 done
+# The failures again, last, so that the end of a long log (CI's) names them.
+if [ -s "$logs/failed" ]; then
+    echo "== failed:"
+    cat "$logs/failed"
+fi
 rm -rf "$logs"
 echo "tests: $passed passed, $failed failed"
 exit $status
