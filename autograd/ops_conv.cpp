@@ -246,11 +246,12 @@ void pool_2x2_backward_rows(const uint16_t* argmax, const R* g, int64_t W, int64
     detail::max_pool_2x2_backward_rows(argmax, g, W, rows, Wo, dx);
 }
 
-// max_pool2d's forward on planes [bc_begin, bc_end) of w: the 2×2 path when
-// it applies, else the general one. Planes are independent: ranges of them
-// can run in parallel.
-void max_pool_forward(const Window& w, int64_t bc_begin, int64_t bc_end, const real* x, real* z, uint16_t* argmax) {
-    if (!is_2x2_stride_2(w)) return max_pool_planes(w, bc_begin, bc_end, x, z, argmax);
+// max_pool2d's forward on planes [bc_begin, bc_end) of w: the general loop,
+// or when fast the 2×2 rows where they apply. Planes are independent: ranges
+// of them can run in parallel.
+void max_pool_forward(const Window& w, bool fast, int64_t bc_begin, int64_t bc_end, const real* x, real* z,
+                      uint16_t* argmax) {
+    if (!fast || !is_2x2_stride_2(w)) return max_pool_planes(w, bc_begin, bc_end, x, z, argmax);
     for (int64_t bc = bc_begin; bc < bc_end; ++bc)
         pool_2x2_rows(x + bc * w.H * w.W, w.W, w.Ho, w.Wo, z + bc * w.Ho * w.Wo, argmax + bc * w.Ho * w.Wo);
 }
@@ -265,9 +266,9 @@ struct KernelOffsets {
 };
 
 // Its backward on the same planes: each window's gradient added at its maximum.
-void max_pool_backward(const Window& w, const KernelOffsets& k, int64_t bc_begin, int64_t bc_end,
+void max_pool_backward(const Window& w, bool fast, const KernelOffsets& k, int64_t bc_begin, int64_t bc_end,
                        const uint16_t* argmax, const real* g, real* dx) {
-    if (!is_2x2_stride_2(w)) return max_pool_backward_planes(w, bc_begin, bc_end, argmax, k.i.data(), k.j.data(), g, dx);
+    if (!fast || !is_2x2_stride_2(w)) return max_pool_backward_planes(w, bc_begin, bc_end, argmax, k.i.data(), k.j.data(), g, dx);
     for (int64_t bc = bc_begin; bc < bc_end; ++bc)
         pool_2x2_backward_rows(argmax + bc * w.Ho * w.Wo, g + bc * w.Ho * w.Wo, w.W, w.Ho, w.Wo,
                                dx + bc * w.H * w.W);
@@ -671,7 +672,7 @@ Var conv_max_pool(const char* op, bool then_relu, const Var& input, const Var& w
                 if (conv.bias.defined())
                     for (int64_t c = c_begin; c < c_end; ++c)
                         for (real *zc = z.data() + c * L, *end = zc + L; zc != end; ++zc) *zc += conv.bias[c];
-                max_pool_forward(pool, c_begin, c_end, z.data(), yb, ab);
+                max_pool_forward(pool, /*fast=*/true, c_begin, c_end, z.data(), yb, ab);
                 if (then_relu)
                     for (int64_t i = c_begin * plane; i < c_end * plane; ++i) yb[i] = keep_or_zero(yb[i] > 0, yb[i]);
             });
@@ -703,7 +704,7 @@ Var conv_max_pool(const char* op, bool then_relu, const Var& input, const Var& w
                 if (then_relu)  // ReLU's gradient: g where the output is > 0 (a pooled maximum is never NaN)
                     for (int64_t i = c_begin * plane; i < c_end * plane; ++i)
                         masked[i] = keep_or_zero(out[b * P + i] > 0, g[b * P + i]);
-                max_pool_backward(pool, offsets, c_begin, c_end, ab, gb, dz.data());
+                max_pool_backward(pool, /*fast=*/true, offsets, c_begin, c_end, ab, gb, dz.data());
                 if (db)
                     for (int64_t c = c_begin; c < c_end; ++c) db[c] += row_sum(dz.data() + c * L, L);
             });
@@ -732,7 +733,7 @@ Var conv2d_max_pool_relu_fused(const Var& input, const Var& weight, const Var& b
 // z[b, c, oh, ow] = max of x over the window (padding counts as −∞)
 // ∂L/∂x += g at the window's first maximum (saved as its kernel offset
 // i·kw + j, 2 bytes a window rather than an 8-byte input index)
-Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
+Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding, bool fast) {
     const ProfileScope scope("max_pool2d");
     if (stride.h == 0 && stride.w == 0) stride = kernel;
     const Window w = window_geometry(input.shape(), kernel, stride, padding, "max_pool2d");
@@ -745,15 +746,15 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding) {
     real* pz = z.data();
     uint16_t* pa = argmax.data();
     parallel_planes(w, w.Ho * w.Wo * w.kh * w.kw, [&](int64_t bc_begin, int64_t bc_end) {
-        max_pool_forward(w, bc_begin, bc_end, x, pz, pa);
+        max_pool_forward(w, fast, bc_begin, bc_end, x, pz, pa);
     });
-    return record("max_pool2d", std::move(z), {input}, [w, argmax = std::move(argmax)](Backward& bw) {
+    return record("max_pool2d", std::move(z), {input}, [w, fast, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
         const KernelOffsets offsets(w);
         // Planes in parallel: a window's maximum lies in its own plane.
         parallel_planes(w, w.Ho * w.Wo, [&](int64_t bc_begin, int64_t bc_end) {
-            max_pool_backward(w, offsets, bc_begin, bc_end, argmax.data(), g, dx);
+            max_pool_backward(w, fast, offsets, bc_begin, bc_end, argmax.data(), g, dx);
         });
     });
 }

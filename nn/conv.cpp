@@ -61,7 +61,7 @@ std::string Conv2d::describe() const {
 MaxPool2d::MaxPool2d(Size2 kernel_size, Size2 stride, Size2 padding)
     : kernel_(kernel_size), stride_(default_stride(stride, kernel_size)), padding_(padding) {}
 
-Var MaxPool2d::forward(const Var& x) { return max_pool2d(x, kernel_, stride_, padding_); }
+Var MaxPool2d::forward(const Var& x) { return max_pool2d(x, kernel_, stride_, padding_, is_fast()); }
 
 std::string MaxPool2d::describe() const {
     return "MaxPool2d(kernel_size=" + pair_str(kernel_) + ", stride=" + pair_str(stride_) +

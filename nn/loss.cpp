@@ -74,8 +74,8 @@ Var cross_entropy(const Var& logits, const Tensor& targets, const CrossEntropyOp
     if (!(eps >= 0 && eps <= 1))
         throw std::invalid_argument("loss::cross_entropy: label_smoothing " + std::to_string(eps) +
                                     " is not in [0, 1]");
-    if (!options.weight.defined() && options.reduction == Reduction::mean)
-        return attn::cross_entropy(logits, targets, options.ignore_index, eps);  // the fused op
+    if (options.fast && !options.weight.defined() && options.reduction == Reduction::mean)
+        return attn::cross_entropy(logits, targets, options.ignore_index, eps);  // one op, autograd/ops_nn.cpp
     const Positions p =
         positions("loss::cross_entropy", logits.shape(), targets, options.ignore_index, options.weight);
     const Var log_p = log_softmax(logits, -1);                                          // …×C

@@ -35,11 +35,14 @@ struct CrossEntropyOptions {
     real label_smoothing = 0;
     Tensor weight{};  // per position, the targets' shape; undefined = every position weighs 1
     Reduction reduction = Reduction::mean;
+    // The composition log_softmax → gather → weigh → reduce by default, whose
+    // backward is theirs; fast (with no weight and reduction mean): autograd's
+    // cross_entropy(), one op with its backward softmax − q written out, the
+    // same values within rounding (tests/grad/test_nn_grad.cpp).
+    bool fast = false;
 };
 
 // logits …×C, targets … → a scalar, or … for Reduction::none.
-// With no weight and reduction mean it is autograd's fused cross_entropy();
-// otherwise the composition log_softmax → gather → weigh → reduce.
 Var cross_entropy(const Var& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
 
 struct NllOptions {

@@ -426,15 +426,18 @@ TEST_CASE("autograd values: unfold and its backward (fold) match the formula on 
 
 TEST_CASE("autograd values: max_pool2d matches a brute-force maximum on strided, padded windows, ties included") {
     // z = the maximum of the window's elements inside the input; the gradient
-    // goes to the first of them (in row-major window order) holding it.
+    // goes to the first of them (in row-major window order) holding it. Both
+    // the default loop over each window and the fast 2×2 rows.
+    for (const bool fast : {false, true})
     for (const WindowCase& g : kWindowCases) {
+        INFO("fast " << fast << ", kernel " << g.kh << "×" << g.kw << ", stride " << g.sh << "×" << g.sw);
         const int64_t B = 2, Ho = g.Ho(), Wo = g.Wo();
         // Small whole numbers, so that most windows hold ties.
         Generator gen(5);
         Tensor xv = Tensor::uniform(Shape{B, g.C, g.H, g.W}, 0, 4, gen);
         for (int64_t k = 0; k < xv.numel(); ++k) xv[k] = std::floor(xv[k]);
         Var x(xv, true);
-        Var z = max_pool2d(x, Size2(g.kh, g.kw), Size2(g.sh, g.sw), Size2(g.ph, g.pw));
+        Var z = max_pool2d(x, Size2(g.kh, g.kw), Size2(g.sh, g.sw), Size2(g.ph, g.pw), fast);
         REQUIRE(z.shape() == Shape{B, g.C, Ho, Wo});
         const Tensor up = Tensor::normal(z.shape(), 0, 1, gen);
         z.backward(up);
@@ -466,14 +469,17 @@ TEST_CASE("autograd values: max_pool2d over 2×2 windows, by hand: an all −∞
     // first element. Window 1 holds NaN, 1, 2, NaN: a NaN is never greater, so
     // the maximum is 2, at kernel offset 2 (row 1, column 0 of the window).
     const real inf = std::numeric_limits<real>::infinity(), nan = std::numeric_limits<real>::quiet_NaN();
-    Var x(Tensor::from({-inf, -inf, nan, 1, -inf, -inf, 2, nan}, Shape{1, 1, 2, 4}), true);
-    Var z = max_pool2d(x, Size2(2));
-    REQUIRE(z.shape() == Shape{1, 1, 1, 2});
-    CHECK(z.value()[0] == -inf);
-    CHECK(z.value()[1] == 2);
-    z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
-    const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
-    for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
+    for (const bool fast : {false, true}) {
+        INFO("fast " << fast);
+        Var x(Tensor::from({-inf, -inf, nan, 1, -inf, -inf, 2, nan}, Shape{1, 1, 2, 4}), true);
+        Var z = max_pool2d(x, Size2(2), 0, 0, fast);
+        REQUIRE(z.shape() == Shape{1, 1, 1, 2});
+        CHECK(z.value()[0] == -inf);
+        CHECK(z.value()[1] == 2);
+        z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
+        const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
+        for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
+    }
 }
 
 TEST_CASE("autograd values: max_pool2d's 2×2 row kernels, portable and AVX-512, against a brute-force maximum") {

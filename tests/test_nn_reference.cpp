@@ -163,8 +163,10 @@ TEST_CASE("nn reference: cross_entropy, every reduction, smoothing and weights")
     using loss::Reduction;
     const std::vector<std::pair<std::string, loss::CrossEntropyOptions>> cases{
         {"ce_mean", {}},
+        {"ce_mean", {.fast = true}},
         {"ce_sum", {.reduction = Reduction::sum}},
         {"ce_smooth", {.label_smoothing = 0.1f}},
+        {"ce_smooth", {.label_smoothing = 0.1f, .fast = true}},
         {"ce_weighted", {.weight = weight}},
         {"ce_none", {.reduction = Reduction::none}},
     };

@@ -9,6 +9,7 @@
 
 #include "autograd/ops.hpp"
 #include "nn/activation.hpp"
+#include "nn/loss.hpp"
 #include "examples/caption/bleu.hpp"
 #include "tensor/ops.hpp"
 
@@ -207,7 +208,7 @@ Var reinforce_loss(const Var& log_probs, const Tensor& advantages) {
 CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, const CaptionLossOptions& options,
                          bool hard, MovingAverageBaseline& baseline) {
     CaptionLoss L;
-    const Var ce = cross_entropy(f.logits, captions);  // mean over B·T words
+    const Var ce = loss::cross_entropy(f.logits, captions, {.fast = options.fast});  // mean over B·T words
     const Var penalty = doubly_stochastic_penalty(f.alphas, static_cast<real>(options.penalty));
     L.total = add(ce, penalty);
     L.cross_entropy = ce.item();

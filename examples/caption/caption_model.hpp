@@ -195,6 +195,7 @@ struct CaptionLossOptions {
     double entropy_bonus = 0.01; // λ_e (hard)
     double reinforce_weight = 1; // λ_r (hard): the weight of the score-function term (Xu et al., eq. 12)
     CaptionReward reward = CaptionReward::caption;  // (hard)
+    bool fast = false;           // the cross-entropy as one op (loss::CrossEntropyOptions::fast)
 };
 
 // total = cross_entropy + penalty (+ reinforce − entropy_bonus·entropy when

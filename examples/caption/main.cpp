@@ -209,7 +209,8 @@ int main(int argc, char** argv) try {
         const bool sampling = hard && epoch >= expected_epochs && may_sample;
         if (hard) model.hard_alignment.set_soft_probability(sampling ? soft_probability : 1.0);
         loss_options = {.penalty = sampling && sampling_penalty >= 0 ? sampling_penalty : penalty,
-                        .entropy_bonus = entropy_bonus, .reinforce_weight = reinforce_weight, .reward = reward};
+                        .entropy_bonus = entropy_bonus, .reinforce_weight = reinforce_weight, .reward = reward,
+                        .fast = common.fast};
         if (augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
         order.resize(data.train.size());

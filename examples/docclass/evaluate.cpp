@@ -8,6 +8,7 @@
 #include "examples/common/metrics.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
+#include "nn/loss.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
@@ -25,7 +26,8 @@ Evaluation evaluate(DocModel& model, const std::vector<Document>& docs, int64_t 
         std::iota(idx.begin(), idx.end(), start);
         const DocBatch batch = make_doc_batch(docs, idx, vocab, max_sentences, max_words);
         const DocOutput out = model.forward(batch);
-        loss_sum += cross_entropy(out.logits, batch.labels).item() * static_cast<double>(idx.size());
+        loss_sum += loss::cross_entropy(out.logits, batch.labels, {.fast = model.is_fast()}).item() *
+                    static_cast<double>(idx.size());
         const Tensor pred = argmax(out.logits.value(), 1);
         const int64_t S = batch.ids.size(1), W = batch.ids.size(2);
         for (int64_t b = 0; b < batch.batch(); ++b) {

@@ -28,6 +28,7 @@
 #include "examples/docclass/evaluate.hpp"
 #include "examples/docclass/predict.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/loss.hpp"
 #include "nn/optim.hpp"
 #include "tensor/parallel.hpp"
 
@@ -135,7 +136,8 @@ int main(int argc, char** argv) try {
         const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, max_sentences, max_words);
         const DocOutput out = model->forward(batch);
         // the epoch's loss is the mean per document: weigh each batch by its size
-        return StepLoss{cross_entropy(out.logits, batch.labels), static_cast<double>(idx.size())};
+        return StepLoss{loss::cross_entropy(out.logits, batch.labels, {.fast = model->is_fast()}),
+                        static_cast<double>(idx.size())};
     };
     parts.validate = [&] {
         const Evaluation valid = evaluate(*model, corpus.valid, C, vocab, max_sentences, max_words, 64);

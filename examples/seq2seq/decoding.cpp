@@ -4,11 +4,13 @@
 #include <cmath>
 
 #include "autograd/ops.hpp"
+#include "nn/loss.hpp"
 
 namespace attn::seq2seq {
 
 Var Translator::loss(const Batch& batch, double label_smoothing) {
-    return cross_entropy(forward(batch), batch.target_out, kPad, static_cast<real>(label_smoothing));
+    return loss::cross_entropy(forward(batch), batch.target_out,
+                               {.ignore_index = kPad, .label_smoothing = static_cast<real>(label_smoothing), .fast = is_fast()});
 }
 
 int64_t decode_limit(int64_t source_length) { return 2 * source_length + 5; }

@@ -190,6 +190,8 @@ std::vector<OpCase> nn_cases() {
          {{1, 2, 7, 6}, {2, 2, 2, 3}}, N,
          [](In x) { return conv2d_max_pool_fused(x[0], x[1], Var(), 2, Size2(1), 3, 1, 1); }},
         {"max_pool2d", "2×2, stride 2, no ties", {{2, 2, 4, 4}}, D, [](In x) { return max_pool2d(x[0], 2); }},
+        {"max_pool2d", "2×2, stride 2, no ties, fast (the rows)", {{2, 2, 4, 4}}, D,
+         [](In x) { return max_pool2d(x[0], 2, 0, 0, /*fast=*/true); }},
         {"max_pool2d", "3×3, stride 1, padding 1", {{1, 2, 4, 3}}, D,
          [](In x) { return max_pool2d(x[0], 3, 1, 1); }},
         {"avg_pool2d", "2×2, stride 2", {{2, 2, 4, 4}}, N, [](In x) { return avg_pool2d(x[0], 2); }},

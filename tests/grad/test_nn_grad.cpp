@@ -182,8 +182,10 @@ TEST_CASE("nn gradcheck: losses, every option") {
     const Tensor weight = Tensor::from({0.5, 2, 1, 0, 1.5, 0.25}, {2, 3});
     using loss::Reduction;
     const std::vector<std::pair<std::string, loss::CrossEntropyOptions>> ce_cases{
-        {"mean (fused)", {}},
-        {"mean, smoothing (fused)", {.label_smoothing = 0.2}},
+        {"mean", {}},
+        {"mean, smoothing", {.label_smoothing = 0.2}},
+        {"mean (fast)", {.fast = true}},
+        {"mean, smoothing (fast)", {.label_smoothing = 0.2, .fast = true}},
         {"sum", {.reduction = Reduction::sum}},
         {"none, smoothing", {.label_smoothing = 0.1, .reduction = Reduction::none}},
         {"weighted mean, smoothing", {.label_smoothing = 0.1, .weight = weight}},
@@ -224,19 +226,25 @@ TEST_CASE("nn gradcheck: losses, every option") {
     }
 }
 
-TEST_CASE("nn: cross_entropy's fused and composed paths agree, value and gradient") {
+TEST_CASE("nn: cross_entropy's fast op and its default composition agree, value and gradient") {
     Generator gen(9);
     const Tensor logits = Tensor::normal({4, 6}, 0, 2, gen);
     const Tensor targets = Tensor::from({5, -100, 0, 3}, {4});
     for (real smoothing : {0.0, 0.15}) {
-        Var fused_in(logits.clone(), true), composed_in(logits.clone(), true);
-        Var fused = loss::cross_entropy(fused_in, targets, {.label_smoothing = smoothing});
-        // A weight of ones takes the composed path, with the same mean.
-        Var composed = loss::cross_entropy(composed_in, targets,
-                                           {.label_smoothing = smoothing, .weight = Tensor::ones({4})});
+        Var fused_in(logits.clone(), true), composed_in(logits.clone(), true), weighed_in(logits.clone(), true);
+        Var fused = loss::cross_entropy(fused_in, targets, {.label_smoothing = smoothing, .fast = true});
+        Var composed = loss::cross_entropy(composed_in, targets, {.label_smoothing = smoothing});
+        // A weight of ones: the composition too, with the same mean.
+        Var weighed = loss::cross_entropy(weighed_in, targets,
+                                          {.label_smoothing = smoothing, .weight = Tensor::ones({4})});
+        CHECK(std::string(fused.node()->op) == "cross_entropy");  // the one op
+        CHECK(std::string(composed.node()->op) != "cross_entropy");  // readable by default: the composition
         CHECK(fused.item() == doctest::Approx(composed.item()).epsilon(1e-12));
+        CHECK(weighed.item() == doctest::Approx(composed.item()).epsilon(1e-12));
         fused.backward();
         composed.backward();
+        weighed.backward();
         CHECK(allclose(fused_in.grad(), composed_in.grad(), 1e-12, 1e-12));
+        CHECK(allclose(weighed_in.grad(), composed_in.grad(), 1e-12, 1e-12));
     }
 }
