@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/fast_math.hpp"
@@ -95,7 +95,7 @@ BroadcastMask broadcast_mask(const char* op, const Tensor& mask, const Shape& sc
 
 // What mask_tile applies to a tile of scores: the keep mask, and the keys
 // whose row held a non-finite value (FiniteKeysValues in
-// attention/transformer.hpp: K itself then holds 0 there).
+// attention/scaled_dot_product.hpp: K itself then holds 0 there).
 struct ScoreMask {
     BroadcastMask keep;
     Tensor bad_keys;  // …×1×n of 0/1 (batch×n in memory); undefined when every key is finite
@@ -571,7 +571,7 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
     const Shape scores_shape = qs.with(R - 1, p.n);    // …×m×n
     const Shape output_shape = qs.with(R - 1, p.d_v);  // …×m×d_v
     // Non-finite keys and values are set aside as in the composite (attention/
-    // transformer.hpp, FiniteKeysValues): the kernel reads only finite K and V,
+    // scaled_dot_product.hpp, FiniteKeysValues): the kernel reads only finite K and V,
     // mask_tile gives NaN to the scores of bad keys before masking, and the NaN
     // of bad values is put back below, where a query may see them.
     const FiniteKeysValues kv = finite_keys_values(keys, values);
@@ -602,7 +602,7 @@ AttentionOutput scaled_dot_product_attention_fused_heads(const Var& queries, con
                                     " and values " + vs.str() + " with h = " + std::to_string(heads) +
                                     " heads: need B×m×(h·d_k), B×n×(h·d_k) and B×n×(h·d_v), h > 0, d_k > 0");
     const int64_t B = qs[0], m = qs[1], n = ks[1], h = heads;
-    // The rules for non-finite values (attention/transformer.hpp) are per
+    // The rules for non-finite values (attention/scaled_dot_product.hpp) are per
     // head: a key is bad for the heads whose columns hold the non-finite
     // value. Rather than a second copy of them, such inputs take the way
     // round, through the heads split apart.

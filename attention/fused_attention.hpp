@@ -3,7 +3,7 @@
 //
 //     O = softmax_row(Q Kᵀ / √d_k + M) V
 //
-// (attention/transformer.hpp has the composite version, the one to read; a
+// (attention/scaled_dot_product.hpp has the composite version, the one to read; a
 // test shows the two agree in value and gradient, masks included), but it
 // never materialises the m×n matrix of scores or weights:
 //
@@ -35,7 +35,7 @@
 // without being computed, and no mask tensor is built.
 //
 // Non-finite values follow the composite's rules (FiniteKeysValues in
-// attention/transformer.hpp): the kernel reads the finite part of K and V, a
+// attention/scaled_dot_product.hpp): the kernel reads the finite part of K and V, a
 // key that held a non-finite value gets NaN scores before the mask is
 // applied, and a row whose scores include a NaN comes out NaN (the running
 // maximum keeps a NaN), never taken for a fully masked row.

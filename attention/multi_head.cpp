@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "attention/fused_attention.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "nn/init.hpp"
 #include "tensor/ops.hpp"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "nn/init.hpp"
 #include "tensor/ops.hpp"
 

@@ -1,26 +1,18 @@
-// Transformer components, composed from autograd's primitives: entries 44,
-// 45, 48, 50, 82 and 83, and the encoder and decoder layers. The formulas and shape legend are in
+// The Transformer's layers: entries 82 and 83, and the encoder and decoder
+// layers, wired from multi-head attention. The formulas are in
 // attention/transformer.hpp; each line below carries the formula it computes
 // and the shape it produces.
 #include "attention/transformer.hpp"
 
-#include <cmath>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
-#include <vector>
+#include <string>
 
-#include "attention/multi_head.hpp"
-#include "nn/init.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {
 
 namespace {
-
-SoftmaxMask keep(const Tensor& mask) { return mask.defined() ? SoftmaxMask::keep(mask) : SoftmaxMask{}; }
-
-real inv_sqrt(int64_t d) { return real(1) / std::sqrt(static_cast<real>(d)); }
 
 // The multi-head attention of a Transformer layer: entry 40 with biases, as PyTorch's.
 MultiHeadAttention::Options layer_attention(const TransformerLayerOptions& options) {
@@ -39,272 +31,6 @@ std::string dropout_text(const Dropout& d) {
 }
 
 }  // namespace
-
-// ---- entry 44: scaled_dot_product_attention ------------------------------------
-
-void check_sdpa_inputs(const std::string& who, const Var& queries, const Var& keys, const Var& values) {
-    if (!queries.defined() || !keys.defined() || !values.defined())
-        throw std::invalid_argument(who + ": queries, keys and values must all be defined");
-    const Shape &q = queries.shape(), &k = keys.shape(), &v = values.shape();
-    const std::string shapes = "queries " + q.str() + ", keys " + k.str() + " and values " + v.str();
-    const int R = q.rank();
-    if (R < 2 || k.rank() != R || v.rank() != R)
-        throw std::invalid_argument(who + ": " + shapes + " need the same rank, at least 2 (…×m×d_k, …×n×d_k, …×n×d_v)");
-    for (int a = 0; a < R - 2; ++a)
-        if (q[a] != k[a] || k[a] != v[a])
-            throw std::invalid_argument(who + ": " + shapes + " need the same leading (batch) axes");
-    if (q[R - 1] != k[R - 1] || q[R - 1] == 0)
-        throw std::invalid_argument(who + ": " + shapes + " need the same non-zero width d_k of queries and keys");
-    if (k[R - 2] != v[R - 2])
-        throw std::invalid_argument(who + ": " + shapes + " need as many keys as values");
-}
-
-AttentionOutput scaled_dot_product_attention(const Var& queries, const Var& keys, const Var& values,
-                                             const Tensor& mask, bool causal) {
-    check_sdpa_inputs("scaled_dot_product_attention", queries, keys, values);
-    const int64_t m = queries.size(-2), n = keys.size(-2), d_k = queries.size(-1);
-    const Tensor M = combine_masks(mask, causal ? causal_mask(m, n) : Tensor());
-    // K, V with their non-finite entries set aside (0 in the products, NaN put
-    // back below only where a query may see them): FiniteKeysValues
-    const FiniteKeysValues kv = finite_keys_values(keys, values);
-    // and a query that may attend no key zeroed, so that nothing it holds reaches dK
-    const Var Q = hide_fully_masked_queries(queries, M);
-    // E = Q Kᵀ / √d_k, computed as (Q / √d_k) Kᵀ: the m×d_k queries are
-    // scaled rather than the m×n scores                                  …×m×n
-    const Var scores = nan_at_bad_keys(matmul(Q * inv_sqrt(d_k), kv.keys, false, true), kv.bad_keys);
-    // A = softmax_row(E + M), M applied by selection                     …×m×n
-    const Var weights = softmax(scores, -1, keep(M));
-    // Attn = A V                                                        …×m×d_v
-    return {nan_at_seen_bad_values(matmul(weights, kv.values), mask, causal, kv.bad_values), weights};
-}
-
-// ---- non-finite keys and values ------------------------------------------------------
-
-namespace {
-
-constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
-
-// 1 where x is not finite, 0 elsewhere; undefined when x is all finite.
-Tensor non_finite(const Tensor& x) {
-    if (finite_everywhere(x)) return {};
-    Tensor bad = Tensor::zeros(x.shape());
-    const real* p = x.data();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) bad[i] = std::isfinite(p[i]) ? 0 : 1;
-    return bad;
-}
-
-}  // namespace
-
-FiniteKeysValues finite_keys_values(const Var& keys, const Var& values) {
-    FiniteKeysValues out{keys, values, {}, {}};
-    const Var zero(Tensor::scalar(0));
-    // K ← bad ? 0 : K, a selection: its backward sends the bad entries 0
-    if (const Tensor bad = non_finite(keys.value()); bad.defined()) {
-        out.keys = where(bad, zero, keys);
-        // any over each row: …×n×1, laid out again as …×1×n (the same order in memory)
-        const Tensor any = max(bad, -1, /*keepdim=*/true);
-        const int r = any.rank();
-        out.bad_keys = any.reshape(any.shape().with(r - 2, 1).with(r - 1, any.size(r - 2)));
-    }
-    if (const Tensor bad = non_finite(values.value()); bad.defined()) {
-        out.values = where(bad, zero, values);
-        out.bad_values = bad;
-    }
-    return out;
-}
-
-Var nan_at_bad_keys(const Var& scores, const Tensor& bad_keys) {
-    if (!bad_keys.defined()) return scores;
-    return where(bad_keys, Var(Tensor::scalar(kNaN)), scores);  // e_ij ← NaN for bad key j   …×m×n
-}
-
-Var nan_at_seen_bad_values(const Var& output, const Tensor& mask, bool causal, const Tensor& bad_values) {
-    if (!bad_values.defined()) return output;
-    const int64_t m = output.size(-2), n = bad_values.size(-2);
-    // sees_ij = 1 when query i may attend key j (all ones without a mask)    …×m×n
-    Tensor sees = combine_masks(mask, causal ? causal_mask(m, n) : Tensor());
-    sees = sees.defined() ? sub(Tensor::scalar(1), eq(sees, Tensor::scalar(0))) : Tensor::ones(Shape{m, n});
-    if (sees.rank() == 1) sees = sees.reshape(Shape{1, sees.size(0)});                   // a mask of keys only
-    if (sees.size(-1) != n) sees = expand(sees, sees.shape().with(sees.rank() - 1, n));  // a mask broadcast over keys
-    // hit_ic = Σ_j sees_ij · bad_jc > 0: a product of 0/1 matrices, exact   …×m×d_v
-    const Tensor hit = gt(matmul(sees, bad_values), Tensor::scalar(0));
-    return where(hit, Var(Tensor::scalar(kNaN)), output);
-}
-
-Var split_heads(const Var& x, int64_t heads) {
-    return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
-}
-
-Var concat_heads(const Var& heads) {
-    const int64_t B = heads.size(0), h = heads.size(1), m = heads.size(2), w = heads.size(3);
-    return reshape(permute(heads, {0, 2, 1, 3}), {B, m, h * w});
-}
-
-Tensor mask_for_heads(const Tensor& mask) {
-    if (!mask.defined() || mask.rank() != 3) return mask;
-    return mask.reshape(Shape{mask.size(0), 1, mask.size(1), mask.size(2)});  // B×1×m×n
-}
-
-// ---- entry 45: restricted_self_attention -----------------------------------------
-
-namespace {
-
-// Row i of the result is the window (x_{i−r}, …, x_{i+r}) of x, zero rows past
-// either end: x B×n×d → B×n×(2r+1)×d.
-Var windows(const Var& x, int64_t r) {
-    const int64_t B = x.size(0), n = x.size(1), d = x.size(2);
-    const Var zeros(Tensor::zeros(Shape{B, r, d}));
-    const Var padded = r > 0 ? concat({zeros, x, zeros}, 1) : x;  // B×(n+2r)×d
-    std::vector<Var> shifted;
-    for (int64_t o = 0; o <= 2 * r; ++o) shifted.push_back(slice(padded, 1, o, o + n));  // row i: x_{i+o−r}
-    return stack(shifted, 2);
-}
-
-// B×n×(2r+1): 1 where key i + o − r lies inside the sequence (and the padding
-// mask keeps it).
-Tensor window_mask(int64_t B, int64_t n, int64_t r, const Tensor& key_padding) {
-    const int64_t w = 2 * r + 1;
-    Tensor mask = Tensor::zeros(Shape{B, n, w});
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t o = 0; o < w; ++o) {
-                const int64_t j = i + o - r;
-                const bool inside = j >= 0 && j < n;
-                mask[(b * n + i) * w + o] = inside && (!key_padding.defined() || key_padding[b * n + j] != 0) ? 1 : 0;
-            }
-    return mask;
-}
-
-}  // namespace
-
-AttentionOutput restricted_self_attention(const Var& queries_in, const Var& keys_in, const Var& values_in, int64_t r,
-                                          const Tensor& key_padding) {
-    const std::string who = "restricted_self_attention";
-    check_qkv(who, queries_in, keys_in, values_in);
-    const int64_t B = queries_in.size(0), n = queries_in.size(1), d_k = queries_in.size(2), d_v = values_in.size(2);
-    if (keys_in.size(1) != n || keys_in.size(2) != d_k)
-        throw std::invalid_argument(who + ": queries " + queries_in.shape().str() + " and keys " +
-                                    keys_in.shape().str() + " need the same positions and width (self-attention)");
-    if (r < 0) throw std::invalid_argument(who + ": the radius r = " + std::to_string(r) + " must be >= 0");
-    if (key_padding.defined() && key_padding.shape() != Shape{B, n})
-        throw std::invalid_argument(who + ": key_padding " + key_padding.shape().str() + " must be B×n = " +
-                                    Shape{B, n}.str());
-    const int64_t w = 2 * r + 1;
-    const Tensor window_keep = window_mask(B, n, r, key_padding);  // B×n×(2r+1)
-    // padded keys and values, and queries whose window keeps nothing, zeroed
-    // (by selection) before the windows' products read them
-    const Tensor keep = key_padding.defined() ? key_mask(key_padding) : Tensor();
-    const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
-    const Var queries = hide_fully_masked_queries(queries_in, window_keep);
-    // W_i = (k_{i−r}, …, k_{i+r}),  W^V_i = (v_{i−r}, …, v_{i+r})          B×n×(2r+1)×d
-    const Var key_windows = windows(keys, r), value_windows = windows(values, r);
-    // e_i = W_i q_i / √d_k                                                B×n×(2r+1)
-    const Var scores = reshape(matmul(key_windows, unsqueeze(queries, -1)), {B, n, w}) * inv_sqrt(d_k);
-    // a_i = softmax(e_i) over the window's keys inside the sequence       B×n×(2r+1)
-    const Var weights = softmax(scores, -1, SoftmaxMask::keep(window_keep));
-    // y_i = W^Vᵢᵀ a_i                                                     B×n×d_v
-    const Var output = reshape(matmul(unsqueeze(weights, 2), value_windows), {B, n, d_v});
-    return {output, weights};
-}
-
-Tensor band_to_dense(const Tensor& band_weights, int64_t r) {
-    if (band_weights.rank() != 3 || band_weights.size(2) != 2 * r + 1)
-        throw std::invalid_argument("band_to_dense: band weights " + band_weights.shape().str() +
-                                    " must be B×n×(2r+1) with r = " + std::to_string(r));
-    const int64_t B = band_weights.size(0), n = band_weights.size(1), w = 2 * r + 1;
-    Tensor dense = Tensor::zeros(Shape{B, n, n});
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t o = 0; o < w; ++o) {
-                const int64_t j = i + o - r;
-                if (j >= 0 && j < n) dense[(b * n + i) * n + j] = band_weights[(b * n + i) * w + o];
-            }
-    return dense;
-}
-
-// ---- entry 48: relative_position_self_attention -----------------------------------
-
-RelativePositionSelfAttention::RelativePositionSelfAttention(int64_t d, int64_t d_z, int64_t k, Generator& gen)
-    : d_(d), d_z_(d_z), k_(k) {
-    if (d <= 0 || d_z <= 0 || k < 0)
-        throw std::invalid_argument(id() + ": needs d > 0, d_z > 0 and k >= 0, got d = " + std::to_string(d) +
-                                    ", d_z = " + std::to_string(d_z) + ", k = " + std::to_string(k));
-    W_Q = register_parameter("W_Q", init::xavier_uniform(Shape{d, d_z}, gen));
-    W_K = register_parameter("W_K", init::xavier_uniform(Shape{d, d_z}, gen));
-    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d, d_z}, gen));
-    w_K = register_parameter("w_K", init::xavier_uniform(Shape{2 * k + 1, d_z}, gen));
-    w_V = register_parameter("w_V", init::xavier_uniform(Shape{2 * k + 1, d_z}, gen));
-}
-
-Tensor RelativePositionSelfAttention::relative_index(int64_t n) const {
-    Tensor R = Tensor::empty(Shape{n, n});
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) R[i * n + j] = static_cast<real>(std::max(-k_, std::min(k_, j - i)) + k_);
-    return R;
-}
-
-AttentionOutput RelativePositionSelfAttention::forward(const Var& x, const Tensor& mask) {
-    check_rank(id(), "x", x, 3);
-    if (x.size(2) != d_)
-        throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs width d = " + std::to_string(d_));
-    const int64_t n = x.size(1);
-    // padded positions zeroed (by selection) before W^K and W^V read them, and
-    // a position that may attend nothing before W^Q (attention/general.hpp)
-    const Var x_q = hide_fully_masked_queries(x, mask), x_kv = hide_unseen_keys(x, mask);
-    // Q = X W^Q,  K = X W^K,  V = X W^V                                  B×n×d_z
-    const Var Q = matmul(x_q, W_Q), K = matmul(x_kv, W_K), V = matmul(x_kv, W_V);
-    // a^K_ij = w^K[clip(j − i, k) + k],  a^V_ij likewise                 n×n×d_z
-    const Var aK = relative_keys(n), aV = relative_values(n);
-    // e_ij = (q_i·k_j + q_i·a^K_ij) / √d_z. The second term is a product
-    // batched over i: (Q as n×B×d_z)·(a^K_i as d_z×n) → n×B×n → B×n×n.
-    const Var relative_scores = permute(matmul(permute(Q, {1, 0, 2}), aK, false, true), {1, 0, 2});
-    const Var scores = (matmul(Q, K, false, true) + relative_scores) * inv_sqrt(d_z_);
-    // α_ij = softmax_j(e_ij)                                            B×n×n
-    const Var weights = softmax(scores, -1, keep(mask));
-    // z_i = Σ_j α_ij v_j + Σ_j α_ij a^V_ij, the second term batched over i:
-    // (α as n×B×n)·(a^V_i n×d_z) → n×B×d_z → B×n×d_z.
-    const Var relative_values_term = permute(matmul(permute(weights, {1, 0, 2}), aV), {1, 0, 2});
-    return {matmul(weights, V) + relative_values_term, weights};
-}
-
-Taxonomy RelativePositionSelfAttention::taxonomy() const {
-    Taxonomy t;
-    t.scoring = "scaled_dot_score";
-    t.query = "self";
-    return t;
-}
-
-// ---- entry 50: random_synthesizer_attention ----------------------------------------
-
-RandomSynthesizerAttention::RandomSynthesizerAttention(int64_t n_max, int64_t d, int64_t d_v, Generator& gen)
-    : n_max_(n_max), d_(d) {
-    if (n_max <= 0 || d <= 0 || d_v <= 0)
-        throw std::invalid_argument(id() + ": needs n_max, d and d_v > 0, got " + std::to_string(n_max) + ", " +
-                                    std::to_string(d) + ", " + std::to_string(d_v));
-    R = register_parameter("R", init::xavier_uniform(Shape{n_max, n_max}, gen));
-    W_V = register_parameter("W_V", init::xavier_uniform(Shape{d_v, d}, gen));
-}
-
-AttentionOutput RandomSynthesizerAttention::forward(const Var& x, const Tensor& mask) {
-    check_rank(id(), "x", x, 3);
-    const int64_t B = x.size(0), n = x.size(1);
-    if (n > n_max_ || x.size(2) != d_)
-        throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs at most n_max = " +
-                                    std::to_string(n_max_) + " positions of width d = " + std::to_string(d_));
-    // R_{0:n,0:n}, the same for every example                          B×n×n
-    const Var R_n = expand(unsqueeze(slice(slice(R, 0, 0, n), 1, 0, n), 0), Shape{B, n, n});
-    // A = softmax_row(R_n + M)                                          B×n×n
-    const Var weights = softmax(R_n, -1, keep(mask));
-    // Y = A (X W_Vᵀ), padded rows of X zeroed (by selection) first      B×n×d_v
-    return {matmul(weights, matmul(hide_unseen_keys(x, mask), W_V, false, true)), weights};
-}
-
-Taxonomy RandomSynthesizerAttention::taxonomy() const {
-    Taxonomy t;
-    t.scoring = "learned_weights";  // no score function: R is the scores
-    t.query = "self";
-    return t;
-}
 
 // ---- entries 82 and 83: the decoder's two attentions (§3.2.3) -------------------------
 
@@ -360,10 +86,10 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
       linear2(dim_feedforward, d_model, gen),
       norm1(d_model),
       norm2(d_model),
-      dropout(options.dropout, gen) {
-    self_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
+      dropout(options.dropout, gen),
+      self_attn_(d_model, heads, gen, layer_attention(options)) {
     // PyTorch's state_dict order (dropout has no parameters).
-    register_module("self_attn", *self_attn_);
+    register_module("self_attn", self_attn_);
     register_module("linear1", linear1);
     register_module("linear2", linear2);
     register_module("norm1", norm1);
@@ -372,11 +98,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads,
     set_fast(options.fused);
 }
 
-TransformerEncoderLayer::~TransformerEncoderLayer() = default;
-
 AttentionOutput TransformerEncoderLayer::forward(const Var& x, const Tensor& mask, bool causal) {
     // X₁ = LayerNorm₁(X + Dropout(MHA(X, X, X; M)))                     B×n×d_model
-    const AttentionOutput attention = self_attn_->forward(x, x, x, mask, causal);
+    const AttentionOutput attention = self_attn_.forward(x, x, x, mask, causal);
     const Var x1 = norm1.add_and_norm(x, dropout(attention.output));
     // Y = LayerNorm₂(X₁ + Dropout(W₂ Dropout(ReLU(W₁ X₁ + b₁)) + b₂))    B×n×d_model
     const Var y = norm2.add_and_norm(x1, dropout(linear2(dropout(feed_forward_hidden(linear1, x1)))));
@@ -384,8 +108,8 @@ AttentionOutput TransformerEncoderLayer::forward(const Var& x, const Tensor& mas
 }
 
 std::string TransformerEncoderLayer::describe() const {
-    return "TransformerEncoderLayer(d_model=" + std::to_string(self_attn_->d_model()) +
-           ", nhead=" + std::to_string(self_attn_->num_heads()) +
+    return "TransformerEncoderLayer(d_model=" + std::to_string(self_attn_.d_model()) +
+           ", nhead=" + std::to_string(self_attn_.num_heads()) +
            ", dim_feedforward=" + std::to_string(linear1.out_features()) + dropout_text(dropout) +
            ", norm_first=false)";
 }
@@ -403,12 +127,12 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d_model, int64_t heads,
       norm1(d_model),
       norm2(d_model),
       norm3(d_model),
-      dropout(options.dropout, gen) {
-    self_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
-    multihead_attn_ = std::make_unique<MultiHeadAttention>(d_model, heads, gen, layer_attention(options));
+      dropout(options.dropout, gen),
+      self_attn_(d_model, heads, gen, layer_attention(options)),
+      multihead_attn_(d_model, heads, gen, layer_attention(options)) {
     // PyTorch's state_dict order (dropout has no parameters).
-    register_module("self_attn", *self_attn_);
-    register_module("multihead_attn", *multihead_attn_);
+    register_module("self_attn", self_attn_);
+    register_module("multihead_attn", multihead_attn_);
     register_module("linear1", linear1);
     register_module("linear2", linear2);
     register_module("norm1", norm1);
@@ -418,16 +142,14 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d_model, int64_t heads,
     set_fast(options.fused);
 }
 
-TransformerDecoderLayer::~TransformerDecoderLayer() = default;
-
 TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, const Var& memory,
                                                                  const Tensor& target_padding,
                                                                  const Tensor& memory_padding) {
     // Y₁ = LayerNorm₁(Y + Dropout(MH_self(Y, Y, Y; causal ∧ target padding)))   B×T×d_model
-    const AttentionOutput self = causal_self_attention(*self_attn_, y, target_padding);
+    const AttentionOutput self = causal_self_attention(self_attn_, y, target_padding);
     const Var y1 = norm1.add_and_norm(y, dropout(self.output));
     // Y₂ = LayerNorm₂(Y₁ + Dropout(MH_cross(Y₁, M, M; source padding)))          B×T×d_model
-    const AttentionOutput cross = cross_attention(*multihead_attn_, y1, memory, memory_padding);
+    const AttentionOutput cross = cross_attention(multihead_attn_, y1, memory, memory_padding);
     const Var y2 = norm2.add_and_norm(y1, dropout(cross.output));
     // Z = LayerNorm₃(Y₂ + Dropout(W₂ Dropout(ReLU(W₁ Y₂ + b₁)) + b₂))             B×T×d_model
     const Var z = norm3.add_and_norm(y2, dropout(linear2(dropout(feed_forward_hidden(linear1, y2)))));
@@ -435,8 +157,8 @@ TransformerDecoderLayer::Output TransformerDecoderLayer::forward(const Var& y, c
 }
 
 std::string TransformerDecoderLayer::describe() const {
-    return "TransformerDecoderLayer(d_model=" + std::to_string(self_attn_->d_model()) +
-           ", nhead=" + std::to_string(self_attn_->num_heads()) +
+    return "TransformerDecoderLayer(d_model=" + std::to_string(self_attn_.d_model()) +
+           ", nhead=" + std::to_string(self_attn_.num_heads()) +
            ", dim_feedforward=" + std::to_string(linear1.out_features()) + dropout_text(dropout) +
            ", norm_first=false)";
 }

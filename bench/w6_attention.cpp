@@ -40,7 +40,7 @@
 
 #include "attention/fused_attention.hpp"
 #include "bench/memory.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;

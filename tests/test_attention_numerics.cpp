@@ -30,7 +30,7 @@
 #include "attention/fused_attention.hpp"
 #include "attention/multi_head.hpp"
 #include "attention/query_types.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "tensor/ops.hpp"
 #include "tests/helpers.hpp"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "attention/fused_attention.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 #include "tests/helpers.hpp"

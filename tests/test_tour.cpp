@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attention/general.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "autograd/graph.hpp"
 #include "autograd/ops.hpp"
 #include "examples/common/graph_draw.hpp"

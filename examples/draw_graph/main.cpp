@@ -16,7 +16,7 @@
 #include <string>
 
 #include "attention/multi_head.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "autograd/ops.hpp"
 #include "examples/common/graph_draw.hpp"
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/position.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "examples/common/explorer.hpp"
 #include "examples/zoo/zoo.hpp"

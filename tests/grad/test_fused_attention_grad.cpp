@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attention/fused_attention.hpp"
-#include "attention/transformer.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/helpers.hpp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/multi_head.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "tensor/ops.hpp"
 #include "tests/grad/catalog.hpp"

@@ -18,6 +18,7 @@
 #include "attention/fused_attention.hpp"
 #include "attention/multi_head.hpp"
 #include "attention/self_attention.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "autograd/gradcheck.hpp"
 #include "tensor/ops.hpp"
