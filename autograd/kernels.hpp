@@ -37,8 +37,8 @@ Tensor pointwise(const Tensor& a, const Tensor& b, F f) {
     const real* pb = b.data();
     real* po = out.data();
     // (the pointers are copied into the closure: through references to them the
-    // loop must load each pointer again after every store, and ran slower;
-    // docs/performance.md)
+    // loop would have to load each pointer again after every store, since a
+    // store through po might change them)
     parallel_for(0, a.numel(), kParallelGrain, [pa, pb, po, &f](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
     });

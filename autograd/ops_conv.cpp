@@ -162,13 +162,11 @@ inline void parallel_unfold_copy(const Window& w, const real* x, real* cols) {
 //
 // The two selections `greater ? v : best` and `greater ? k : where` compile to
 // maxss and cmov: no branch on the comparison (which would mispredict on
-// about a third of random inputs). Written before as masks and integer
-// arithmetic (keep_or_zero), they needed more registers than the loop had:
-// `greater` went through the stack on every element, in the chain from one
-// element's maximum to the next, several times slower (docs/performance.md).
-// A function of its own, with the
-// window's sizes copied into locals: inside the lambda that parallel_planes
-// runs, read from its closure, the loop spilled registers too.
+// about a third of random inputs), and few enough registers that the chain
+// from one element's maximum to the next stays out of memory. A function of
+// its own, with the window's sizes copied into locals, for the same reason:
+// read from the closure of the lambda that parallel_planes runs, they would
+// not all fit in registers.
 void max_pool_planes(const Window& w, int64_t bc_begin, int64_t bc_end, const real* x, real* z, uint16_t* argmax) {
     const int64_t H = w.H, W = w.W, Ho = w.Ho, Wo = w.Wo, kh = w.kh, kw = w.kw;
     const int64_t sh = w.sh, sw = w.sw, ph = w.ph, pw = w.pw;
@@ -277,9 +275,8 @@ void max_pool_backward(const Window& w, bool fast, const KernelOffsets& k, int64
 // Σ of a row, as the library's sum over an axis adds it (slice_sum in
 // tensor/ops_reduce.cpp: four double accumulators, element i into the
 // (i mod 4)th, then (s0 + s1) + (s2 + s3)): the bias gradient then has the
-// bits conv2d's composite gives, and a trainer's run the same numbers as
-// before this op existed. (Sixteen float lanes were 1 ms a W4 step faster
-// and moved the caption trainer's results by rounding.)
+// bits conv2d's composite gives, so that --fast changes a trainer's numbers
+// by nothing more than the convolution's own rounding.
 real row_sum(const real* x, int64_t n) {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int64_t i = 0;

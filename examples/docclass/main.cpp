@@ -59,88 +59,129 @@ std::vector<int64_t> shuffled(int64_t n, Generator& gen) {
     return order;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
+// Every setting of a run, with its default; declare_flags ties each to its flag.
+struct Settings {
     CommonFlags common{.data = "needle", .epochs = 0};
     std::string model_name = "han";
     int64_t batch_size = 32, max_sentences = 8, max_words = 16, vocab_size = 20000, min_count = 0;
     int64_t embed = 200, hidden = 50, attention_dim = 100, needle_train = 2000, fortune_classes = 10, examples = 4;
     double lr = 0, clip = 5;  // clip 0: only measure the gradient norm
+    PredictFlags predict;     // --predict --checkpoint --svg --show --dump-reference
+};
+
+// The flags, each writing into Settings (FlagParser checks the ranges and
+// prints --help from these lines).
+void declare_flags(FlagParser& flags, Settings& s) {
+    flags.add_common(s.common, "needle (built in) | fortunes (make data) | a directory of fortune files | a label<TAB>text file");
+    flags.add("--model", &s.model_name, "han | hn-ave | hn-max | flat | bow");
+    flags.add("--batch", &s.batch_size, "documents per batch", 1);
+    flags.add("--max-sentences", &s.max_sentences, "sentences kept per document (longer documents are cut)", 1);
+    flags.add("--max-words", &s.max_words, "words kept per sentence", 1);
+    flags.add("--vocab-size", &s.vocab_size, "largest vocabulary, <pad> and <unk> included", 3);
+    flags.add("--min-count", &s.min_count, "least count of a word in the training set (0: 1 on needle, 2 otherwise)", 0);
+    flags.add("--embedding", &s.embed, "word embedding width", 1);
+    flags.add("--hidden", &s.hidden, "GRU hidden size per direction (word and sentence)", 1);
+    flags.add("--attention-dim", &s.attention_dim, "attention width (word and sentence)", 1);
+    flags.add("--lr", &s.lr, "Adam learning rate (0: 2e-3, or 2e-2 for bow)", 0);
+    flags.add("--clip", &s.clip, "gradient-norm clipping (0: none)", 0);
+    flags.add("--needle-train", &s.needle_train, "training documents of the needle corpus", 1);
+    flags.add("--fortune-classes", &s.fortune_classes, "the largest fortune categories used as classes", 2);
+    flags.add("--examples", &s.examples, "highlighted test documents in the report", 0);
+    flags.add_predict(s.predict, "classify the arguments (or stdin lines)");
+}
+
+// ---- test, with the best model on the validation set --------------------------
+// Prints the test scores, writes the report, and ends with the RESULT line.
+void test_and_report(const Settings& s, const Corpus& corpus, const Vocabulary& vocab, DocModel& model,
+                     const LoopResult& trained, const std::string& dir, const FlagParser& flags, int argc,
+                     char** argv) {
+    const auto C = static_cast<int64_t>(corpus.class_names.size());
+    const Evaluation test = evaluate(model, corpus.test, C, vocab, s.max_sentences, s.max_words, 64);
+    std::fprintf(stderr, "test: accuracy %.4f  macro-F1 %.4f", test.confusion.accuracy(), test.confusion.macro_f1());
+    if (test.key_total > 0) std::fprintf(stderr, "  key-sentence precision %.4f", test.key_sentence_precision());
+    std::fprintf(stderr, "  (%zu documents)\n", corpus.test.size());
+
+    std::ostringstream command;
+    command << "build/examples/docclass";
+    for (int i = 1; i < argc; ++i) command << ' ' << argv[i];
+    write_docclass_report({.out = s.common.out, .data_name = s.common.data, .model_name = s.model_name,
+                           .command = command.str(), .corpus = &corpus, .test = &test,
+                           .metrics_path = dir + "/metrics.jsonl", .examples = s.examples,
+                           .max_sentences = s.max_sentences, .max_words = s.max_words, .train_seconds = trained.train_seconds,
+                           .params = model.num_parameters()});
+
+    const bool needle = s.common.data == "needle";
+    Json test_json = Json::object({{"acc", test.confusion.accuracy()}, {"macro_f1", test.confusion.macro_f1()}});
+    if (test.key_total > 0) test_json.set("key_sentence_precision", test.key_sentence_precision());
+    else if (needle) test_json.set("key_sentence_precision", Json());  // a model without attention
+    test_json.set("documents", static_cast<int64_t>(corpus.test.size()));
+    std::cout << "RESULT "
+              << result_json("docclass", s.common.data, s.model_name, test_json, trained, model.num_parameters(), flags).dump()
+              << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    Settings s;
     FlagParser flags("docclass", "Trains a hierarchical attention network (or a baseline) to classify documents.");
-    flags.add_common(common, "needle (built in) | fortunes (make data) | a directory of fortune files | a label<TAB>text file");
-    flags.add("--model", &model_name, "han | hn-ave | hn-max | flat | bow");
-    flags.add("--batch", &batch_size, "documents per batch", 1);
-    flags.add("--max-sentences", &max_sentences, "sentences kept per document (longer documents are cut)", 1);
-    flags.add("--max-words", &max_words, "words kept per sentence", 1);
-    flags.add("--vocab-size", &vocab_size, "largest vocabulary, <pad> and <unk> included", 3);
-    flags.add("--min-count", &min_count, "least count of a word in the training set (0: 1 on needle, 2 otherwise)", 0);
-    flags.add("--embedding", &embed, "word embedding width", 1);
-    flags.add("--hidden", &hidden, "GRU hidden size per direction (word and sentence)", 1);
-    flags.add("--attention-dim", &attention_dim, "attention width (word and sentence)", 1);
-    flags.add("--lr", &lr, "Adam learning rate (0: 2e-3, or 2e-2 for bow)", 0);
-    flags.add("--clip", &clip, "gradient-norm clipping (0: none)", 0);
-    flags.add("--needle-train", &needle_train, "training documents of the needle corpus", 1);
-    flags.add("--fortune-classes", &fortune_classes, "the largest fortune categories used as classes", 2);
-    flags.add("--examples", &examples, "highlighted test documents in the report", 0);
-    PredictFlags predict;
-    flags.add_predict(predict, "classify the arguments (or stdin lines)");
+    declare_flags(flags, s);
     if (!flags.parse(argc, argv)) return 0;
-    if (common.threads > 0) set_num_threads(static_cast<int>(common.threads));
-    if (!predict.dump_reference.empty()) {
-        dump_docclass_reference(predict.checkpoint_or_model(common, "docclass"), predict.dump_reference);
-        std::cerr << "wrote " << predict.dump_reference << "\n";
+    if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
+    if (!s.predict.dump_reference.empty()) {
+        dump_docclass_reference(s.predict.checkpoint_or_model(s.common, "docclass"), s.predict.dump_reference);
+        std::cerr << "wrote " << s.predict.dump_reference << "\n";
         return 0;
     }
-    if (predict.on)
-        return predict_documents({.checkpoint = predict.checkpoint_or_best(common, "docclass"),
-                                  .inputs = flags.positional(), .svg = predict.svg, .show = predict.show});
-    const bool needle = common.data == "needle";
-    if (common.epochs <= 0) common.epochs = model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
-    if (min_count <= 0) min_count = needle ? 1 : 2;
-    if (lr <= 0) lr = model_name == "bow" ? 2e-2 : 2e-3;
-    std::cerr << "seed " << common.seed << "\n";
+    if (s.predict.on)
+        return predict_documents({.checkpoint = s.predict.checkpoint_or_best(s.common, "docclass"),
+                                  .inputs = flags.positional(), .svg = s.predict.svg, .show = s.predict.show});
+    const bool needle = s.common.data == "needle";
+    if (s.common.epochs <= 0) s.common.epochs = s.model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
+    if (s.min_count <= 0) s.min_count = needle ? 1 : 2;
+    if (s.lr <= 0) s.lr = s.model_name == "bow" ? 2e-2 : 2e-3;
+    std::cerr << "seed " << s.common.seed << "\n";
 
     // ---- data -------------------------------------------------------------------
-    const Corpus corpus = load_corpus(common.data, needle_train, fortune_classes);
-    const Vocabulary vocab = Vocabulary::build(corpus.train, min_count, vocab_size);
+    const Corpus corpus = load_corpus(s.common.data, s.needle_train, s.fortune_classes);
+    const Vocabulary vocab = Vocabulary::build(corpus.train, s.min_count, s.vocab_size);
     const auto C = static_cast<int64_t>(corpus.class_names.size());
-    std::cerr << "data " << common.data << ": " << corpus.train.size() << " train, " << corpus.valid.size()
+    std::cerr << "data " << s.common.data << ": " << corpus.train.size() << " train, " << corpus.valid.size()
               << " valid, " << corpus.test.size() << " test documents, " << C << " classes, vocabulary "
               << vocab.size() << "\n";
 
     // ---- model ------------------------------------------------------------------
-    Generator gen(static_cast<uint64_t>(common.seed));
-    const DocModelConfig config{.vocab_size = vocab.size(), .embed_dim = embed, .word_hidden = hidden,
-                                .word_attention = attention_dim, .sentence_hidden = hidden,
-                                .sentence_attention = attention_dim, .num_classes = C};
-    std::unique_ptr<DocModel> model = make_doc_model(model_name, config, gen);
-    model->set_fast(common.fast);  // the readable layers unless --fast
-    Adam optimizer(model->named_parameters(), {.lr = lr, .fast = common.fast});
-    std::cerr << "model " << model_name << ": " << model->num_parameters() << " parameters, Adam lr " << lr << "\n"
-              << kernels_line(common.fast, "1.8×", "needle") << "\n";
+    Generator gen(static_cast<uint64_t>(s.common.seed));
+    const DocModelConfig config{.vocab_size = vocab.size(), .embed_dim = s.embed, .word_hidden = s.hidden,
+                                .word_attention = s.attention_dim, .sentence_hidden = s.hidden,
+                                .sentence_attention = s.attention_dim, .num_classes = C};
+    std::unique_ptr<DocModel> model = make_doc_model(s.model_name, config, gen);
+    model->set_fast(s.common.fast);  // the readable layers unless --fast
+    Adam optimizer(model->named_parameters(), {.lr = s.lr, .fast = s.common.fast});
+    std::cerr << "model " << s.model_name << ": " << model->num_parameters() << " parameters, Adam lr " << s.lr << "\n"
+              << kernels_line(s.common.fast, "1.8×", "needle") << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
-    const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + batch_size - 1) / batch_size;
+    const int64_t batches = (static_cast<int64_t>(corpus.train.size()) + s.batch_size - 1) / s.batch_size;
     std::vector<int64_t> order;
     TrainerParts parts;
     parts.begin_epoch = [&](int64_t epoch) {
         // This epoch's order, from (seed, epoch): a resumed run repeats it.
-        Generator shuffle(static_cast<uint64_t>(common.seed) * 1000003u + static_cast<uint64_t>(epoch));
+        Generator shuffle(static_cast<uint64_t>(s.common.seed) * 1000003u + static_cast<uint64_t>(epoch));
         order = shuffled(static_cast<int64_t>(corpus.train.size()), shuffle);
         return batches;
     };
     parts.step = [&](int64_t, int64_t b, int64_t) {
-        const auto first = order.begin() + b * batch_size;
-        const std::vector<int64_t> idx(first, first + std::min(batch_size, static_cast<int64_t>(order.end() - first)));
-        const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, max_sentences, max_words);
+        const auto first = order.begin() + b * s.batch_size;
+        const std::vector<int64_t> idx(first, first + std::min(s.batch_size, static_cast<int64_t>(order.end() - first)));
+        const DocBatch batch = make_doc_batch(corpus.train, idx, vocab, s.max_sentences, s.max_words);
         const DocOutput out = model->forward(batch);
         // the epoch's loss is the mean per document: weigh each batch by its size
         return StepLoss{loss::cross_entropy(out.logits, batch.labels, {.fast = model->is_fast()}),
                         static_cast<double>(idx.size())};
     };
     parts.validate = [&] {
-        const Evaluation valid = evaluate(*model, corpus.valid, C, vocab, max_sentences, max_words, 64);
+        const Evaluation valid = evaluate(*model, corpus.valid, C, vocab, s.max_sentences, s.max_words, 64);
         Validation v{.score = valid.confusion.accuracy(),
                      .record = Json::object({{"valid_loss", valid.loss}, {"valid_acc", valid.confusion.accuracy()},
                                              {"valid_macro_f1", valid.confusion.macro_f1()}}),
@@ -152,38 +193,15 @@ int main(int argc, char** argv) try {
         return v;
     };
     // what --predict needs besides the weights, in model.safetensors and every checkpoint
-    const DocclassSetup setup{.model_name = model_name, .config = config, .vocab = vocab,
-                              .class_names = corpus.class_names, .max_sentences = max_sentences, .max_words = max_words};
+    const DocclassSetup setup{.model_name = s.model_name, .config = config, .vocab = vocab,
+                              .class_names = corpus.class_names, .max_sentences = s.max_sentences, .max_words = s.max_words};
     parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
-    LoopOptions options = loop_options(common, "docclass");
-    options.clip = clip;
-    parts.learning_rate = learning_rate_schedule(common.schedule, lr, common.epochs * batches, common.warmup);
+    LoopOptions options = loop_options(s.common, "docclass");
+    options.clip = s.clip;
+    parts.learning_rate = learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches, s.common.warmup);
     const LoopResult trained = train_loop(options, *model, optimizer, parts);
-    const std::string dir = options.dir;
-    const double train_seconds = trained.train_seconds;
 
-    // ---- test, with the best model on the validation set --------------------------
-    const Evaluation test = evaluate(*model, corpus.test, C, vocab, max_sentences, max_words, 64);
-    std::fprintf(stderr, "test: accuracy %.4f  macro-F1 %.4f", test.confusion.accuracy(), test.confusion.macro_f1());
-    if (test.key_total > 0) std::fprintf(stderr, "  key-sentence precision %.4f", test.key_sentence_precision());
-    std::fprintf(stderr, "  (%zu documents)\n", corpus.test.size());
-
-    std::ostringstream command;
-    command << "build/examples/docclass";
-    for (int i = 1; i < argc; ++i) command << ' ' << argv[i];
-    write_docclass_report({.out = common.out, .data_name = common.data, .model_name = model_name,
-                           .command = command.str(), .corpus = &corpus, .test = &test,
-                           .metrics_path = dir + "/metrics.jsonl", .examples = examples,
-                           .max_sentences = max_sentences, .max_words = max_words, .train_seconds = train_seconds,
-                           .params = model->num_parameters()});
-
-    Json test_json = Json::object({{"acc", test.confusion.accuracy()}, {"macro_f1", test.confusion.macro_f1()}});
-    if (test.key_total > 0) test_json.set("key_sentence_precision", test.key_sentence_precision());
-    else if (needle) test_json.set("key_sentence_precision", Json());  // a model without attention
-    test_json.set("documents", static_cast<int64_t>(corpus.test.size()));
-    std::cout << "RESULT "
-              << result_json("docclass", common.data, model_name, test_json, trained, model->num_parameters(), flags).dump()
-              << std::endl;
+    test_and_report(s, corpus, vocab, *model, trained, options.dir, flags, argc, argv);
     return 0;
 } catch (const std::exception& e) {
     std::cerr << "docclass: " << e.what() << "\n";

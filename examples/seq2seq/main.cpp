@@ -53,6 +53,58 @@ struct Settings {
     std::string ensemble;        // --ensemble FILE,FILE,...: score (or --predict with) these models together
 };
 
+// The flags, each writing into Settings (FlagParser checks the ranges and
+// prints --help from these lines).
+void declare_flags(FlagParser& flags, Settings& s) {
+    flags.add_common(s.common, "dates (built in) | cmudict (make data) | g2p-2007 (the papers' 2007 training list, "
+                               "5% dev by a hash of the word) | a lexicon file (WORD PHONES per line)");
+    flags.add_choice("--model", &s.model_kind, {"rnn", "transformer"},
+                     "the encoder-decoder: a GRU encoder and decoder with attention, or a Transformer "
+                     "(Vaswani et al. 2017)");
+    flags.add("--attention", &s.model.attention,
+              "bahdanau (additive score, o_t = [s_t; c_t]) | luong (any --score and --align, o_t = h~_t); "
+              "also additive | dot | general | concat | scaled (Luong with that score)");
+    flags.add("--score", &s.model.score, "luong: the score, by catalog id or short name: " + score_choices());
+    flags.add("--align", &s.model.align, "luong: the alignment, by catalog id or short name: " + alignment_choices());
+    flags.add("--input-feeding", &s.model.input_feeding, "feed c_t (Bahdanau) or h~_t (Luong) into the next step");
+    flags.add("--window", &s.model.window, "half-width D of the local windows", 1);
+    flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0);
+    flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0);
+    flags.add("--encoder-layers", &s.model.encoder_layers, "stacked bidirectional GRU layers of the encoder", 1, 8);
+    flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)", 0);
+    flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)", 0);
+    flags.add("--d-model", &s.transformer.d_model, "transformer: the width d_model (0: 64 dates, 256 G2P)", 0);
+    flags.add("--heads", &s.transformer.heads, "transformer: attention heads (0: 4)", 0);
+    flags.add("--layers", &s.transformer.layers, "transformer: encoder layers, and as many decoder layers (0: 2 dates, 3 G2P)", 0);
+    flags.add("--ffn", &s.transformer.ffn, "transformer: the feed-forward layers' inner width (0: 256 dates, 1024 G2P)", 0);
+    flags.add("--dropout", &s.dropout,
+              "dropout while training: rnn on the embeddings and the output layer's input, transformer on the "
+              "embeddings and in every layer (-1: 0 rnn; transformer 0 dates, 0.1 G2P)", -1, 0.99);
+    flags.add("--label-smoothing", &s.label_smoothing,
+              "epsilon of the cross-entropy's label smoothing, (1 - eps) onehot + eps/V (-1: 0 rnn, 0.1 transformer)",
+              -1, 0.99);
+    flags.add("--batch", &s.batch, "sentences per batch (0: 64; transformer on dates 32)", 0);
+    flags.add("--lr", &s.lr,
+              "Adam learning rate (the peak after a --warmup) (0: rnn 4e-3 dates, 2e-3 G2P; transformer 4e-3 "
+              "dates, 1e-3 G2P)", 0);
+    // --warmup 0 (the common flag's default) means the model's own: none for
+    // the RNN; for the Transformer 300 steps (dates) or 2000 (G2P).
+    flags.add("--clip", &s.clip, "gradient-norm clipping", 0);
+    flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
+    flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
+    flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
+    flags.add("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)");
+    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)");
+    flags.add("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
+                                           "without it the final score is on dev)");
+    flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
+    flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
+    flags.add("--ensemble", &s.ensemble,
+              "trained models (model files or checkpoints, comma-separated) decoding together, their next-token "
+              "distributions averaged: with --predict, for the arguments; otherwise no training, the dev (and "
+              "--test) words of --data are scored");
+}
+
 // "a,b,,c" → {"a", "b", "c"}
 std::vector<std::string> comma_list(const std::string& text) {
     std::vector<std::string> items;
@@ -136,6 +188,33 @@ Json scores_json(const char* set, const ErrorRates& e, int64_t beam) {
                          {"items", e.words}, {"decoding", beam > 1 ? "beam" : "greedy"}});
 }
 
+// ---- test (or, without a test set, dev with the final decoding settings) ----
+// Decodes the set, prints ten samples and the scores, writes the report, and
+// ends with the RESULT line.
+void test_and_report(const Settings& s, const TaskData& task, Translator& model, const LoopResult& trained,
+                     const std::string& dir, const FlagParser& flags) {
+    const bool has_test = !task.test.empty();
+    const std::vector<EvalItem>& scored = has_test ? task.test : task.dev;
+    const char* set_name = has_test ? "test" : "dev";
+    const auto hyps = decode_all(model, task, scored, s.beam, s.length_penalty);
+    const ErrorRates test = score(scored, hyps);
+    const std::string sep = task.g2p ? " " : "";
+    std::cout << "samples (input → output, * = wrong):\n";
+    for (size_t i = 0; i < std::min<size_t>(scored.size(), 10); ++i) {
+        const bool ok = closest_reference(hyps[i], scored[i].references).distance == 0;
+        std::printf("  %-28s → %-24s %s\n", scored[i].text.c_str(), join(hyps[i], sep).c_str(), ok ? "" : "*");
+    }
+    print_scores(set_name, test, s.beam);
+    std::printf(")%s\n", has_test ? "" : "; no test set (give --test FILE)");
+    write_seq2seq_report(s.common.out, task, model, dir, test, trained.train_seconds, s.beam);
+
+    std::cout << "RESULT "
+              << result_json("seq2seq", task.name, model.config_text(), scores_json(set_name, test, s.beam), trained,
+                             model.num_parameters(), flags)
+                     .dump()
+              << std::endl;
+}
+
 // --ensemble without --predict: no training; the models of `paths` decode
 // the task's dev words (and its test words, when given) together, with the
 // --beam and --length-penalty given, and are scored as the trainer scores one.
@@ -175,53 +254,7 @@ int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("seq2seq", "Encoder-decoder with attention: date normalisation (--data dates) or "
                                 "grapheme-to-phoneme conversion (--data cmudict | g2p-2007, or a lexicon file).");
-    flags.add_common(s.common, "dates (built in) | cmudict (make data) | g2p-2007 (the papers' 2007 training list, "
-                               "5% dev by a hash of the word) | a lexicon file (WORD PHONES per line)");
-    flags.add_choice("--model", &s.model_kind, {"rnn", "transformer"},
-                     "the encoder-decoder: a GRU encoder and decoder with attention, or a Transformer "
-                     "(Vaswani et al. 2017)");
-    flags.add("--attention", &s.model.attention,
-              "bahdanau (additive score, o_t = [s_t; c_t]) | luong (any --score and --align, o_t = h~_t); "
-              "also additive | dot | general | concat | scaled (Luong with that score)");
-    flags.add("--score", &s.model.score, "luong: the score, by catalog id or short name: " + score_choices());
-    flags.add("--align", &s.model.align, "luong: the alignment, by catalog id or short name: " + alignment_choices());
-    flags.add("--input-feeding", &s.model.input_feeding, "feed c_t (Bahdanau) or h~_t (Luong) into the next step");
-    flags.add("--window", &s.model.window, "half-width D of the local windows", 1);
-    flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0);
-    flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0);
-    flags.add("--encoder-layers", &s.model.encoder_layers, "stacked bidirectional GRU layers of the encoder", 1, 8);
-    flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)", 0);
-    flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)", 0);
-    flags.add("--d-model", &s.transformer.d_model, "transformer: the width d_model (0: 64 dates, 256 G2P)", 0);
-    flags.add("--heads", &s.transformer.heads, "transformer: attention heads (0: 4)", 0);
-    flags.add("--layers", &s.transformer.layers, "transformer: encoder layers, and as many decoder layers (0: 2 dates, 3 G2P)", 0);
-    flags.add("--ffn", &s.transformer.ffn, "transformer: the feed-forward layers' inner width (0: 256 dates, 1024 G2P)", 0);
-    flags.add("--dropout", &s.dropout,
-              "dropout while training: rnn on the embeddings and the output layer's input, transformer on the "
-              "embeddings and in every layer (-1: 0 rnn; transformer 0 dates, 0.1 G2P)", -1, 0.99);
-    flags.add("--label-smoothing", &s.label_smoothing,
-              "epsilon of the cross-entropy's label smoothing, (1 - eps) onehot + eps/V (-1: 0 rnn, 0.1 transformer)",
-              -1, 0.99);
-    flags.add("--batch", &s.batch, "sentences per batch (0: 64; transformer on dates 32)", 0);
-    flags.add("--lr", &s.lr,
-              "Adam learning rate (the peak after a --warmup) (0: rnn 4e-3 dates, 2e-3 G2P; transformer 4e-3 "
-              "dates, 1e-3 G2P)", 0);
-    // --warmup 0 (the common flag's default) means the model's own: none for
-    // the RNN; for the Transformer 300 steps (dates) or 2000 (G2P).
-    flags.add("--clip", &s.clip, "gradient-norm clipping", 0);
-    flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
-    flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
-    flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
-    flags.add("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)");
-    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)");
-    flags.add("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
-                                           "without it the final score is on dev)");
-    flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
-    flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
-    flags.add("--ensemble", &s.ensemble,
-              "trained models (model files or checkpoints, comma-separated) decoding together, their next-token "
-              "distributions averaged: with --predict, for the arguments; otherwise no training, the dev (and "
-              "--test) words of --data are scored");
+    declare_flags(flags, s);
     if (!flags.parse(argc, argv)) return 0;
     if (s.common.threads > 0) set_num_threads(static_cast<int>(s.common.threads));
     if (!s.predict.dump_reference.empty()) {
@@ -293,30 +326,8 @@ int main(int argc, char** argv) try {
     options.clip = s.clip;
     options.curve_every = 25;  // a point of the training curve every 25 steps
     const LoopResult trained = train_loop(options, model, opt, parts);
-    const std::string dir = options.dir;
-    const double train_seconds = trained.train_seconds;
 
-    // ---- test (or, without a test set, dev with the final decoding settings) ----
-    const bool has_test = !task.test.empty();
-    const std::vector<EvalItem>& scored = has_test ? task.test : task.dev;
-    const char* set_name = has_test ? "test" : "dev";
-    const auto hyps = decode_all(model, task, scored, s.beam, s.length_penalty);
-    const ErrorRates test = score(scored, hyps);
-    const std::string sep = task.g2p ? " " : "";
-    std::cout << "samples (input → output, * = wrong):\n";
-    for (size_t i = 0; i < std::min<size_t>(scored.size(), 10); ++i) {
-        const bool ok = closest_reference(hyps[i], scored[i].references).distance == 0;
-        std::printf("  %-28s → %-24s %s\n", scored[i].text.c_str(), join(hyps[i], sep).c_str(), ok ? "" : "*");
-    }
-    print_scores(set_name, test, s.beam);
-    std::printf(")%s\n", has_test ? "" : "; no test set (give --test FILE)");
-    write_seq2seq_report(s.common.out, task, model, dir, test, train_seconds, s.beam);
-
-    std::cout << "RESULT "
-              << result_json("seq2seq", task.name, model.config_text(), scores_json(set_name, test, s.beam), trained,
-                             model.num_parameters(), flags)
-                     .dump()
-              << std::endl;
+    test_and_report(s, task, model, trained, options.dir, flags);
     return 0;
 } catch (const std::exception& e) {
     std::cerr << "seq2seq: " << e.what() << "\n";
