@@ -9,7 +9,9 @@
 //
 // Two implementations that a test shows agree in value and gradient:
 //   layer_norm        composed from primitive ops; its backward comes for free
-//   layer_norm_fused  one pass per row, with the backward written by hand:
+//                     (nn/layernorm.cpp)
+//   layer_norm_fused  one pass per row, with the backward written by hand
+//                     (nn/layernorm_fast.cpp):
 //     ∂L/∂x̂ = g ⊙ γ
 //     ∂L/∂x  = (1/√(σ² + ε)) · (∂L/∂x̂ − mean(∂L/∂x̂) − x̂ ⊙ mean(∂L/∂x̂ ⊙ x̂))
 //     ∂L/∂γ  = Σ_rows g ⊙ x̂          ∂L/∂β = Σ_rows g
@@ -34,6 +36,12 @@ Var layer_norm_fused(const Var& x, const Var& weight, const Var& bias, real eps 
 // one shape; ∂L/∂x = ∂L/∂r = the layer norm's input gradient).
 Var add_layer_norm_fused(const Var& x, const Var& residual, const Var& weight, const Var& bias,
                          real eps = real(1e-5));
+
+namespace detail {
+// The shape checks both versions make (nn/layernorm.cpp): throws naming `op`,
+// the weight's, the bias's and the input's shapes.
+void check_layer_norm_shapes(const char* op, const Var& x, const Var& weight, const Var& bias);
+}  // namespace detail
 
 class LayerNorm : public UnaryModule {
 public:

@@ -12,6 +12,8 @@ build=$1
 file=${2:?"make check needs FILE=path/to/file.cpp (or .hpp), e.g. make check FILE=attention/scores.cpp"}
 [ -f "$file" ] || { echo "make check: FILE=$file: no such file" >&2; exit 2; }
 header=${file%.*}.hpp
+# a fast twin (nn/layernorm_fast.cpp) is checked by the tests of its readable file's header
+case $file in *_fast.cpp) header=${file%_fast.cpp}.hpp ;; esac
 names="$file"
 [ -f "$header" ] && names="$names $header"
 
