@@ -1,8 +1,8 @@
-// The rows of additive_score_fused (attention/scores.cpp) with AVX-512: the
+// The rows of additive_score_fused (attention/scores_fast.cpp) with AVX-512: the
 // same arithmetic as its portable row kernels, 16 columns of d_w at a time,
 // each pass over a key row done once (the sum, the tanh, the store of t and
 // the product with w in one loop; the backward's three updates in one loop).
-// Compiled with the AVX-512 flags (the Makefile, by file name); scores.cpp
+// Compiled with the AVX-512 flags (the Makefile, by file name); scores_fast.cpp
 // calls these only when the fast-math path is avx512 (tensor/fast_math.hpp),
 // and tests/test_scores_fused.cpp checks them against the portable rows.
 #include "tensor/fast_math_avx512.hpp"

@@ -1,15 +1,21 @@
-// The row kernels of additive_score_fused (attention/scores.cpp): one query
-// against its n keys, d_w wide. The portable versions are in scores.cpp; the
+// The row kernels of additive_score_fused (attention/scores_fast.cpp): one query
+// against its n keys, d_w wide. The portable versions are in scores_fast.cpp; the
 // AVX-512 ones, the same arithmetic 16 columns at a time, in
 // scores_avx512.cpp (float only, x86-64 only; call them only when
 // fast_math_path() is avx512). tests/test_scores_fused.cpp compares the two.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "autograd/variable.hpp"
 #include "tensor/real.hpp"
 
 namespace attn::detail {
+
+// queries B×m×d_q and keys B×n×d_k: rank 3, the same batch size; throws
+// naming `who` and both shapes (attention/scores.cpp).
+void check_pair(const std::string& who, const Var& queries, const Var& keys);
 
 // t[l, :] = tanh(qb + pk[l, :]) and e[l] = t[l, :]·w for the keys l < n
 // (qb = the projected query plus the bias; t is n×d_w).
