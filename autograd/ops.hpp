@@ -13,6 +13,7 @@
 //   autograd/ops_nn.cpp            softmax log_softmax cross_entropy nll_loss dropout
 //                                  sample_categorical categorical_log_prob
 //   autograd/ops_conv.cpp          unfold conv2d max_pool2d avg_pool2d
+//   autograd/ops_conv_fast.cpp     conv2d_fused conv2d_max_pool_fused conv2d_max_pool_relu_fused
 //
 // docs/autograd.md has every op's derivative in one table. Binary element-wise
 // ops broadcast as NumPy does; their backward sums the gradient back to each

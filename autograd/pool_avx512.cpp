@@ -1,6 +1,6 @@
 // max_pool2d's 2×2 row kernels with AVX-512 (autograd/pool_kernels.hpp):
 // 16 windows at a time, the same comparisons in the same order as the
-// portable row (ops_conv.cpp), so the same maxima, offsets and ties. Compiled
+// portable row (ops_conv_fast.cpp), so the same maxima, offsets and ties. Compiled
 // with the AVX-512 flags (the Makefile, by file name).
 #include <immintrin.h>
 

@@ -1,6 +1,6 @@
-// The row kernels of max_pool2d's 2×2, stride-2 path (autograd/ops_conv.cpp):
+// The row kernels of max_pool2d's 2×2, stride-2 path (autograd/ops_conv_fast.cpp):
 // the rows of windows of one plane, each reading two input rows. The portable versions are in
-// ops_conv.cpp; the AVX-512 ones, the same comparisons 16 windows at a time,
+// ops_conv_fast.cpp; the AVX-512 ones, the same comparisons 16 windows at a time,
 // in pool_avx512.cpp (float only, x86-64 only: call them only when
 // fast_math_path() is avx512). tests/test_autograd_values.cpp checks both
 // against a brute-force maximum, ties, −∞ and NaN included.
