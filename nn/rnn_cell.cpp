@@ -1,5 +1,6 @@
-// GRU and LSTM steps: the composed gates, the fused gates with their
-// hand-written backward, and the two cell modules.
+// GRU and LSTM steps: the composed gates (the formulas) and the two cell
+// modules. The fused gates, with their hand-written backward, are in
+// nn/rnn_cell_fast.cpp.
 #include "nn/rnn_cell.hpp"
 
 #include <cmath>
@@ -9,9 +10,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "nn/init.hpp"
-#include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
-#include "tensor/parallel.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -26,10 +25,8 @@ const char* to_string(RnnMode mode) {
     return "unknown";
 }
 
-namespace {
-
 // gi, gh B×G·H and the state s B×H, as the gate functions need them.
-void check_gate_inputs(const char* op, const Var* gi, const Var* gh, const Var& s, int64_t gates) {
+void detail::check_gate_inputs(const char* op, const Var* gi, const Var* gh, const Var& s, int64_t gates) {
     if (s.rank() != 2)
         throw std::invalid_argument(std::string(op) + ": state must be B×H (rank 2), got " + s.shape().str());
     const Shape want{s.size(0), gates * s.size(1)};
@@ -39,6 +36,8 @@ void check_gate_inputs(const char* op, const Var* gi, const Var* gh, const Var& 
                                         want.str() + " (batch × " + std::to_string(gates) + "·hidden) for a state " +
                                         s.shape().str());
 }
+
+namespace {
 
 Var zeros_state(int64_t batch, int64_t hidden) { return Var(Tensor::zeros(Shape{batch, hidden})); }
 
@@ -54,7 +53,7 @@ Var affine(const Var& x, const Var& w, const Var& b) {
 // ---- GRU gates -------------------------------------------------------------------------
 
 Var gru_gates(const Var& gi, const Var& gh, const Var& h) {
-    check_gate_inputs("gru_gates", &gi, &gh, h, 3);
+    detail::check_gate_inputs("gru_gates", &gi, &gh, h, 3);
     const int64_t H = h.size(1);
     const std::vector<Var> i = split(gi, {H, H, H}, 1);   // W_i· x + b_i·  for r, z, n
     const std::vector<Var> hh = split(gh, {H, H, H}, 1);  // W_h· h + b_h·  for r, z, n
@@ -64,80 +63,10 @@ Var gru_gates(const Var& gi, const Var& gh, const Var& h) {
     return (1 - z) * n + z * h;                           // h' = (1 − z) ⊙ n + z ⊙ h
 }
 
-// One row of the fused gates (the vector kernels of tensor/fast_math.hpp run
-// over a whole row at once): rzn ← [r | z | n], out ← h'.
-void detail::gru_gates_row(const real* gi, const real* gh, const real* h, int64_t H, real* rzn, real* out) {
-    for (int64_t j = 0; j < 2 * H; ++j) rzn[j] = gi[j] + gh[j];  // [r | z] = σ(gi + gh)
-    sigmoid_into(rzn, rzn, 2 * H);
-    for (int64_t j = 0; j < H; ++j) rzn[2 * H + j] = gi[2 * H + j] + rzn[j] * gh[2 * H + j];
-    tanh_into(rzn + 2 * H, rzn + 2 * H, H);  // n = tanh(gi_n + r ⊙ gh_n)
-    for (int64_t j = 0; j < H; ++j) {
-        const real z = rzn[H + j], n = rzn[2 * H + j];
-        out[j] = (1 - z) * n + z * h[j];
-    }
-}
-
-// Its backward, g = ∂L/∂h' (formulas below, at gru_gates_fused).
-void detail::gru_gates_row_backward(const real* g, const real* rzn, const real* gh_n, const real* h, int64_t H,
-                                    real* dgi, real* dgh, real* dh) {
-    for (int64_t j = 0; j < H; ++j) {
-        const real r = rzn[j], z = rzn[H + j], n = rzn[2 * H + j];
-        const real dn = g[j] * (1 - z) * (1 - n * n);
-        const real dz = g[j] * (h[j] - n) * z * (1 - z);
-        const real dr = dn * gh_n[j] * r * (1 - r);
-        dgi[j] = dgh[j] = dr;
-        dgi[H + j] = dgh[H + j] = dz;
-        dgi[2 * H + j] = dn;
-        dgh[2 * H + j] = dn * r;
-        dh[j] = g[j] * z;
-    }
-}
-
-// The same in one op. Forward keeps r, z, n (B×3H) for backward, which is,
-// with g = ∂L/∂h':
-//   ∂L/∂h     = g ⊙ z
-//   δn = g ⊙ (1 − z) ⊙ (1 − n²)              (through tanh)
-//   δz = g ⊙ (h − n) ⊙ z ⊙ (1 − z)           (through σ)
-//   δr = δn ⊙ gh_n ⊙ r ⊙ (1 − r)
-//   ∂L/∂gi = [δr | δz | δn]      ∂L/∂gh = [δr | δz | δn ⊙ r]
-Var gru_gates_fused(const Var& gi, const Var& gh, const Var& h) {
-    const ProfileScope scope("gru_gates");
-    check_gate_inputs("gru_gates_fused", &gi, &gh, h, 3);
-    const int64_t B = h.size(0), H = h.size(1);
-    Tensor rzn = Tensor::empty(Shape{B, 3 * H});
-    Tensor out = Tensor::empty(Shape{B, H});
-    const real *gi_v = gi.value().data(), *gh_v = gh.value().data(), *h_v = h.value().data();
-    real *rzn_v = rzn.data(), *out_v = out.data();
-    // Rows in parallel (each reads and writes only its own row); the same
-    // split as the product that wrote gh, so at 2 threads each core mostly
-    // reads rows it wrote itself (docs/performance.md, "W3 on two threads").
-    parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
-        for (int64_t b = b_begin; b < b_end; ++b)
-            detail::gru_gates_row(gi_v + b * 3 * H, gh_v + b * 3 * H, h_v + b * H, H, rzn_v + b * 3 * H, out_v + b * H);
-    });
-    return record("gru_gates", std::move(out), {gi, gh, h},
-                  [rzn, gh = gh.value(), h = h.value(), B, H](Backward& bw) {
-                      Tensor dgi = Tensor::empty(Shape{B, 3 * H}), dgh = Tensor::empty(Shape{B, 3 * H});
-                      Tensor dh = Tensor::empty(Shape{B, H});
-                      const real *g_rows = bw.grad().data(), *rzn_rows = rzn.data(), *gh_rows = gh.data(), *h_rows = h.data();
-                      real *dgi_rows = dgi.data(), *dgh_rows = dgh.data(), *dh_rows = dh.data();
-                      parallel_for(0, B, parallel_grain(3 * H), [=](int64_t b_begin, int64_t b_end) {
-                          for (int64_t b = b_begin; b < b_end; ++b)
-                              detail::gru_gates_row_backward(g_rows + b * H, rzn_rows + b * 3 * H,
-                                                             gh_rows + b * 3 * H + 2 * H, h_rows + b * H, H,
-                                                             dgi_rows + b * 3 * H, dgh_rows + b * 3 * H,
-                                                             dh_rows + b * H);
-                      });
-                      if (bw.needs(0)) bw.accumulate(0, std::move(dgi));
-                      if (bw.needs(1)) bw.accumulate(1, std::move(dgh));
-                      if (bw.needs(2)) bw.accumulate(2, std::move(dh));
-                  });
-}
-
 // ---- LSTM gates ----------------------------------------------------------------------------
 
 LSTMState lstm_gates(const Var& pre, const Var& c) {
-    check_gate_inputs("lstm_gates", &pre, nullptr, c, 4);
+    detail::check_gate_inputs("lstm_gates", &pre, nullptr, c, 4);
     const int64_t H = c.size(1);
     const std::vector<Var> p = split(pre, {H, H, H, H}, 1);  // [i | f | g | o]
     const Var i = sigmoid(p[0]);                              // input gate
@@ -146,61 +75,6 @@ LSTMState lstm_gates(const Var& pre, const Var& c) {
     const Var o = sigmoid(p[3]);                              // output gate
     const Var c_next = f * c + i * g;                         // c' = f ⊙ c + i ⊙ g
     return {o * tanh(c_next), c_next};                        // h' = o ⊙ tanh(c')
-}
-
-// The same in one op, whose output is h' and c' stacked (2×B×H), then
-// unbound into two views (no copy).
-// Forward keeps i, f, g, o (B×4H) and tanh(c') (B×H). Backward, with
-// g_h = ∂L/∂h' and g_c = ∂L/∂c':
-//   δc = g_c + g_h ⊙ o ⊙ (1 − tanh²c')        (c' reaches L directly and through h')
-//   ∂L/∂c = δc ⊙ f
-//   ∂L/∂pre = [δc ⊙ g ⊙ i(1−i) | δc ⊙ c ⊙ f(1−f) | δc ⊙ i ⊙ (1−g²) | g_h ⊙ tanh c' ⊙ o(1−o)]
-LSTMState lstm_gates_fused(const Var& pre, const Var& c) {
-    const ProfileScope scope("lstm_gates");
-    check_gate_inputs("lstm_gates_fused", &pre, nullptr, c, 4);
-    const int64_t B = c.size(0), H = c.size(1);
-    Tensor ifgo = Tensor::empty(Shape{B, 4 * H});
-    Tensor tanh_c = Tensor::empty(Shape{B, H});
-    Tensor out = Tensor::empty(Shape{2, B, H});  // [h'; c']
-    for (int64_t b = 0; b < B; ++b) {
-        const real* p = pre.value().data() + b * 4 * H;
-        const real* cv = c.value().data() + b * H;
-        real* a = ifgo.data() + b * 4 * H;
-        real* t = tanh_c.data() + b * H;
-        real* o = out.data() + b * H;  // h' row b; c' row b is B·H further
-        // [i | f] = σ(·), g = tanh(·), o = σ(·), each a whole row at once
-        sigmoid_into(p, a, 2 * H);
-        tanh_into(p + 2 * H, a + 2 * H, H);
-        sigmoid_into(p + 3 * H, a + 3 * H, H);
-        for (int64_t j = 0; j < H; ++j) o[B * H + j] = a[H + j] * cv[j] + a[j] * a[2 * H + j];  // c' = f c + i g
-        tanh_into(o + B * H, t, H);
-        for (int64_t j = 0; j < H; ++j) o[j] = a[3 * H + j] * t[j];  // h' = o ⊙ tanh c'
-
-    }
-    Var hc = record("lstm_gates", std::move(out), {pre, c}, [ifgo, tanh_c, c = c.value(), B, H](Backward& bw) {
-        Tensor dpre = Tensor::empty(Shape{B, 4 * H}), dc_prev = Tensor::empty(Shape{B, H});
-        for (int64_t b = 0; b < B; ++b) {
-            const real* gh = bw.grad().data() + b * H;
-            const real* gc = gh + B * H;
-            const real* a = ifgo.data() + b * 4 * H;
-            const real* t = tanh_c.data() + b * H;
-            const real* cv = c.data() + b * H;
-            real* d = dpre.data() + b * 4 * H;
-            for (int64_t j = 0; j < H; ++j) {
-                const real i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
-                const real dc = gc[j] + gh[j] * o * (1 - t[j] * t[j]);
-                d[j] = dc * g * i * (1 - i);
-                d[H + j] = dc * cv[j] * f * (1 - f);
-                d[2 * H + j] = dc * i * (1 - g * g);
-                d[3 * H + j] = gh[j] * t[j] * o * (1 - o);
-                dc_prev.data()[b * H + j] = dc * f;
-            }
-        }
-        if (bw.needs(0)) bw.accumulate(0, std::move(dpre));
-        if (bw.needs(1)) bw.accumulate(1, std::move(dc_prev));
-    });
-    const std::vector<Var> h_c = detail::unbind_rows(hc);
-    return {h_c[0], h_c[1]};
 }
 
 // ---- whole steps ------------------------------------------------------------------------------

@@ -159,6 +159,9 @@ private:
 };
 
 namespace detail {
+// gi, gh B×G·H (gh may be null) and the state s B×H, as the gate functions
+// need them; throws naming `op` and the shapes (nn/rnn_cell.cpp).
+void check_gate_inputs(const char* op, const Var* gi, const Var* gh, const Var& s, int64_t gates);
 // One row of gru_gates_fused (H wide; gi, gh, rzn 3H): rzn ← [r | z | n], out ← h'.
 void gru_gates_row(const real* gi, const real* gh, const real* h, int64_t H, real* rzn, real* out);
 // Its backward for g = ∂L/∂h': dgi = [δr | δz | δn], dgh = [δr | δz | δn ⊙ r],
