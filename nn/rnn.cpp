@@ -172,6 +172,74 @@ std::vector<int64_t> RNNBase::checked_lengths(const std::vector<int64_t>& length
 }
 
 LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::vector<int64_t>& lengths) const {
+    check_input(input);
+    // After set_fast, a GRU runs each direction as one op (run_gru_sequences, below).
+    if (mode == RnnMode::sequence && gates_ == 3) return run_gru_sequences(input, initial, lengths);
+    const int64_t B = input.size(0), T = input.size(1), H = hidden_size_, L = num_layers(), D = directions();
+    const bool has_cell = gates_ == 4;  // the LSTM carries c
+    check_state("h0", initial.h, B);
+    if (has_cell) check_state("c0", initial.c, B);
+    const StepMasks masks = step_masks(checked_lengths(lengths, B, T), B, T);
+    const std::vector<Var> h0 = initial_states(initial.h, L * D, B, H);
+    const std::vector<Var> c0 = has_cell ? initial_states(initial.c, L * D, B, H) : std::vector<Var>{};
+
+    Var layer_in = transpose(input, 0, 1);  // T×B×I, time-major: a step is one row block
+    std::vector<Var> h_n, c_n;
+    for (int64_t l = 0; l < L; ++l) {
+        std::vector<Var> outputs;  // one T×B×H per direction
+        for (int64_t d = 0; d < D; ++d) {
+            const RNNWeights& w = weights(l, d);
+            const size_t k = static_cast<size_t>(l * D + d);
+            // stepwise: each step multiplies its own x_t; otherwise x·W_ihᵀ + b_ih for all steps at once
+            const bool stepwise = mode == RnnMode::stepwise;
+            auto [out, last] = run_direction(
+                stepwise ? layer_in : Var(), stepwise ? Var() : input_projection(layer_in, w),
+                LSTMState{h0[k], has_cell ? c0[k] : Var()}, d == 1, masks, B, H,
+                [this, &w](const Var& x_t, const Var& gi_t, const LSTMState& s) { return step(x_t, gi_t, s, w); });
+            outputs.push_back(std::move(out));
+            h_n.push_back(last.h);
+            if (has_cell) c_n.push_back(last.c);
+        }
+        layer_in = D == 2 ? concat(outputs, 2) : outputs[0];  // T×B×D·H = [forward | backward]
+        if (l + 1 < L) layer_in = between_layers(layer_in);
+    }
+    return {transpose(layer_in, 0, 1), stack(h_n, 0), has_cell ? stack(c_n, 0) : Var()};  // output B×T×D·H
+}
+
+// The GRU's sequence mode (set_fast): each direction one op, gru_sequence_fused,
+// whose (T+1)×B×H result holds the outputs and, in row T, the final state;
+// join_directions makes the layer's output from them in one copy (batch first
+// after the last layer), where run narrows, concatenates and transposes.
+LSTMOutput RNNBase::run_gru_sequences(const Var& input, const LSTMState& initial,
+                                      const std::vector<int64_t>& lengths) const {
+    const int64_t B = input.size(0), T = input.size(1), H = hidden_size_, L = num_layers(), D = directions();
+    check_state("h0", initial.h, B);
+    checked_lengths(lengths, B, T);  // (gru_sequence_fused reads them as given)
+    const std::vector<Var> h0 = initial_states(initial.h, L * D, B, H);
+    Var layer_in = transpose(input, 0, 1);  // T×B×I
+    std::vector<Var> h_n;
+    for (int64_t l = 0; l < L; ++l) {
+        std::vector<Var> outputs;  // one (T+1)×B×H per direction
+        for (int64_t d = 0; d < D; ++d) {
+            const RNNWeights& w = weights(l, d);
+            const Var all = gru_sequence_fused(input_projection(layer_in, w), w.w_hh, w.b_hh,
+                                               h0[static_cast<size_t>(l * D + d)], lengths, d == 1);
+            outputs.push_back(all);
+            h_n.push_back(reshape(narrow(all, 0, T, 1), Shape{B, H}));
+        }
+        const bool last = l + 1 == L;
+        layer_in = join_directions(outputs, T, /*batch_first=*/last);  // [forward | backward]
+        if (!last) layer_in = between_layers(layer_in);
+    }
+    return {layer_in, stack(h_n, 0), Var()};
+}
+
+// Dropout on the outputs of every layer but the last (training only).
+Var RNNBase::between_layers(const Var& x) const {
+    return dropout(x, options_.dropout, external_dropout_gen_ ? *external_dropout_gen_ : dropout_gen_, is_training());
+}
+
+void RNNBase::check_input(const Var& input) const {
     if (!input.defined()) throw std::invalid_argument(std::string(name_) + ": the input is undefined");
     if (input.rank() != 3)
         throw std::invalid_argument(std::string(name_) + ": input must be B×T×I (rank 3, batch first), got " +
@@ -182,53 +250,6 @@ LSTMOutput RNNBase::run(const Var& input, const LSTMState& initial, const std::v
                                     std::to_string(input_size_));
     if (input.size(0) == 0 || input.size(1) == 0)
         throw std::invalid_argument(std::string(name_) + ": input " + input.shape().str() + " is empty");
-    const int64_t B = input.size(0), T = input.size(1), H = hidden_size_, L = num_layers(), D = directions();
-    const bool has_cell = gates_ == 4;  // the LSTM carries c
-    check_state("h0", initial.h, B);
-    if (has_cell) check_state("c0", initial.c, B);
-    const StepMasks masks = step_masks(checked_lengths(lengths, B, T), B, T);
-    const std::vector<Var> h0 = initial_states(initial.h, L * D, B, H);
-    const std::vector<Var> c0 = has_cell ? initial_states(initial.c, L * D, B, H) : std::vector<Var>{};
-
-    Var layer_in = transpose(input, 0, 1);  // T×B×I, time-major: a step is one row block
-    // The GRU's sequence mode: each direction one op whose (T+1)×B×H result
-    // holds the outputs and, in row T, the final state; join_directions makes
-    // the layer's output from them in one copy (batch first after the last
-    // layer), where the other modes narrow, concatenate and transpose.
-    const bool whole_sequences = mode == RnnMode::sequence && !has_cell;
-    std::vector<Var> h_n, c_n;
-    for (int64_t l = 0; l < L; ++l) {
-        std::vector<Var> outputs;  // one T×B×H per direction ((T+1)×B×H in sequence mode)
-        for (int64_t d = 0; d < D; ++d) {
-            const RNNWeights& w = weights(l, d);
-            const size_t k = static_cast<size_t>(l * D + d);
-            const bool stepwise = mode == RnnMode::stepwise;
-            if (whole_sequences) {  // the GRU's whole direction as one op
-                const Var all = gru_sequence_fused(input_projection(layer_in, w), w.w_hh, w.b_hh, h0[k], lengths,
-                                                   d == 1);  // (T+1)×B×H
-                outputs.push_back(all);
-                h_n.push_back(reshape(narrow(all, 0, T, 1), Shape{B, H}));
-                continue;
-            }
-            auto [out, last] = run_direction(
-                stepwise ? layer_in : Var(), stepwise ? Var() : input_projection(layer_in, w),
-                LSTMState{h0[k], has_cell ? c0[k] : Var()}, d == 1, masks, B, H,
-                [this, &w](const Var& x_t, const Var& gi_t, const LSTMState& s) { return step(x_t, gi_t, s, w); });
-            outputs.push_back(std::move(out));
-            h_n.push_back(last.h);
-            if (has_cell) c_n.push_back(last.c);
-        }
-        const bool last = l + 1 == L;
-        if (whole_sequences)
-            layer_in = join_directions(outputs, T, /*batch_first=*/last);  // [forward | backward]
-        else
-            layer_in = D == 2 ? concat(outputs, 2) : outputs[0];  // T×B×D·H = [forward | backward]
-        if (!last)
-            layer_in = dropout(layer_in, options_.dropout, external_dropout_gen_ ? *external_dropout_gen_ : dropout_gen_,
-                               is_training());
-    }
-    const Var output = whole_sequences ? layer_in : transpose(layer_in, 0, 1);  // B×T×D·H
-    return {output, stack(h_n, 0), has_cell ? stack(c_n, 0) : Var()};
 }
 
 // ---- GRU -------------------------------------------------------------------------------------------

@@ -104,6 +104,9 @@ protected:
     virtual LSTMState step(const Var& x_t, const Var& gi_t, const LSTMState& state, const RNNWeights& w) const = 0;
 
 private:
+    LSTMOutput run_gru_sequences(const Var& input, const LSTMState& initial, const std::vector<int64_t>& lengths) const;
+    Var between_layers(const Var& x) const;
+    void check_input(const Var& input) const;
     void check_state(const char* which, const Var& s, int64_t batch) const;
     std::vector<int64_t> checked_lengths(const std::vector<int64_t>& lengths, int64_t batch, int64_t steps) const;
 
