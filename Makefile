@@ -154,7 +154,7 @@ isa_flags = $(if $(findstring _avx512,$1),$(AVX512_FLAGS),$(if $(findstring _avx
 TEST_INCLUDE := -isystem third_party/doctest
 
 # ---- sources ---------------------------------------------------------------
-LIB_SRC := $(sort $(wildcard tensor/*.cpp tensor/gemm/*.cpp autograd/*.cpp nn/*.cpp attention/*.cpp))
+LIB_SRC := $(sort $(wildcard tensor/*.cpp tensor/gemm/*.cpp autograd/*.cpp nn/*.cpp io/*.cpp attention/*.cpp))
 # The SIMD sources of the target's architecture only.
 ifneq ($(ARCH),x86_64)
 LIB_SRC := $(filter-out %_avx2.cpp %_avx512.cpp,$(LIB_SRC))
@@ -334,7 +334,7 @@ check-torch: $(B)/examples/seq2seq $(B)/examples/caption $(B)/examples/docclass
 # as "attention/...", "nn/..." as in the repository), libattn.a, a pkg-config
 # file and a CMake package (attn::attn); examples/template/ builds on them.
 PREFIX ?= /usr/local
-LIB_HEADER_DIRS := tensor tensor/gemm autograd nn attention
+LIB_HEADER_DIRS := tensor tensor/gemm autograd nn io attention
 install: $(LIB_F)
 	@for d in $(LIB_HEADER_DIRS); do mkdir -p "$(PREFIX)/include/attn/$$d" && cp $$d/*.hpp "$(PREFIX)/include/attn/$$d/"; done
 	@mkdir -p "$(PREFIX)/lib/pkgconfig" "$(PREFIX)/lib/cmake/attn"

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

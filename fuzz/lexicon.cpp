@@ -4,7 +4,7 @@
 #include <string>
 
 #include "examples/seq2seq/seq2seq_data.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, size_t size) {
     try {

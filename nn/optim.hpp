@@ -46,7 +46,7 @@ struct ParameterList {
     ParameterList(std::initializer_list<Var> params) : ParameterList(std::vector<Var>(params)) {}
 };
 
-// An optimiser's state for a checkpoint. nn/checkpoint.hpp stores `tensors`
+// An optimiser's state for a checkpoint. io/checkpoint.hpp stores `tensors`
 // as "optimizer.state.<name>" and the rest in the metadata.
 struct OptimizerState {
     std::string type;  // "SGD", "Adam", "AdamW"

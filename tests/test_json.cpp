@@ -1,11 +1,11 @@
-// nn/json: values, the writer, the parser, and every parse error.
+// io/json: values, the writer, the parser, and every parse error.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 using namespace attn;
 

@@ -16,8 +16,8 @@
 #include "examples/common/training_loop.hpp"
 #include "examples/docclass/predict.hpp"
 #include "examples/seq2seq/predict.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
 #include "tensor/ops.hpp"
 #include "tests/helpers.hpp"
 

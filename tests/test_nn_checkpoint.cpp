@@ -1,4 +1,4 @@
-// nn/checkpoint: model files round trip bit for bit under PyTorch's keys; a
+// io/checkpoint: model files round trip bit for bit under PyTorch's keys; a
 // training run stopped, saved, loaded into a fresh model and optimiser and
 // continued gives exactly the losses of the run that never stopped; bad
 // files are rejected by name and change nothing.
@@ -17,12 +17,12 @@
 
 #include "autograd/ops.hpp"
 #include "nn/activation.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/dropout.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/linear.hpp"
 #include "nn/loss.hpp"
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "nn/schedule.hpp"
 #include "nn/sequential.hpp"
 #include "tensor/ops.hpp"

@@ -20,7 +20,7 @@
 #include "nn/linear.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;

@@ -14,7 +14,7 @@
 
 #include "autograd/ops.hpp"
 #include "nn/rnn.hpp"
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "tensor/ops.hpp"
 #include "tests/helpers.hpp"
 

@@ -1,4 +1,4 @@
-// nn/safetensors: exact bytes, bit-exact round trips, every corruption
+// io/safetensors: exact bytes, bit-exact round trips, every corruption
 // rejected with a message naming the file, and saves that fail cleanly.
 #include <doctest/doctest.h>
 
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/json.hpp"
-#include "nn/safetensors.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;

@@ -10,7 +10,7 @@
 #include "examples/seq2seq/edit_distance.hpp"
 #include "examples/seq2seq/seq2seq_data.hpp"
 #include "examples/seq2seq/task.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;

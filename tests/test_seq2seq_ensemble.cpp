@@ -15,7 +15,7 @@
 #include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/transformer_model.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tensor/ops.hpp"
 #include "tests/helpers.hpp"

@@ -11,7 +11,7 @@
 #include "autograd/ops.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tests/helpers.hpp"
 #include "tests/seq2seq_toy.hpp"

@@ -25,7 +25,7 @@
 #include "nn/dropout.hpp"
 #include "nn/linear.hpp"
 #include "nn/loss.hpp"
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "nn/schedule.hpp"
 #include "nn/sequential.hpp"
 #include "tensor/ops.hpp"

@@ -13,9 +13,9 @@
 #include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/transformer_model.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/optim.hpp"
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "tests/helpers.hpp"
 #include "tests/seq2seq_toy.hpp"
 

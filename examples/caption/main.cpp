@@ -26,7 +26,7 @@
 #include "examples/caption/caption_model.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/training_loop.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tensor/parallel.hpp"
 

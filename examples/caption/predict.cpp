@@ -10,8 +10,8 @@
 #include "examples/common/image.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
 
 namespace attn {
 

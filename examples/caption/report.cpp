@@ -10,7 +10,7 @@
 #include "examples/common/metrics.hpp"
 #include "examples/common/report.hpp"
 #include "examples/common/svg.hpp"
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attn {
 

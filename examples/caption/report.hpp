@@ -11,7 +11,7 @@
 
 #include "examples/caption/caption_data.hpp"
 #include "examples/caption/caption_model.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

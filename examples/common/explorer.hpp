@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

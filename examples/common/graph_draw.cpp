@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "examples/common/svg.hpp"
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attn {
 
@@ -38,7 +38,7 @@ const char* const kRootStroke = "#d97706";
 
 // A coordinate with at most two decimals: "12.5", "3". (std::to_chars: a
 // picture of thousands of nodes writes hundreds of thousands of these. On
-// macOS before 13.3 the library has no to_chars for double, as nn/json.cpp
+// macOS before 13.3 the library has no to_chars for double, as io/json.cpp
 // says; snprintf writes '.' there too, in the "C" locale programs start in.)
 std::string num(double v) {
     char buf[64];

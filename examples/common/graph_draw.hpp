@@ -66,7 +66,7 @@ std::string graph_dot(const Var& root, const GraphNames& names = {}, const Graph
 std::string graph_svg(const GraphSnapshot& graph, const GraphDrawOptions& options = {});
 std::string graph_svg(const Var& root, const GraphNames& names = {}, const GraphDrawOptions& options = {});
 
-// The same written to `path` (atomically: nn/atomic_file.hpp). Throws
+// The same written to `path` (atomically: io/atomic_file.hpp). Throws
 // std::runtime_error naming the path if it cannot be written.
 void write_graph_dot(const GraphSnapshot& graph, const std::string& path, const GraphDrawOptions& options = {});
 void write_graph_dot(const Var& root, const std::string& path, const GraphNames& names = {},

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attn {
 

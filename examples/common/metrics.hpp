@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "examples/common/svg.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

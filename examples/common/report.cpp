@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "examples/common/svg.hpp"
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attn {
 

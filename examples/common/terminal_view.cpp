@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

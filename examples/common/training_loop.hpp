@@ -53,8 +53,8 @@
 #include "autograd/variable.hpp"
 #include "examples/common/flags.hpp"
 #include "examples/common/progress.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/json.hpp"
+#include "io/checkpoint.hpp"
+#include "io/json.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 

@@ -7,7 +7,7 @@
 #include "examples/docclass/classification_metrics.hpp"
 #include "examples/docclass/docclass_data.hpp"
 #include "examples/docclass/docclass_models.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

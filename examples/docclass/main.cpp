@@ -27,7 +27,7 @@
 #include "examples/common/training_loop.hpp"
 #include "examples/docclass/evaluate.hpp"
 #include "examples/docclass/predict.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
 #include "tensor/parallel.hpp"

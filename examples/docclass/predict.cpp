@@ -11,8 +11,8 @@
 #include "autograd/ops.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
 #include "tensor/ops.hpp"
 
 namespace attn {

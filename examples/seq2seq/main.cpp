@@ -27,7 +27,7 @@
 #include "examples/seq2seq/transformer_model.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 #include "nn/optim.hpp"
 #include "tensor/parallel.hpp"
 

@@ -10,8 +10,8 @@
 #include "examples/seq2seq/ensemble.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/task.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
 
 namespace attn::seq2seq {
 

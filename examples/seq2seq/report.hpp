@@ -8,7 +8,7 @@
 #include "examples/seq2seq/edit_distance.hpp"
 #include "examples/seq2seq/decoding.hpp"
 #include "examples/seq2seq/task.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn::seq2seq {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 namespace attn::seq2seq {
 

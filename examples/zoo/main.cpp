@@ -10,7 +10,7 @@
 #include "examples/common/flags.hpp"
 #include "examples/common/report.hpp"
 #include "examples/zoo/zoo.hpp"
-#include "nn/json.hpp"
+#include "io/json.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attn;

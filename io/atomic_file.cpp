@@ -1,4 +1,4 @@
-#include "nn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -14,7 +14,7 @@
 //
 // The writer stores every tensor as F32 (the double build converts), sorted
 // by name as the reference implementation does, and writes atomically
-// (nn/atomic_file.hpp): a crash never leaves half a checkpoint.
+// (io/atomic_file.hpp): a crash never leaves half a checkpoint.
 //
 // The reader trusts nothing: a truncated, corrupted or hostile file throws a
 // std::runtime_error that names the file and the problem, e.g.

@@ -1,4 +1,4 @@
-#include "nn/json.hpp"
+#include "io/json.hpp"
 
 #include <cerrno>
 #include <charconv>

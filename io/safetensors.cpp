@@ -1,4 +1,4 @@
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,8 +13,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "nn/atomic_file.hpp"
-#include "nn/json.hpp"
+#include "io/atomic_file.hpp"
+#include "io/json.hpp"
 
 namespace attn {
 

@@ -8,7 +8,7 @@
 // A save killed before its rename leaves `path.tmp.<pid>` behind; the next
 // save of `path` removes those whose process no longer exists.
 //
-// Checkpoints (nn/safetensors.hpp) and the HTML report use it.
+// Checkpoints (io/safetensors.hpp) and the HTML report use it.
 #pragma once
 
 #include <string>

@@ -1,11 +1,11 @@
-#include "nn/checkpoint.hpp"
+#include "io/checkpoint.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
-#include "nn/safetensors.hpp"
+#include "io/safetensors.hpp"
 
 namespace attn {
 

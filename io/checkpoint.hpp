@@ -1,5 +1,5 @@
 // Checkpoints: a model's state_dict, or a whole training run, in one
-// safetensors file (nn/safetensors.hpp), written atomically (a temporary file
+// safetensors file (io/safetensors.hpp), written atomically (a temporary file
 // renamed into place: a crash never leaves half a checkpoint).
 //
 // Model files hold exactly the model's state_dict, under PyTorch's keys, so in
