@@ -166,6 +166,96 @@ CaptionDataset load_data(Settings& s) {
     return data;
 }
 
+// ---- training: the shared loop, with this task's batches, loss and validation -----------
+// What the loop's parts share between steps and epochs: the epoch's order, the
+// loss's weights, REINFORCE's moving-average baseline, and whether hard
+// attention samples yet (the last two kept in checkpoints: a resumed run
+// continues exactly).
+struct CaptionTraining {
+    const Settings& s;
+    CaptionDataset& data;
+    Captioner& model;
+    CaptionSetup setup;  // what --predict needs besides the weights
+    bool hard;
+    CaptionReward reward;
+    MovingAverageBaseline baseline{};
+    CaptionLossOptions loss_options{};
+    std::vector<int64_t> order{};
+    // Hard attention samples once the expected-context epochs are over and the
+    // decoder reads what it attends to (validation word accuracy ≥
+    // --expected-until); a checkpoint keeps whether it has, so a resumed run
+    // switches at the same epoch.
+    bool may_sample = s.expected_until <= 0;
+
+    TrainerParts parts();
+};
+
+TrainerParts CaptionTraining::parts() {
+    const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(s.batch_size) - 1) /
+                                                        static_cast<size_t>(s.batch_size));
+    TrainerParts parts;
+    parts.begin_epoch = [this, batches_per_epoch](int64_t epoch) {
+        const bool sampling = hard && epoch >= s.expected_epochs && may_sample;
+        if (hard) model.hard_alignment.set_soft_probability(sampling ? s.soft_probability : 1.0);
+        loss_options = {.penalty = sampling && s.sampling_penalty >= 0 ? s.sampling_penalty : s.penalty,
+                        .entropy_bonus = s.entropy_bonus, .reinforce_weight = s.reinforce_weight, .reward = reward,
+                        .fast = s.common.fast};
+        if (s.augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
+        // This epoch's order, from (seed, epoch): a resumed run repeats it.
+        order.resize(data.train.size());
+        std::iota(order.begin(), order.end(), 0);
+        Generator shuffle(static_cast<uint64_t>(s.common.seed) * 1000003u + static_cast<uint64_t>(epoch));
+        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
+        return batches_per_epoch;
+    };
+    parts.step = [this](int64_t, int64_t b, int64_t step) {
+        const auto first = order.begin() + b * s.batch_size;
+        const std::vector<int64_t> idx(first, first + std::min<int64_t>(s.batch_size, order.end() - first));
+        const CaptionBatch batch = make_caption_batch(data.train, idx);
+        // hard attention's samples at step k depend only on (seed, k): a resumed run continues exactly
+        model.seed_sampler(static_cast<uint64_t>(s.common.seed) * 7919u + static_cast<uint64_t>(step));
+        const Captioner::Forward f = model.forward(batch.images, batch.captions);
+        const CaptionLoss loss = caption_loss(f, batch.captions, loss_options, hard, baseline);
+        // Each term of the total as well: the report charts them apart, since the
+        // penalty is many times the cross-entropy and would hide its fall.
+        StepLoss out{loss.total, 1, {{"ce", loss.cross_entropy}, {"penalty", loss.penalty}}};
+        if (hard) {
+            out.sums.push_back({"reinforce", loss.reinforce});
+            out.sums.push_back({"entropy_bonus", -loss_options.entropy_bonus * loss.entropy});
+            out.sums.push_back({"reward", loss.mean_reward});
+        }
+        return out;
+    };
+    parts.validate = [this] {
+        const CaptionMetrics m = evaluate(model, data, data.valid, 64).metrics;
+        Validation v{.score = m.word_accuracy,
+                     .record = Json::object({{"valid_word_acc", m.word_accuracy}, {"valid_exact", m.exact},
+                                             {"valid_bleu4", m.bleu[3]}, {"valid_localization", m.localization}}),
+                     .shown = {{"valid_word_acc", m.word_accuracy}, {"valid_loc", m.localization}}};
+        if (hard) v.record.set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
+        if (hard && !may_sample && m.word_accuracy >= s.expected_until) {
+            may_sample = true;
+            std::cerr << "validation word accuracy " << m.word_accuracy << " ≥ " << s.expected_until
+                      << ": hard attention samples from the next epoch on\n";
+        }
+        return v;
+    };
+    parts.snapshot = [this] { return caption_snapshot(model, data, s.attention_kind); };  // the report's epoch slider
+    parts.learning_rate =
+        learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches_per_epoch, s.common.warmup);
+    // what --predict needs besides the weights, in model.safetensors and every checkpoint
+    parts.model_metadata = [this](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
+    parts.save_extra = [this](std::map<std::string, std::string>& extra) {
+        extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
+        extra["caption.sampling"] = may_sample ? "1" : "0";
+    };
+    parts.load_extra = [this](const TrainingState& state) {
+        if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
+        if (state.extra.count("caption.sampling")) may_sample = state.extra.at("caption.sampling") == "1";
+    };
+    return parts;
+}
+
 // ---- test: the best checkpoint, greedy and beam search --------------------------------
 // Prints the test scores (hard attention's under both evaluation modes),
 // writes the report, and ends with the RESULT line.
@@ -270,81 +360,14 @@ int main(int argc, char** argv) try {
               << data.height / 4 << "×" << data.width / 4 << "\n"
               << kernels_line(s.common.fast, "1.5×", "shapes") << "\n";
 
-    // ---- training: the shared loop, with this task's batches, loss and validation -----------
-    const auto batches_per_epoch = static_cast<int64_t>((data.train.size() + static_cast<size_t>(s.batch_size) - 1) /
-                                                        static_cast<size_t>(s.batch_size));
-    MovingAverageBaseline baseline;  // REINFORCE's baseline: state that a resumed run needs back
-    CaptionLossOptions loss_options;
-    std::vector<int64_t> order;
-    TrainerParts parts;
-    // Hard attention samples once the expected-context epochs are over and the
-    // decoder reads what it attends to (validation word accuracy ≥
-    // --expected-until); a checkpoint keeps whether it has, so a resumed run
-    // switches at the same epoch.
-    bool may_sample = s.expected_until <= 0;
-    parts.begin_epoch = [&](int64_t epoch) {
-        const bool sampling = hard && epoch >= s.expected_epochs && may_sample;
-        if (hard) model.hard_alignment.set_soft_probability(sampling ? s.soft_probability : 1.0);
-        loss_options = {.penalty = sampling && s.sampling_penalty >= 0 ? s.sampling_penalty : s.penalty,
-                        .entropy_bonus = s.entropy_bonus, .reinforce_weight = s.reinforce_weight, .reward = reward,
-                        .fast = s.common.fast};
-        if (s.augment) data.train = data.fresh_train(epoch);  // from epoch alone: a resumed run repeats it
-        // This epoch's order, from (seed, epoch): a resumed run repeats it.
-        order.resize(data.train.size());
-        std::iota(order.begin(), order.end(), 0);
-        Generator shuffle(static_cast<uint64_t>(s.common.seed) * 1000003u + static_cast<uint64_t>(epoch));
-        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
-        return batches_per_epoch;
-    };
-    parts.step = [&](int64_t, int64_t b, int64_t step) {
-        const auto first = order.begin() + b * s.batch_size;
-        const std::vector<int64_t> idx(first, first + std::min<int64_t>(s.batch_size, order.end() - first));
-        const CaptionBatch batch = make_caption_batch(data.train, idx);
-        // hard attention's samples at step k depend only on (seed, k): a resumed run continues exactly
-        model.seed_sampler(static_cast<uint64_t>(s.common.seed) * 7919u + static_cast<uint64_t>(step));
-        const Captioner::Forward f = model.forward(batch.images, batch.captions);
-        const CaptionLoss loss = caption_loss(f, batch.captions, loss_options, hard, baseline);
-        // Each term of the total as well: the report charts them apart, since the
-        // penalty is many times the cross-entropy and would hide its fall.
-        StepLoss out{loss.total, 1, {{"ce", loss.cross_entropy}, {"penalty", loss.penalty}}};
-        if (hard) {
-            out.sums.push_back({"reinforce", loss.reinforce});
-            out.sums.push_back({"entropy_bonus", -loss_options.entropy_bonus * loss.entropy});
-            out.sums.push_back({"reward", loss.mean_reward});
-        }
-        return out;
-    };
-    parts.validate = [&] {
-        const CaptionMetrics m = evaluate(model, data, data.valid, 64).metrics;
-        Validation v{.score = m.word_accuracy,
-                     .record = Json::object({{"valid_word_acc", m.word_accuracy}, {"valid_exact", m.exact},
-                                             {"valid_bleu4", m.bleu[3]}, {"valid_localization", m.localization}}),
-                     .shown = {{"valid_word_acc", m.word_accuracy}, {"valid_loc", m.localization}}};
-        if (hard) v.record.set("baseline", baseline.values.empty() ? 0.0 : baseline.values[0]);
-        if (hard && !may_sample && m.word_accuracy >= s.expected_until) {
-            may_sample = true;
-            std::cerr << "validation word accuracy " << m.word_accuracy << " ≥ " << s.expected_until
-                      << ": hard attention samples from the next epoch on\n";
-        }
-        return v;
-    };
-    parts.snapshot = [&] { return caption_snapshot(model, data, s.attention_kind); };  // the report's epoch slider
-    parts.learning_rate = learning_rate_schedule(s.common.schedule, s.lr, s.common.epochs * batches_per_epoch, s.common.warmup);
-    // what --predict needs besides the weights, in model.safetensors and every checkpoint
-    const CaptionSetup setup{.config = config, .words = data.vocab.words, .height = data.height, .width = data.width,
-                             .max_length = static_cast<int64_t>(data.train.at(0).caption.size())};
-    parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
-    parts.save_extra = [&](std::map<std::string, std::string>& extra) {
-        extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
-        extra["caption.sampling"] = may_sample ? "1" : "0";
-    };
-    parts.load_extra = [&](const TrainingState& state) {
-        if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
-        if (state.extra.count("caption.sampling")) may_sample = state.extra.at("caption.sampling") == "1";
-    };
+    CaptionTraining training{.s = s, .data = data, .model = model,
+                             .setup = {.config = config, .words = data.vocab.words, .height = data.height,
+                                       .width = data.width,
+                                       .max_length = static_cast<int64_t>(data.train.at(0).caption.size())},
+                             .hard = hard, .reward = reward};
     LoopOptions options = loop_options(s.common, run_name);
     options.clip = s.clip;
-    const LoopResult trained = train_loop(options, model, optimizer, parts);
+    const LoopResult trained = train_loop(options, model, optimizer, training.parts());
 
     test_and_report(s, data, model, trained, options.dir, run_name, flags);
     return 0;
