@@ -21,8 +21,10 @@ build runs too, and `unit: yes` adds the float unit tests. The mutated file is
 restored afterwards, whatever happens; objects are built in build/mutation/,
 so the normal build is never left holding mutated code.
 
-A mutation is KILLED when a test fails, SURVIVED when every test passes, and
-an ERROR when it does not apply or does not compile (a mistake the compiler
+A mutation is KILLED when a test fails, SURVIVED when every test passes,
+SKIPPED when its file is a kernel this CPU never runs (an *_avx512.cpp file
+without AVX-512, *_avx2.cpp without AVX2: run those lists on a CPU that has
+it), and an ERROR when it does not apply or does not compile (a mistake the compiler
 catches proves nothing about the tests). The script prints the survivors and
 exits 1 if there are any, or any errors.
 """
@@ -77,6 +79,27 @@ def parse(path):
 
 def unescape(text):
     return text.replace("\\n", "\n")
+
+
+# A mutation of code this CPU never runs (an AVX-512 kernel on a CPU without
+# AVX-512; the dispatch picks the kernel at run time) proves nothing here: it
+# would survive whatever the tests hold. Such mutations are skipped, and said.
+def cpu_flags():
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    found = re.search(r"^flags\s*:(.*)$", text, flags=re.M)
+    return set(found.group(1).split()) if found else set()
+
+
+def not_run_here(mutation, flags):
+    name = mutation.get("file")
+    if name.endswith("_avx512.cpp") and "avx512f" not in flags:
+        return "this CPU has no AVX-512"
+    if name.endswith("_avx2.cpp") and not {"avx2", "fma"} <= flags:
+        return "this CPU has no AVX2"
+    return ""
 
 
 def make(targets, log):
@@ -143,9 +166,16 @@ def main():
         if not ok:
             sys.exit(f"mutation-check: the unmutated tests fail ({failure}); fix them first")
 
-        survivors, errors, killed = [], [], 0
+        survivors, errors, skipped, killed = [], [], [], 0
+        flags = cpu_flags()
         start = time.time()
         for k, m in enumerate(mutations, 1):
+            why_not = not_run_here(m, flags)
+            if why_not:
+                skipped.append((m, why_not))
+                print(f"[{k}/{len(mutations)}] skipped  {m.title}: {why_not}, so nothing here runs that code",
+                      flush=True)
+                continue
             path = ROOT / m.get("file")
             if not path.exists():
                 errors.append((m, f"no file {m.get('file')}"))
@@ -185,7 +215,9 @@ def main():
 
     minutes = (time.time() - start) / 60
     print(f"\nmutation-check: {len(mutations)} mutations, {killed} killed, {len(survivors)} survived, "
-          f"{len(errors)} errors ({minutes:.1f} min; log in {log_path.relative_to(ROOT)})")
+          f"{len(errors)} errors, {len(skipped)} skipped ({minutes:.1f} min; log in {log_path.relative_to(ROOT)})")
+    if skipped:
+        print(f"  {len(skipped)} skipped: code this CPU does not run ({skipped[0][1]}); run them on a CPU that does")
     for m in survivors:
         print(f"  SURVIVED  {m.title}  ({m.where()})")
     for m, why in errors:
