@@ -358,7 +358,7 @@ int main(int argc, char** argv) try {
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = s.lr, .fast = s.common.fast});
     std::cerr << "model: " << s.attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n"
-              << kernels_line(s.common.fast, "1.5×", "shapes") << "\n";
+              << kernels_line(s.common.fast, "1.6×", "shapes") << "\n";
 
     CaptionTraining training{.s = s, .data = data, .model = model,
                              .setup = {.config = config, .words = data.vocab.words, .height = data.height,

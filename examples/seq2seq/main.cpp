@@ -292,7 +292,7 @@ int main(int argc, char** argv) try {
     model.set_fast(s.common.fast);  // the readable layers unless --fast
     Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr, .fast = s.common.fast});
     std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n"
-              << kernels_line(s.common.fast, setup.model == "rnn" ? "1.8×" : "1.25×", "dates") << "\n";
+              << kernels_line(s.common.fast, setup.model == "rnn" ? "2×" : "1.3×", "dates") << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
     const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;
