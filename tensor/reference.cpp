@@ -28,14 +28,15 @@ int64_t broadcast_index(const std::vector<int64_t>& idx, const Shape& in) {
     return flat;
 }
 
-// The flat index of element k of the slice along `axis` through output
-// position o of a reduction (o runs over the shape with `axis` removed).
-int64_t slice_index(const Shape& s, int axis, int64_t o, int64_t k) {
-    int64_t inner = 1;
-    for (int i = axis + 1; i < s.rank(); ++i) inner *= s[i];
-    const int64_t outer_index = o / inner, inner_index = o % inner;
-    return (outer_index * s[axis] + k) * inner + inner_index;
-}
+// The slices along `axis` of shape s: slice o (o running over the shape
+// without that axis) holds the n elements first(o) + k·inner, k < n.
+struct Slices {
+    int64_t n, inner = 1;
+    Slices(const Shape& s, int axis) : n(s[axis]) {
+        for (int i = axis + 1; i < s.rank(); ++i) inner *= s[i];
+    }
+    int64_t first(int64_t o) const { return (o / inner) * n * inner + o % inner; }
+};
 
 Shape reduced(const Shape& s, int axis, bool keepdim) { return keepdim ? s.with(axis, 1) : s.without(axis); }
 
@@ -60,10 +61,11 @@ Tensor unary(const Tensor& a, real (*f)(real)) {
 
 Tensor sum(const Tensor& a, int axis, bool keepdim) {
     const int ax = a.shape().normalize_axis(axis, "reference::sum");
+    const Slices slices(a.shape(), ax);
     Tensor out = Tensor::empty(reduced(a.shape(), ax, keepdim));
     for (int64_t o = 0; o < out.numel(); ++o) {
         double total = 0;
-        for (int64_t k = 0; k < a.shape()[ax]; ++k) total += a[slice_index(a.shape(), ax, o, k)];
+        for (int64_t k = 0; k < slices.n; ++k) total += a[slices.first(o) + k * slices.inner];
         out[o] = static_cast<real>(total);
     }
     return out;
@@ -71,11 +73,12 @@ Tensor sum(const Tensor& a, int axis, bool keepdim) {
 
 Tensor max(const Tensor& a, int axis, bool keepdim) {
     const int ax = a.shape().normalize_axis(axis, "reference::max");
+    const Slices slices(a.shape(), ax);
     Tensor out = Tensor::empty(reduced(a.shape(), ax, keepdim));
     for (int64_t o = 0; o < out.numel(); ++o) {
         real best = -std::numeric_limits<real>::infinity();
-        for (int64_t k = 0; k < a.shape()[ax] && !std::isnan(best); ++k) {
-            const real v = a[slice_index(a.shape(), ax, o, k)];
+        for (int64_t k = 0; k < slices.n && !std::isnan(best); ++k) {
+            const real v = a[slices.first(o) + k * slices.inner];
             if (v > best || std::isnan(v)) best = v;  // a NaN wins, as in PyTorch
         }
         out[o] = best;
@@ -85,20 +88,19 @@ Tensor max(const Tensor& a, int axis, bool keepdim) {
 
 Tensor softmax(const Tensor& a, int axis) {
     const int ax = a.shape().normalize_axis(axis, "reference::softmax");
+    const Slices slices(a.shape(), ax);
     const Tensor m = reference::max(a, ax, /*keepdim=*/false);
     Tensor out = Tensor::empty(a.shape());
-    const int64_t n = a.shape()[ax];
     for (int64_t o = 0; o < m.numel(); ++o) {
+        const int64_t first = slices.first(o), step = slices.inner;
         if (m[o] == -std::numeric_limits<real>::infinity()) {  // every element −∞: zeros
-            for (int64_t k = 0; k < n; ++k) out[slice_index(a.shape(), ax, o, k)] = 0;
+            for (int64_t k = 0; k < slices.n; ++k) out[first + k * step] = 0;
             continue;
         }
         double total = 0;
-        for (int64_t k = 0; k < n; ++k) total += std::exp(static_cast<double>(a[slice_index(a.shape(), ax, o, k)] - m[o]));
-        for (int64_t k = 0; k < n; ++k) {
-            const int64_t i = slice_index(a.shape(), ax, o, k);
-            out[i] = static_cast<real>(std::exp(static_cast<double>(a[i] - m[o])) / total);
-        }
+        for (int64_t k = 0; k < slices.n; ++k) total += std::exp(static_cast<double>(a[first + k * step] - m[o]));
+        for (int64_t k = 0; k < slices.n; ++k)
+            out[first + k * step] = static_cast<real>(std::exp(static_cast<double>(a[first + k * step] - m[o])) / total);
     }
     return out;
 }
