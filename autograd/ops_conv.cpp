@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,16 +89,24 @@ Var max_pool2d(const Var& input, Size2 kernel, Size2 stride, Size2 padding, bool
     const real* x = input.value().data();
     real* pz = z.data();
     uint16_t* pa = argmax.data();
+    // --fast's 2×2 rows, where they apply, get a row of their own in a profile
+    // (ATTN_PROFILE=1), so that a run shows which loop it took.
+    const bool rows = fast && is_2x2_stride_2(w);
+    std::optional<ProfileScope> rows_scope;
+    if (rows) rows_scope.emplace("max_pool2d 2x2 rows");
     parallel_planes(w, w.Ho * w.Wo * w.kh * w.kw, [&](int64_t bc_begin, int64_t bc_end) {
-        max_pool_forward(w, fast, bc_begin, bc_end, x, pz, pa);
+        max_pool_forward(w, rows, bc_begin, bc_end, x, pz, pa);
     });
-    return record("max_pool2d", std::move(z), {input}, [w, fast, argmax = std::move(argmax)](Backward& bw) {
+    rows_scope.reset();
+    return record("max_pool2d", std::move(z), {input}, [w, rows, argmax = std::move(argmax)](Backward& bw) {
         const real* g = bw.grad().data();
         real* dx = bw.grad_buffer(0).data();
         const KernelOffsets offsets(w);
+        std::optional<ProfileScope> backward_rows_scope;
+        if (rows) backward_rows_scope.emplace("max_pool2d 2x2 rows");
         // Planes in parallel: a window's maximum lies in its own plane.
         parallel_planes(w, w.Ho * w.Wo, [&](int64_t bc_begin, int64_t bc_end) {
-            max_pool_backward(w, fast, offsets, bc_begin, bc_end, argmax.data(), g, dx);
+            max_pool_backward(w, rows, offsets, bc_begin, bc_end, argmax.data(), g, dx);
         });
     });
 }

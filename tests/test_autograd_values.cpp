@@ -15,6 +15,7 @@
 #include "tensor/fast_math.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/profile.hpp"
 
 using namespace attn;
 
@@ -479,6 +480,30 @@ TEST_CASE("autograd values: max_pool2d over 2×2 windows, by hand: an all −∞
         z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
         const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
         for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
+    }
+}
+
+TEST_CASE("autograd values: max_pool2d runs the 2×2 rows only with fast, and only where they fit") {
+    // The two paths give the same values (the cases above), so what tells them
+    // apart is which one ran: the rows have a profile row of their own.
+    struct Case {
+        Size2 kernel, stride;
+        bool fast, rows;
+    };
+    for (const Case& c : {Case{2, 2, true, true}, Case{2, 2, false, false}, Case{3, 2, true, false},
+                          Case{2, 1, true, false}}) {
+        INFO("kernel " << c.kernel.h << ", stride " << c.stride.h << ", fast " << c.fast);
+        Generator gen(3);
+        Var x(Tensor::normal(Shape{2, 3, 6, 6}, 0, 1, gen), true);
+        Profiler profiler;
+        sum(max_pool2d(x, c.kernel, c.stride, 0, c.fast)).backward();
+        profiler.stop();
+        const ProfileSummary s = profiler.summary();
+        int64_t forward = 0, backward = 0;
+        for (const ProfileRow& r : s.rows)
+            if (r.name == "max_pool2d 2x2 rows") forward = r.forward_calls, backward = r.backward_calls;
+        CHECK(forward == (c.rows ? 1 : 0));
+        CHECK(backward == (c.rows ? 1 : 0));
     }
 }
 
