@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace attn {
@@ -33,7 +34,7 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
     GradcheckResult result;
     for (size_t k = 0; k < params.size(); ++k)
         if (!params[k].requires_grad())
-            return {false, "gradcheck " + name + ": input " + std::to_string(k) + " does not require a gradient", 0};
+            return {false, "gradcheck " + name + ": input " + std::to_string(k) + " does not require a gradient", 0, {}};
 
     // Analytic: one backward pass with ∂L/∂out = w, from clean gradients.
     std::vector<Tensor> saved_grads;
@@ -44,7 +45,7 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
     Var out = f();
     if (!out.requires_grad()) {
         for (size_t k = 0; k < params.size(); ++k) params[k].node()->grad = saved_grads[k];
-        return {false, "gradcheck " + name + ": the output does not require a gradient (was the op recorded?)", 0};
+        return {false, "gradcheck " + name + ": the output does not require a gradient (was the op recorded?)", 0, {}};
     }
     Generator gen(options.seed);
     const Tensor w = Tensor::normal(out.shape(), 0, 1, gen);
@@ -58,8 +59,9 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
 
     // Numeric: central differences, one element at a time, recording nothing.
     NoGradGuard no_grad;
-    for (size_t k = 0; k < params.size() && result.ok; ++k) {
+    for (size_t k = 0; k < params.size() && (result.ok || options.every_element); ++k) {
         Tensor value = params[k].node()->value;
+        GradcheckTensor table{value.shape()};
         for (int64_t i = 0; i < value.numel(); ++i) {
             const real original = value[i];
             value[i] = static_cast<real>(original + options.eps);
@@ -71,12 +73,22 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
             const double a = analytic[k][i];
             const double tolerance = options.atol + options.rtol * std::max(std::fabs(a), std::fabs(numeric));
             ++result.checked;
-            if (!(std::fabs(a - numeric) <= tolerance)) {  // written so that NaN fails
+            const bool right = std::fabs(a - numeric) <= tolerance;  // written so that NaN fails
+            if (options.every_element) {
+                const double scale = std::max(std::fabs(a), std::fabs(numeric));
+                const double relative = scale > 0 ? std::fabs(a - numeric) / scale : 0;
+                ++table.checked;
+                // NaN counts as the worst there is
+                if (!(relative <= table.worst_relative)) table.worst_relative = std::isnan(relative) ? std::numeric_limits<double>::infinity() : relative;
+                if (!right && table.wrong++ == 0) table.first_wrong = i, table.analytic = a, table.numeric = numeric;
+            }
+            if (!right) {
+                if (result.ok) result.message = failure(name, k, value.shape(), i, a, numeric, tolerance);
                 result.ok = false;
-                result.message = failure(name, k, value.shape(), i, a, numeric, tolerance);
-                break;
+                if (!options.every_element) break;
             }
         }
+        if (options.every_element) result.tensors.push_back(table);
     }
     return result;
 }

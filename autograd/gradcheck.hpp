@@ -34,12 +34,27 @@ struct GradcheckOptions {
     double atol = std::is_same_v<real, double> ? 1e-6 : 1e-2;
     double rtol = std::is_same_v<real, double> ? 1e-5 : 5e-2;
     uint64_t seed = 1234;  // for the weights w
+    // false: stop at the first wrong derivative (the tests). true: compare
+    // every element of every input and fill `tensors` (a student's table).
+    bool every_element = false;
+};
+
+// What the check found in one input, for a table: how many derivatives were
+// compared and how many were wrong, the largest relative error
+// |a − n| / max(|a|, |n|) (0 where both are 0), and the first wrong one.
+struct GradcheckTensor {
+    Shape shape;
+    int64_t checked = 0, wrong = 0;
+    double worst_relative = 0;
+    int64_t first_wrong = -1;  // flat index, −1 when none
+    double analytic = 0, numeric = 0;  // at first_wrong
 };
 
 struct GradcheckResult {
     bool ok = true;
     std::string message;  // empty when ok; else the first failure
     int64_t checked = 0;  // how many derivatives were compared
+    std::vector<GradcheckTensor> tensors;  // one per input, with every_element only
     explicit operator bool() const { return ok; }
 };
 

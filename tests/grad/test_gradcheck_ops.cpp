@@ -62,6 +62,40 @@ TEST_CASE("gradcheck: a wrong derivative is caught, naming the op, input, index 
     CHECK(unrecorded.message == "gradcheck detached: the output does not require a gradient (was the op recorded?)");
 }
 
+TEST_CASE("gradcheck: every_element gives each input's table: compared, wrong, worst relative error, first wrong") {
+    // z = a·b with ∂z/∂a given as 1 instead of b = 2: every derivative to a is
+    // half the true one, so all 3 are wrong with relative error exactly
+    // |g − 2g| / |2g| = 0.5; every derivative to b is right.
+    auto bad_mul = [](const std::vector<Var>& x) {
+        return record("bad_mul", mul(x[0].value(), x[1].value()), {x[0], x[1]}, [a = x[0].value()](Backward& bw) {
+            bw.accumulate(0, bw.grad());
+            bw.accumulate(1, mul(bw.grad(), a));
+        });
+    };
+    const Tensor a = Tensor::from({1, 2, 3}), b = Tensor::from({2, 2, 2});
+    GradcheckOptions every;
+    every.every_element = true;
+    const GradcheckResult r = gradcheck("bad_mul", bad_mul, {a, b}, every);
+    CHECK_FALSE(r.ok);
+    CHECK(r.checked == 6);
+    REQUIRE(r.tensors.size() == 2);
+    CHECK(r.tensors[0].shape == Shape{3});
+    CHECK(r.tensors[0].checked == 3);
+    CHECK(r.tensors[0].wrong == 3);
+    CHECK(r.tensors[0].first_wrong == 0);
+    CHECK(r.tensors[0].worst_relative == doctest::Approx(0.5).epsilon(1e-6));
+    CHECK(r.tensors[0].numeric == doctest::Approx(2 * r.tensors[0].analytic).epsilon(1e-6));
+    CHECK(r.tensors[1].checked == 3);
+    CHECK(r.tensors[1].wrong == 0);
+    CHECK(r.tensors[1].first_wrong == -1);
+    CHECK(r.tensors[1].worst_relative < 1e-6);
+    // The default stops at the first wrong derivative and keeps no table.
+    const GradcheckResult first = gradcheck("bad_mul", bad_mul, {a, b});
+    CHECK(first.checked == 1);
+    CHECK(first.tensors.empty());
+    CHECK(first.message == r.message);
+}
+
 TEST_CASE("gradcheck: parameters checked in place are restored, values and gradients") {
     Generator gen(3);
     Var w(Tensor::normal(Shape{3, 2}, 0, 1, gen), true);
