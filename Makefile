@@ -186,8 +186,10 @@ BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
+
+.PHONY: grade progress exercise check-exercises fingerprints
 .PHONY: all test debug check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
-all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN)
+all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
 # ---- compile ---------------------------------------------------------------
 # Every file but the SIMD kernels (whose instruction-set flags a precompiled
@@ -263,13 +265,41 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
+# make grade: the coursework grader (course/grade.cpp), in the double build
+# beside the gradient tests, whose files register the cases it runs.
+# EX=id grades one exercise (default: those of course/assignment.txt, in a
+# student's tree); SEED=n draws the inputs from seed n (hidden checks).
+GRADE_BIN := $(B)/course/grade
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp)
+$(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+grade: $(GRADE_BIN)
+	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)); status=$$?; $(call elapsed,make grade); exit $$status
+progress: $(GRADE_BIN)
+	@$(GRADE_BIN) --progress
+
+# make exercise: the exercises, one id per line first; make exercise EX=id
+# OUT=dir: a student's tree with that exercise's code cut out (EX=all: every
+# exercise). make check-exercises: every grader fails on its stub, passes the
+# solution and names every known mistake; no line of an answer is left in a
+# student's tree (CI runs it). make fingerprints: the known mistakes' values,
+# into course/fingerprints.txt. (scripts/exercises.py; docs/course/.)
+exercise:
+	@if [ -n "$(EX)" ]; then python3 scripts/exercises.py tree "$(EX)" "$(OUT)"; \
+		else python3 scripts/exercises.py list; fi
+check-exercises:
+	@python3 scripts/exercises.py check $(EX)
+fingerprints:
+	@python3 scripts/exercises.py fingerprints $(EX)
+
 # make debug: the library, the tests and the programs at -O0 -g, in
 # build/debug/ (build/debug/examples/seq2seq, ...), to step through with gdb.
 debug:
 	@$(MAKE) --no-print-directory DEBUG=1 all
 
 # TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
-test: $(UNIT_BIN) $(GRAD_BIN)
+test: $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 	@TEST_RUNNER="$(TEST_RUNNER)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
 		$(call elapsed,make test); exit $$status
 

@@ -8,11 +8,11 @@ the tests catch each one.
 (`make mutation-check` runs the first.) A mutation is a block of a file in
 tests/mutations/:
 
-    ## additive_score: the bias b dropped
+    ## dot_score: the scores transposed
     file: attention/scores.cpp
-    find: const Var H = additive_features(projected_queries, projected_keys, b, act_);
-    replace: const Var H = additive_features(projected_queries, projected_keys, Var(), act_);
-    ids: additive_score
+    find: return matmul(queries, keys, false, true);  // E = Q Kᵀ   B×m×n
+    replace: return transpose(matmul(queries, keys, false, true), 1, 2);
+    ids: dot_score
 
 `find` must occur exactly once in `file` (so the list fails loudly when the
 code moves); `\\n` in find/replace stands for a line break. `ids` names the

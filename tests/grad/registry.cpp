@@ -56,6 +56,12 @@ std::vector<OpCase> elementwise_cases() {
              return h;
          }},
         {"sigmoid", "2×3", {{2, 3}}, N, [](In x) { return sigmoid(x[0]); }},
+        {"sigmoid", "3×4, large |a| where σ saturates", {{3, 4}}, N, [](In x) { return sigmoid(x[0] * 4.0); }},
+        {"sigmoid", "2×3×2, its output used twice: σ² + σ", {{2, 3, 2}}, N,
+         [](In x) {
+             const Var s = sigmoid(x[0]);
+             return s * s + s;
+         }},
         {"relu", "away from 0", {{3, 4}}, D, [](In x) { return relu(x[0]); }},
         {"leaky_relu", "slope 0.1, away from 0", {{3, 4}}, D, [](In x) { return leaky_relu(x[0], real(0.1)); }},
         {"gelu", "2×3", {{2, 3}}, N, [](In x) { return gelu(x[0]); }},

@@ -1,0 +1,73 @@
+#include "course/exercises.hpp"
+
+#include <fstream>
+#include <stdexcept>
+
+namespace attn::course {
+
+namespace {
+
+std::string trim(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r");
+    if (a == std::string::npos) return "";
+    return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+// "file | opening line" → a Cut. The opening line keeps its own spaces
+// after the bar's one.
+Cut read_cut(const std::string& value, const std::string& where) {
+    const size_t bar = value.find(" | ");
+    if (bar == std::string::npos) throw std::runtime_error(where + ": expected 'FILE | OPENING LINE'");
+    return {trim(value.substr(0, bar)), value.substr(bar + 3)};
+}
+
+}  // namespace
+
+std::vector<Exercise> read_exercises(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(path + ": cannot open the exercise list");
+    std::vector<Exercise> all;
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        const std::string where = path + ":" + std::to_string(number);
+        if (trim(line).empty()) continue;
+        if (line.rfind("## ", 0) == 0) {
+            const std::string heading = trim(line.substr(3));
+            const size_t space = heading.find(' ');
+            if (space == std::string::npos) throw std::runtime_error(where + ": expected '## NUMBER TITLE'");
+            Exercise e;
+            e.number = heading.substr(0, space);
+            e.title = trim(heading.substr(space + 1));
+            all.push_back(e);
+            continue;
+        }
+        if (line[0] == '#') continue;  // a comment
+        const size_t colon = line.find(": ");
+        if (colon == std::string::npos) throw std::runtime_error(where + ": expected 'KEY: VALUE' or '## NUMBER TITLE'");
+        if (all.empty()) throw std::runtime_error(where + ": a field before the first '## NUMBER TITLE'");
+        Exercise& e = all.back();
+        const std::string key = line.substr(0, colon), value = line.substr(colon + 2);
+        if (key == "id") e.id = trim(value);
+        else if (key == "cut") e.cuts.push_back(read_cut(value, where));
+        else if (key == "twin") e.twins.push_back(read_cut(value, where));
+        else if (key == "grade") e.grade.push_back(trim(value));
+        else if (key == "read") e.read.push_back(trim(value));
+        else if (key == "hint") e.hints.push_back(trim(value));
+        else if (key == "speed") e.speed = trim(value);
+        else throw std::runtime_error(where + ": unknown key '" + key + "' (id, cut, twin, grade, read, hint, speed)");
+    }
+    for (const Exercise& e : all)
+        if (e.id.empty() || e.cuts.empty() || e.grade.empty())
+            throw std::runtime_error(path + ": exercise " + e.number + " needs an id, a cut and a grade line");
+    return all;
+}
+
+const Exercise* find_exercise(const std::vector<Exercise>& all, const std::string& id_or_number) {
+    for (const Exercise& e : all)
+        if (e.id == id_or_number || e.number == id_or_number) return &e;
+    return nullptr;
+}
+
+}  // namespace attn::course

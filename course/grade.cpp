@@ -1,0 +1,701 @@
+// The coursework grader (make grade): runs one exercise's checks on the code
+// in the tree and says, in sentences, what is right and what is not.
+//
+//     make grade                      every exercise of course/assignment.txt
+//     make grade EX=sigmoid_backward  one exercise (its id or its number, 1.1)
+//     make grade SEED=7               the same checks on inputs drawn from seed 7
+//                                     (an instructor's hidden run)
+//     make progress                   the assignment's exercises, status and attempts
+//
+// What it checks comes from the exercise list (course/exercises.txt), and the
+// checks are the library's own: the catalog registry's independent
+// references, finite differences and declared properties
+// (tests/grad/catalog_checks.hpp), the op registry's gradient cases, and the
+// engine's graphs below. Where the student's outputs match a known mistake
+// (course/fingerprints.txt, made from the mutation lists by `make
+// fingerprints`), the mistake is named. Exit status 0 only when every check
+// of every exercise graded is right.
+//
+// It is built in the double build beside the gradient tests, whose files
+// register the catalog's cases: those files hold doctest's test cases too,
+// so doctest's code is compiled here (and never run).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "course/exercises.hpp"
+#include "tests/grad/catalog_checks.hpp"
+#include "tests/grad/registry.hpp"
+
+using namespace attn;
+using namespace attn::testing;
+using attn::course::Exercise;
+
+namespace {
+
+const char* kExerciseList = "course/exercises.txt";
+const char* kFingerprints = "course/fingerprints.txt";
+const char* kAssignment = "course/assignment.txt";
+const char* kProgress = "course/progress.txt";
+
+// ---- the report ---------------------------------------------------------------------------
+// Every check prints one line (and, when wrong, what it found) and counts.
+struct Report {
+    int checks = 0, wrong = 0;
+    std::string outcomes;  // one letter a check, in order: r right, w wrong
+    void right(const std::string& what, const std::string& detail = "") {
+        ++checks;
+        outcomes += 'r';
+        std::cout << "  right  " << what << (detail.empty() ? "" : "  (" + detail + ")") << "\n";
+    }
+    void fail(const std::string& what, const std::string& detail) {
+        ++checks;
+        ++wrong;
+        outcomes += 'w';
+        std::cout << "  WRONG  " << what << ": " << detail << "\n";
+    }
+};
+
+std::string num(double x) {
+    std::ostringstream os;
+    os << std::setprecision(6) << x;
+    return os.str();
+}
+
+std::string sci(double x) {
+    std::ostringstream os;
+    os << std::scientific << std::setprecision(1) << x;
+    return os.str();
+}
+
+// What an exception says, for a student: a stub's own sentence, or what threw.
+std::string what_threw(const std::exception& e) {
+    const std::string w = e.what();
+    if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
+    return "threw an error: " + w;
+}
+
+// ---- catalog entries: value, gradients, masking, properties -----------------------------------------
+void grade_gradient_table(Report& r, const std::string& what, const GradcheckResult& g,
+                          const std::vector<std::string>& names) {
+    for (size_t i = 0; i < g.tensors.size(); ++i) {
+        const GradcheckTensor& t = g.tensors[i];
+        const std::string label = what + " " + (i < names.size() ? names[i] : std::to_string(i)) + " (" +
+                                  t.shape.str() + ")";
+        if (t.wrong == 0) {
+            r.right("gradient to " + label, "worst relative error " + sci(t.worst_relative));
+        } else {
+            r.fail("gradient to " + label,
+                   std::to_string(t.wrong) + " of " + std::to_string(t.checked) + " derivatives wrong, worst " +
+                       "relative error " + sci(t.worst_relative) + "; first at " + index_str(t.shape, t.first_wrong) +
+                       ": yours (analytic) " + num(t.analytic) + ", central difference " + num(t.numeric));
+        }
+    }
+}
+
+void grade_case(Report& r, const Entry& e, const Case& c, uint64_t seed) {
+    std::cout << "\n" << e.id << " (" << c.variant << ")\n";
+    try {
+        const Prepared p(e, c, seed);
+        bool values_ok = true;
+        for (const ValueFinding& f : check_values(p)) {
+            const std::string what = "value of '" + f.output + "' against the reference";
+            if (!f.problem.empty()) {
+                r.fail(what, f.problem);
+                values_ok = false;
+            } else if (f.wrong > 0) {
+                r.fail(what, std::to_string(f.wrong) + " of " + std::to_string(f.total) + " elements wrong; first at " +
+                                 index_str(f.shape, f.first) + ": expected " + num(f.expected) + ", got " +
+                                 num(f.got));
+                values_ok = false;
+            } else {
+                r.right(what, std::to_string(f.total) + " elements");
+            }
+        }
+        const GradientFindings g = check_gradients(p, /*every_element=*/true);
+        if (!g.problem.empty()) r.fail("gradients", g.problem);
+        if (g.checked) {
+            std::vector<std::string> inputs;
+            for (size_t i = 0; i < g.inputs.tensors.size(); ++i) inputs.push_back(std::to_string(i));
+            grade_gradient_table(r, "input", g.inputs, inputs);
+            grade_gradient_table(r, "parameter", g.parameters, g.parameter_names);
+        }
+        if (!c.masking.empty()) {
+            const std::vector<std::string> masking = check_masking(p);
+            if (masking.empty()) {
+                r.right("masking: a masked key changes nothing, whatever it holds; all masked gives zeros");
+            } else {
+                std::string detail = masking[0];
+                if (masking.size() > 1) detail += " (and " + std::to_string(masking.size() - 1) + " more)";
+                r.fail("masking", detail);
+            }
+        }
+        for (const PropertyFinding& f : check_properties(p)) {
+            if (f.error.empty()) r.right("property: " + f.name);
+            else r.fail("property: " + f.name, f.error);
+        }
+        if (!values_ok) std::cout << "  (a wrong value usually explains the gradients and properties after it)\n";
+    } catch (const std::exception& ex) {
+        r.fail("this case", what_threw(ex));
+    }
+}
+
+// ---- one op's gradient cases ---------------------------------------------------------------------
+void grade_op(Report& r, const std::string& op, uint64_t seed) {
+    int cases = 0;
+    for (const OpCase& c : op_registry()) {
+        if (c.op != op) continue;
+        ++cases;
+        std::cout << "\n" << op << " (" << c.variant << ")\n";
+        try {
+            Generator gen(seed + static_cast<uint64_t>(cases));
+            const std::vector<Tensor> inputs = sample_inputs(c, gen);
+            GradcheckOptions every;
+            every.every_element = true;
+            const GradcheckResult g = gradcheck(op, c.build, inputs, every);
+            if (g.tensors.empty()) {
+                r.fail("gradients", g.message);
+                continue;
+            }
+            std::vector<std::string> names;
+            for (size_t i = 0; i < inputs.size(); ++i) names.push_back(std::to_string(i));
+            grade_gradient_table(r, "input", g, names);
+        } catch (const std::exception& ex) {
+            r.fail("this case", what_threw(ex));
+        }
+    }
+    if (cases == 0) r.fail("the op registry", "has no case of '" + op + "' (tests/grad/registry.cpp)");
+}
+
+// ---- running a student's code where a crash cannot take the grader down -----------------------------
+// body runs in a child process with a time limit; what it returns comes back
+// through a pipe. A search that recurses down a 100,000-node chain overflows
+// the stack, an index out of range may crash, a search that revisits nodes
+// takes forever on a ladder of diamonds: the grader still reports.
+struct ChildResult {
+    bool finished = false;  // body returned (or threw: payload says so)
+    bool timed_out = false;
+    int signal = 0;
+    std::string payload;
+};
+
+ChildResult run_in_child(const std::function<std::string()>& body, int seconds) {
+    ChildResult result;
+    int fd[2];
+    if (pipe(fd) != 0) {
+        result.payload = "could not start the check";
+        return result;
+    }
+    std::cout.flush();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        alarm(static_cast<unsigned>(seconds));
+        std::string payload;
+        try {
+            payload = body();
+        } catch (const std::exception& ex) {
+            payload = what_threw(ex);
+        }
+        std::cout.flush();
+        for (size_t at = 0; at < payload.size();) {
+            const ssize_t n = write(fd[1], payload.data() + at, payload.size() - at);
+            if (n <= 0) _exit(3);
+            at += static_cast<size_t>(n);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    char buffer[4096];
+    ssize_t got;
+    while ((got = read(fd[0], buffer, sizeof buffer)) > 0) result.payload.append(buffer, static_cast<size_t>(got));
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) {
+        result.finished = WEXITSTATUS(status) == 0;
+    } else if (WIFSIGNALED(status)) {
+        result.signal = WTERMSIG(status);
+        result.timed_out = result.signal == SIGALRM;
+    }
+    return result;
+}
+
+std::string crash_words(const ChildResult& r) {
+    if (r.timed_out) return "still running after the time limit: is something visited more than once, or a loop endless?";
+    if (r.signal == SIGSEGV)
+        return "the program crashed (a segmentation fault: a stack overflow from deep recursion, or memory read "
+               "outside a tensor)";
+    return "the program stopped (signal " + std::to_string(r.signal) + ")";
+}
+
+// ---- the engine's graphs ----------------------------------------------------------------------------
+// "" when every element of got is want's, else the first difference.
+std::string same(const Tensor& got, const std::vector<double>& want, double tolerance = 1e-9) {
+    if (!got.defined()) return "no gradient reached x";
+    if (got.numel() != static_cast<int64_t>(want.size()))
+        return "a gradient of " + std::to_string(got.numel()) + " elements, expected " + std::to_string(want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        if (!(std::fabs(got[static_cast<int64_t>(i)] - want[i]) <= tolerance * (1 + std::fabs(want[i]))))
+            return "at [" + std::to_string(i) + "]: expected " + num(want[i]) + ", got " +
+                   num(got[static_cast<int64_t>(i)]);
+    return "";
+}
+
+struct EngineCheck {
+    std::string what;
+    std::function<std::string()> check;  // "" when right
+    std::function<std::vector<double>()> observe;  // what the fingerprints compare
+};
+
+std::vector<EngineCheck> engine_checks() {
+    std::vector<EngineCheck> checks;
+    // y = Σ (2x)·(3x): x reaches y by two paths, dy/dx = 12x.
+    auto diamond = [] {
+        Var x(Tensor::from({1, -2, 0.5}), true);
+        sum((x * 2.0) * (x * 3.0)).backward();
+        return x.grad();
+    };
+    checks.push_back({"a diamond, y = Σ (2x)·(3x): dy/dx = 12x, both paths added",
+                      [=] { return same(diamond(), {12, -24, 6}); },
+                      [=] { const Tensor g = diamond(); return std::vector<double>(g.data(), g.data() + g.numel()); }});
+    // y = Σ a·b·c with a = x + 1, b = a·x, c = b + a: nodes used by several
+    // later ones, which must all hand their gradient in before a node runs.
+    auto shared = [] {
+        Var x(Tensor::from({0.5, -1.5}), true);
+        Var a = x + 1.0;
+        Var b = a * x;
+        Var c = b + a;
+        sum(a * b * c).backward();
+        return x.grad();
+    };
+    // a = x+1, b = x²+x, c = x²+2x+1 = (x+1)²: y = (x+1)·x(x+1)·(x+1)² = x(x+1)⁴,
+    // dy/dx = (x+1)⁴ + 4x(x+1)³ = (x+1)³(5x+1).
+    auto dydx = [](double x) { return std::pow(x + 1, 3) * (5 * x + 1); };
+    checks.push_back({"nodes used by several later ones: y = Σ a·b·c, a = x+1, b = a·x, c = b+a",
+                      [=] { return same(shared(), {dydx(0.5), dydx(-1.5)}); },
+                      [=] { const Tensor g = shared(); return std::vector<double>(g.data(), g.data() + g.numel()); }});
+    // A ladder of 30 diamonds, z ← z·1 + z·1: 2³⁰ paths from x to the top,
+    // each visited once by a search that marks what it has seen.
+    auto ladder = [] {
+        Var x(Tensor::from({1.0}), true);
+        Var z = x;
+        for (int k = 0; k < 30; ++k) z = z * 1.0 + z * 1.0;
+        sum(z).backward();
+        return x.grad();
+    };
+    checks.push_back({"a ladder of 30 diamonds (2^30 paths): each node visited once, dy/dx = 2^30",
+                      [=] { return same(ladder(), {1073741824.0}); },
+                      [=] { const Tensor g = ladder(); return std::vector<double>(g.data(), g.data() + g.numel()); }});
+    // A chain of 100,000 additions: no recursion that deep fits a stack.
+    checks.push_back({"a chain of 100,000 additions: backward returns, dy/dx = 1",
+                      [] {
+                          Var x(Tensor::from({2.0}), true);
+                          Var z = x;
+                          for (int k = 0; k < 100000; ++k) z = z + 1.0;
+                          z.backward();
+                          return same(x.grad(), {1.0});
+                      },
+                      nullptr});
+    // Walking a freed graph again is refused, with a sentence.
+    checks.push_back({"backward() twice through the same graph is refused with an error that says why",
+                      [] {
+                          Var x(Tensor::from({1.0, 2.0}), true);
+                          Var h = tanh(x);
+                          Var y = sum(h * h);
+                          Var y2 = sum(h);
+                          y.backward();
+                          try {
+                              y2.backward();
+                          } catch (const std::runtime_error& e) {
+                              if (std::string(e.what()).find("already freed") != std::string::npos) return std::string();
+                              return "the error says: " + std::string(e.what());
+                          }
+                          return std::string("the second backward() ran through a freed graph without an error");
+                      },
+                      nullptr});
+    return checks;
+}
+
+void grade_engine(Report& r) {
+    std::cout << "\nthe engine's order\n";
+    for (const EngineCheck& c : engine_checks()) {
+        const ChildResult run = run_in_child(c.check, 10);
+        if (!run.finished) r.fail(c.what, crash_words(run));
+        else if (run.payload.empty()) r.right(c.what);
+        else r.fail(c.what, run.payload);
+    }
+}
+
+// ---- fingerprints: what a known mistake computes ----------------------------------------------------
+// A few values of each output and of each input's gradient, at evenly spaced
+// indices: enough to tell the mistakes of the mutation lists apart.
+// A case that throws: a value standing for its error message (FNV-1a of
+// the text, so that the same mistake gives the same value on any machine).
+double error_mark(const std::string& message) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : message) h = (h ^ c) * 1099511628211ull;
+    return 1e15 + static_cast<double>(h % 1000000007ull);
+}
+
+void sample(const Tensor& t, std::vector<double>& out) {
+    const int64_t n = t.numel(), k = std::min<int64_t>(n, 8);
+    for (int64_t i = 0; i < k; ++i) out.push_back(t[i * n / k]);
+}
+
+std::vector<double> observe(const Exercise& ex, uint64_t seed) {
+    std::vector<double> out;
+    for (const std::string& line : ex.grade) {
+        std::istringstream words(line);
+        std::string kind, name;
+        words >> kind;
+        if (kind == "entries") {
+            while (words >> name) {
+                const Entry* e = find_entry(name);
+                if (!e) continue;
+                uint64_t s = seed;
+                for (const Case& c : e->cases) try {
+                    const Prepared p(*e, c, s++);
+                    std::vector<Var> x;
+                    for (const Tensor& t : p.inputs) x.emplace_back(t, true);
+                    const Outputs outs = p.run(x, c.masks);
+                    Generator g(5);
+                    Var loss;
+                    for (const Named& o : outs) {
+                        sample(o.value.value(), out);
+                        if (!o.differentiable) continue;
+                        const Var term = sum(o.value * Var(Tensor::normal(o.value.shape(), 0, 1, g)));
+                        loss = loss.defined() ? loss + term : term;
+                    }
+                    if (loss.defined() && loss.requires_grad()) loss.backward();
+                    for (const Var& v : x)
+                        if (v.grad().defined()) sample(v.grad(), out);
+                } catch (const std::exception& error) {
+                    out.push_back(error_mark(error.what()));
+                }
+            }
+        } else if (kind == "ops") {
+            words >> name;
+            int cases = 0;
+            for (const OpCase& c : op_registry()) {
+                if (c.op != name) continue;
+                Generator gen(seed + static_cast<uint64_t>(++cases));
+                try {
+                    std::vector<Var> x;
+                    for (const Tensor& t : sample_inputs(c, gen)) x.emplace_back(t, true);
+                    Var y = c.build(x);
+                    Generator w(1234);
+                    y.backward(Tensor::normal(y.shape(), 0, 1, w));
+                    for (const Var& v : x)
+                        if (v.grad().defined()) sample(v.grad(), out);
+                } catch (const std::exception& error) {
+                    out.push_back(error_mark(error.what()));
+                }
+            }
+        } else if (kind == "engine") {
+            // each graph in a child of its own: a crash on one still leaves the others' values
+            for (const EngineCheck& c : engine_checks()) {
+                if (!c.observe) continue;
+                const ChildResult run = run_in_child(
+                    [&] {
+                        std::ostringstream os;
+                        os << std::setprecision(17);
+                        for (double v : c.observe()) os << v << " ";
+                        return os.str();
+                    },
+                    10);
+                if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
+                    out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
+                    continue;
+                }
+                std::istringstream in(run.payload);
+                for (std::string token; in >> token;) out.push_back(std::strtod(token.c_str(), nullptr));
+            }
+        }
+    }
+    return out;
+}
+
+// A mistake's fingerprint: its values, and which checks it fails (a
+// mistake may compute the right values and still fail a check, e.g. one
+// that makes backward() accept a freed graph).
+struct Fingerprint {
+    std::string exercise, mistake;
+    std::vector<double> values;
+    std::string outcomes;
+};
+
+std::vector<Fingerprint> read_fingerprints() {
+    std::vector<Fingerprint> all;
+    std::ifstream in(kFingerprints);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("exercise: ", 0) == 0) all.push_back({line.substr(10), "", {}, ""});
+        else if (line.rfind("mistake: ", 0) == 0 && !all.empty()) all.back().mistake = line.substr(9);
+        else if (line.rfind("checks: ", 0) == 0 && !all.empty()) all.back().outcomes = line.substr(8);
+        else if (line.rfind("values:", 0) == 0 && !all.empty()) {
+            std::istringstream v(line.substr(7));
+            std::string token;
+            while (v >> token) all.back().values.push_back(token == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                                                        : std::strtod(token.c_str(), nullptr));
+        }
+    }
+    return all;
+}
+
+bool matches(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size() || a.empty()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::isnan(a[i]) || std::isnan(b[i])) {
+            if (std::isnan(a[i]) != std::isnan(b[i])) return false;
+            continue;
+        }
+        if (!(std::fabs(a[i] - b[i]) <= 1e-7 * (1 + std::fabs(b[i])))) return false;
+    }
+    return true;
+}
+
+// What the code in the tree computes on the grading cases (empty if it
+// throws or crashes), computed in a child process.
+std::vector<double> observed(const Exercise& ex) {
+    const ChildResult run = run_in_child(
+        [&] {
+            std::ostringstream os;
+            os << std::setprecision(17);
+            for (double v : observe(ex, kFirstCaseSeed)) os << v << " ";
+            return os.str();
+        },
+        60);
+    std::vector<double> values;
+    if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) return values;
+    std::istringstream in(run.payload);
+    std::string token;
+    while (in >> token) values.push_back(std::strtod(token.c_str(), nullptr));
+    return values;
+}
+
+// The known mistakes the code in the tree makes, by their words: the same
+// checks wrong and the same values.
+std::vector<std::string> known_mistakes(const Exercise& ex, const std::string& outcomes) {
+    const std::vector<double> mine = observed(ex);
+    std::vector<std::string> found;
+    for (const Fingerprint& f : read_fingerprints())
+        if (f.exercise == ex.id && f.outcomes == outcomes && matches(mine, f.values)) found.push_back(f.mistake);
+    return found;
+}
+
+// ---- one exercise --------------------------------------------------------------------------------
+struct Verdict {
+    int checks = 0, wrong = 0;
+    std::string outcomes;
+    std::vector<std::string> mistakes;
+};
+
+Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
+    std::cout << "== Exercise " << ex.number << ": " << ex.title << "\n";
+    for (const attn::course::Cut& c : ex.cuts) std::cout << "   yours to write: " << c.file << ", " << c.opening << "\n";
+    for (const std::string& r : ex.read) std::cout << "   read: " << r << "\n";
+    Report r;
+    for (const std::string& line : ex.grade) {
+        std::istringstream words(line);
+        std::string kind, name;
+        words >> kind;
+        if (kind == "entries") {
+            while (words >> name) {
+                const Entry* e = find_entry(name);
+                if (!e) {
+                    r.fail("catalog entry '" + name + "'", "has no registry entry (course/exercises.txt names it)");
+                    continue;
+                }
+                uint64_t s = seed;
+                for (const Case& c : e->cases) grade_case(r, *e, c, s++);
+            }
+        } else if (kind == "ops") {
+            while (words >> name) grade_op(r, name, seed);
+        } else if (kind == "engine") {
+            grade_engine(r);
+        } else {
+            r.fail("the exercise list", "exercise " + ex.number + " has an unknown grade line '" + line + "'");
+        }
+    }
+    Verdict v{r.checks, r.wrong, r.outcomes, {}};
+    if (r.wrong > 0 && name_mistakes) {
+        v.mistakes = known_mistakes(ex, r.outcomes);
+        for (const std::string& m : v.mistakes)
+            std::cout << "\nThis is a known mistake: " << m << ".\n";
+    }
+    std::cout << "\nExercise " << ex.number << ": ";
+    if (r.checks == 0) std::cout << "no check ran: the exercise list names nothing to grade.\n";
+    else if (r.wrong == 0) std::cout << "all " << r.checks << " checks right. Done.\n";
+    else std::cout << r.wrong << " of " << r.checks << " checks wrong. Not done yet.\n";
+    if (r.wrong > 0 && !ex.hints.empty()) {
+        std::cout << "Hints:\n";
+        for (const std::string& h : ex.hints) std::cout << "  - " << h << "\n";
+    }
+    return v;
+}
+
+// The grading of one exercise in a child process: a crash in the student's
+// code ends that exercise's report with a sentence, not the grader.
+Verdict grade_in_child(const Exercise& ex, uint64_t seed) {
+    const ChildResult run = run_in_child(
+        [&] {
+            const Verdict v = grade(ex, seed, /*name_mistakes=*/seed == kFirstCaseSeed);
+            std::string out = std::to_string(v.checks) + "\n" + std::to_string(v.wrong) + "\n" + v.outcomes + "\n";
+            for (const std::string& m : v.mistakes) out += m + "\n";
+            return out;
+        },
+        600);
+    Verdict v;
+    std::istringstream in(run.payload);
+    std::string checks, wrong;
+    if (run.finished && std::getline(in, checks) && std::getline(in, wrong) && std::getline(in, v.outcomes)) {
+        v.checks = std::stoi(checks);
+        v.wrong = std::stoi(wrong);
+        for (std::string m; std::getline(in, m);) v.mistakes.push_back(m);
+        return v;
+    }
+    std::cout << "  WRONG  the grading stopped: " << (run.finished ? run.payload : crash_words(run)) << "\n";
+    std::cout << "\nExercise " << ex.number << ": not done yet: it crashed before every check ran.\n";
+    return {1, 1, "w", {}};
+}
+
+// ---- progress (the student's tree) ------------------------------------------------------------------
+std::vector<std::string> assigned() {
+    std::vector<std::string> ids;
+    std::ifstream in(kAssignment);
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty() && line[0] != '#') ids.push_back(line);
+    return ids;
+}
+
+void record_attempt(const Exercise& ex, const Verdict& v) {
+    std::ofstream out(kProgress, std::ios::app);
+    const std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", std::localtime(&now));
+    out << when << "\t" << ex.id << "\t" << (v.wrong == 0 && v.checks > 0 ? "right" : "wrong") << "\t"
+        << v.checks - v.wrong << "/" << v.checks;
+    for (const std::string& m : v.mistakes) out << "\t" << m;
+    out << "\n";
+}
+
+int show_progress(const std::vector<Exercise>& all) {
+    std::map<std::string, int> attempts;
+    std::map<std::string, std::string> last, best;
+    std::map<std::string, std::vector<std::string>> mistakes;
+    std::ifstream in(kProgress);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::istringstream s(line);
+        std::string part;
+        while (std::getline(s, part, '\t')) f.push_back(part);
+        if (f.size() < 4) continue;
+        ++attempts[f[1]];
+        last[f[1]] = f[0];
+        if (f[2] == "right") best[f[1]] = "done";
+        for (size_t i = 4; i < f.size(); ++i) {
+            bool seen = false;
+            for (const std::string& m : mistakes[f[1]]) seen = seen || m == f[i];
+            if (!seen) mistakes[f[1]].push_back(f[i]);
+        }
+    }
+    std::vector<std::string> ids = assigned();
+    if (ids.empty())
+        for (const Exercise& e : all) ids.push_back(e.id);
+    std::cout << std::left << std::setw(6) << "ex" << std::setw(22) << "id" << std::setw(13) << "status"
+              << std::setw(10) << "attempts" << "last graded\n";
+    for (const std::string& id : ids) {
+        const Exercise* e = attn::course::find_exercise(all, id);
+        if (!e) continue;
+        const std::string status = best.count(id) ? "done" : attempts.count(id) ? "in progress" : "not started";
+        std::cout << std::setw(6) << e->number << std::setw(22) << id << std::setw(13) << status << std::setw(10)
+                  << attempts[id] << (last.count(id) ? last[id] : "-") << "\n";
+        for (const std::string& m : mistakes[id]) std::cout << "        mistake met: " << m << "\n";
+    }
+    return 0;
+}
+
+int usage(const std::vector<Exercise>& all) {
+    std::cout << "make grade EX=<id>: grade one exercise; the exercises:\n";
+    for (const Exercise& e : all) std::cout << "  " << std::left << std::setw(22) << e.id << e.number << " " << e.title << "\n";
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const std::vector<Exercise> all = attn::course::read_exercises(kExerciseList);
+    std::vector<std::string> wanted;
+    uint64_t seed = kFirstCaseSeed;
+    bool fingerprint = false, progress = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--fingerprint") fingerprint = true;
+        else if (a == "--progress") progress = true;
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --fingerprint, --progress)");
+        else wanted.push_back(a);
+    }
+    if (progress) return show_progress(all);
+    if (wanted.empty()) wanted = assigned();
+    if (wanted.empty()) return usage(all);
+    std::vector<const Exercise*> exercises;
+    for (const std::string& w : wanted) {
+        const Exercise* e = attn::course::find_exercise(all, w);
+        if (!e) {
+            std::cout << "no exercise '" << w << "'\n";
+            return usage(all);
+        }
+        exercises.push_back(e);
+    }
+    if (fingerprint) {
+        // What make fingerprints records for one exercise (with a mistake
+        // applied): which checks fail, and the values.
+        if (exercises.size() != 1) throw std::invalid_argument("--fingerprint takes one exercise");
+        std::ostringstream quiet;
+        std::streambuf* const out = std::cout.rdbuf(quiet.rdbuf());
+        const Verdict v = grade(*exercises[0], kFirstCaseSeed, /*name_mistakes=*/false);
+        std::cout.rdbuf(out);
+        std::cout << "checks: " << v.outcomes << "\nvalues:";
+        for (double x : observed(*exercises[0])) std::cout << " " << std::setprecision(17) << x;
+        std::cout << "\n";
+        return 0;
+    }
+    const bool student_tree = std::filesystem::exists(kAssignment);
+    int wrong = 0;
+    for (const Exercise* e : exercises) {
+        const Verdict v = grade_in_child(*e, seed);
+        if (student_tree) record_attempt(*e, v);
+        if (v.wrong > 0 || v.checks == 0) ++wrong;
+        std::cout << "\n";
+    }
+    if (exercises.size() > 1)
+        std::cout << exercises.size() - static_cast<size_t>(wrong) << " of " << exercises.size() << " exercises done.\n";
+    return wrong == 0 ? 0 : 1;
+} catch (const std::exception& e) {
+    std::cerr << "grade: " << e.what() << "\n";
+    return 2;
+}

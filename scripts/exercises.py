@@ -1,0 +1,553 @@
+"""The coursework's tools: a student's tree, the graders' proof, the known
+mistakes' fingerprints. The exercises are listed in course/exercises.txt;
+the grader is course/grade.cpp (make grade).
+
+    python3 scripts/exercises.py list                  (make exercise)
+    python3 scripts/exercises.py tree EX OUT           (make exercise EX=id OUT=dir; EX=all)
+    python3 scripts/exercises.py check [EX ...]        (make check-exercises)
+    python3 scripts/exercises.py fingerprints [EX ...] (make fingerprints)
+
+A student's tree is the project's tracked files (no git history) with the
+body of every cut block replaced by a stub that throws "not implemented:
+exercise N (page)", every fast twin of a cut block cut the same way (so that
+every program, trainers included, runs the student's code), the mutations
+whose `find` lies in a cut block left out of tests/mutations/ (their
+`replace` lines are near-answers), and course/assignment.txt naming the
+exercises. `check` then looks for every code line of the cut blocks in every
+file of that tree: none may remain.
+
+`check` proves each grader in this tree's build (build/, the g++ build): the
+stub compiles and fails with more than zero checks run; the solution passes;
+every mutation inside a cut block fails and is named by its words. Files are
+changed in place and always restored, as scripts/mutation-check.py does.
+`fingerprints` records what each of those mutations computes on the
+grading cases, into course/fingerprints.txt, which the grader compares a
+student's outputs with.
+"""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LIST = ROOT / "course" / "exercises.txt"
+FINGERPRINTS = ROOT / "course" / "fingerprints.txt"
+MUTATIONS = ROOT / "tests" / "mutations"
+GRADER = "build/course/grade"
+
+
+# ---- the exercise list ------------------------------------------------------------------
+class Exercise:
+    def __init__(self, number, title, line):
+        self.number, self.title, self.line = number, title, line
+        self.id, self.cuts, self.twins, self.grade, self.read, self.hints = "", [], [], [], [], []
+
+    def page(self):
+        return self.read[0] if self.read else "course/exercises.txt"
+
+
+def read_exercises():
+    exercises = []
+    for number, raw in enumerate(LIST.read_text().splitlines(), 1):
+        line = raw.rstrip()
+        if line.startswith("## "):
+            num, _, title = line[3:].strip().partition(" ")
+            exercises.append(Exercise(num, title.strip(), number))
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep or not exercises:
+            sys.exit(f"{LIST}:{number}: expected 'KEY: VALUE' after a '## NUMBER TITLE'")
+        e = exercises[-1]
+        if key in ("cut", "twin"):
+            file, bar, opening = value.partition(" | ")
+            if not bar:
+                sys.exit(f"{LIST}:{number}: expected '{key}: FILE | OPENING LINE'")
+            (e.cuts if key == "cut" else e.twins).append((file.strip(), opening))
+        elif key == "id":
+            e.id = value.strip()
+        elif key in ("grade", "read", "hint"):
+            getattr(e, key if key != "hint" else "hints").append(value.strip())
+        elif key == "speed":
+            e.speed = value.strip()
+        else:
+            sys.exit(f"{LIST}:{number}: unknown key '{key}'")
+    return exercises
+
+
+def pick(exercises, names):
+    if not names or names == ["all"]:
+        return exercises
+    chosen = []
+    for name in names:
+        found = [e for e in exercises if name in (e.id, e.number)]
+        if not found:
+            sys.exit(f"no exercise '{name}': make exercise lists them")
+        chosen += found
+    return chosen
+
+
+# ---- finding a block in C++ source ------------------------------------------------------
+def skip_literal(text, i):
+    """i at a quote: the index after the string or character literal."""
+    quote = text[i]
+    i += 1
+    while i < len(text) and text[i] != quote:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def block_span(text, opening, where):
+    """(start, end) of the body of the block whose opening line is `opening`:
+    from just after its first '{' to its matching '}' (exclusive)."""
+    lines = text.split("\n")
+    hits = [k for k, line in enumerate(lines) if line.rstrip() == opening.rstrip()]
+    if len(hits) != 1:
+        sys.exit(f"{where}: the opening line occurs {len(hits)} times, expected once: {opening.strip()}")
+    i = sum(len(line) + 1 for line in lines[: hits[0]])
+    # The block opens at the '{' that ends the opening line, or, for a
+    # signature that goes on to further lines, at the first '{' after it
+    # (an initialiser list such as {a} earlier on the line is not it).
+    if opening.rstrip().endswith("{"):
+        i += len(lines[hits[0]].rstrip()) - 1
+    else:
+        i += len(lines[hits[0]])
+    depth, start = 0, None
+    while i < len(text):
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.index("\n", i)
+            continue
+        if text.startswith("/*", i):
+            i = text.index("*/", i) + 2
+            continue
+        if c in "\"'":
+            i = skip_literal(text, i)
+            continue
+        if c == "{":
+            depth += 1
+            if start is None:
+                start = i + 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0 and start is not None:
+                return start, i
+        i += 1
+    sys.exit(f"{where}: no matching '}}' for the block of {opening.strip()}")
+
+
+def code_lines(body):
+    """The lines of a cut body that would give it away: code (comments
+    dropped), spaces squeezed, at least 20 characters."""
+    out = set()
+    for line in body.split("\n"):
+        code = re.sub(r"\s+", " ", line.split("//")[0]).strip()
+        if len(code) >= 20:
+            out.add(code)
+    return out
+
+
+PRAGMAS = """// (Exercise stubs below: helpers and parameters they leave unused are not warned about.)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
+#ifdef __clang__
+#pragma GCC diagnostic ignored "-Wunused-lambda-capture"
+#pragma GCC diagnostic ignored "-Wunused-private-field"
+#endif
+#include <stdexcept>
+"""
+
+
+def stub_body(indent, message, comment):
+    return f"\n{indent}    // {comment}\n{indent}    throw std::logic_error(\"{message}\");\n{indent}"
+
+
+def stubbed(text, blocks, where):
+    """text with the body of each (opening, message) block replaced by a stub."""
+    spans = []
+    for opening, message, comment in blocks:
+        start, end = block_span(text, opening, where)
+        indent = re.match(r"\s*", opening).group(0)
+        spans.append((start, end, stub_body(indent, message, comment)))
+    for start, end, stub in sorted(spans, reverse=True):
+        text = text[:start] + stub + text[end:]
+    if "#pragma GCC diagnostic ignored \"-Wunused-function\"" not in text:
+        # after the file's first #include, so that the pragmas follow its header comment
+        m = re.search(r"^#include .*$", text, re.M)
+        at = m.end() + 1 if m else 0
+        text = text[:at] + PRAGMAS + text[at:]
+    return text
+
+
+def message(e):
+    return f"not implemented: exercise {e.number} ({e.page()})"
+
+
+def twin_message(e):
+    return (f"not implemented: exercise {e.number} switched this fast twin off, so that every program runs "
+            f"your code ({e.page()})")
+
+
+def blocks_by_file(chosen):
+    files = {}
+    for e in chosen:
+        for file, opening in e.cuts:
+            files.setdefault(file, []).append(
+                (opening, message(e), f"Exercise {e.number}: yours to write ({e.page()})."))
+        for file, opening in e.twins:
+            files.setdefault(file, []).append(
+                (opening, twin_message(e), f"Exercise {e.number}: this fast twin is switched off; the readable code is yours."))
+    return files
+
+
+def cut_bodies(e):
+    """(file, body) of every block of e the student writes (not the twins,
+    whose own text is cut from the student's tree too)."""
+    bodies = []
+    for file, opening in e.cuts:
+        text = (ROOT / file).read_text()
+        start, end = block_span(text, opening, f"{file} (exercise {e.number})")
+        bodies.append((file, text[start:end]))
+    return bodies
+
+
+# ---- mutations inside the cut blocks ----------------------------------------------------
+def read_mutations():
+    mutations, current = [], None
+    for path in sorted(MUTATIONS.glob("*.txt")):
+        for number, raw in enumerate(path.read_text().splitlines(), 1):
+            line = raw.rstrip("\n")
+            if line.startswith("## "):
+                current = {"title": line[3:].strip(), "where": f"{path.name}:{number}", "list": path}
+                mutations.append(current)
+            elif current is not None and ": " in line and not line.startswith("#"):
+                key, _, value = line.partition(": ")
+                current[key.strip()] = value
+    return mutations
+
+
+def mistake_words(title):
+    """'additive_score: the bias b dropped' → 'the bias b dropped'."""
+    head, sep, rest = title.partition(": ")
+    return rest if sep and re.fullmatch(r"[\w ,()]+", head) else title
+
+
+def mutations_of(e, mutations):
+    """The mutations whose find lies in one of e's cut blocks (not the twins:
+    the student does not write those)."""
+    found = []
+    for file, opening in e.cuts:
+        text = (ROOT / file).read_text()
+        start, end = block_span(text, opening, file)
+        for m in mutations:
+            find = m.get("find", "").replace("\\n", "\n")
+            if m.get("file") == file and find:
+                at = text.find(find)
+                if start <= at and at + len(find) <= end:
+                    found.append(m)
+    return found
+
+
+def mutations_in_blocks(chosen, mutations):
+    """Every mutation whose find lies in a cut or twin block of the chosen."""
+    found = []
+    for e in chosen:
+        for file, opening in e.cuts + e.twins:
+            text = (ROOT / file).read_text()
+            start, end = block_span(text, opening, file)
+            for m in mutations:
+                find = m.get("find", "").replace("\\n", "\n")
+                if m.get("file") == file and find:
+                    at = text.find(find)
+                    if start <= at and at + len(find) <= end and m not in found:
+                        found.append(m)
+    return found
+
+
+# ---- the student's tree -----------------------------------------------------------------
+def tracked_files():
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    return [f for f in out.decode().split("\0") if f]
+
+
+def without_mutations(text, titles):
+    """A mutation list with the blocks of these titles left out."""
+    kept, skipping = [], False
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            skipping = line[3:].strip() in titles
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def student_files(chosen):
+    """{path: text} of every tracked text file as the student's tree has it
+    (binary files: None, copied as they are)."""
+    blocks = blocks_by_file(chosen)
+    dropped = {}
+    for m in mutations_in_blocks(chosen, read_mutations()):
+        dropped.setdefault(m["list"].relative_to(ROOT).as_posix(), set()).add(m["title"])
+    files = {}
+    for path in tracked_files():
+        data = (ROOT / path).read_bytes()
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            files[path] = None
+            continue
+        if path in blocks:
+            text = stubbed(text, blocks[path], path)
+        if path in dropped:
+            text = without_mutations(text, dropped[path])
+        files[path] = text
+    files["course/assignment.txt"] = (
+        "# The exercises of this tree: make grade grades them, make progress shows where you are.\n" +
+        "".join(e.id + "\n" for e in chosen))
+    return files
+
+
+LIBRARY = ("tensor/", "autograd/", "nn/", "io/", "attention/", "examples/")
+
+
+def leaks(chosen, files):
+    """(exercise, file, line) for every code line of a cut block found in the
+    student's tree. A line the library itself still holds outside the cut
+    blocks (`for (int64_t i = 0; i < m; ++i) {`, `check_scores(id(), in);`)
+    is an idiom of the library, which a student is meant to read: not a leak."""
+    squeezed = {path: re.sub(r"[ \t]+", " ", text) for path, text in files.items() if text is not None}
+    idioms = set()
+    for path, text in squeezed.items():
+        if path.startswith(LIBRARY) and path.endswith((".cpp", ".hpp")):
+            idioms |= code_lines(text)
+    found = []
+    for e in chosen:
+        for _, body in cut_bodies(e):
+            for code in code_lines(body) - idioms:
+                found += [(e, path, code) for path, text in squeezed.items() if code in text]
+    return found
+
+
+def make_tree(names, out):
+    chosen = pick(read_exercises(), names)
+    if not out:
+        sys.exit("make exercise EX=<id> OUT=<dir>: OUT names the folder to write the student's tree to")
+    out = pathlib.Path(out)
+    if out.exists() and any(out.iterdir()):
+        sys.exit(f"{out} exists and is not empty: choose a new folder (nothing a student saved is overwritten)")
+    files = student_files(chosen)
+    bad = leaks(chosen, files)
+    if bad:
+        for e, path, code in bad[:10]:
+            print(f"exercise {e.number}: {path} still holds a line of the answer: {code}")
+        sys.exit("not written: the tree would give answers away (make check-exercises says where)")
+    for path, text in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            shutil.copy2(ROOT / path, target)
+        else:
+            target.write_text(text)
+            if os.access(ROOT / path, os.X_OK) if (ROOT / path).exists() else False:
+                target.chmod(0o755)
+    print(f"wrote {out}: {len(files)} files, exercises {', '.join(e.number + ' ' + e.id for e in chosen)}")
+    print(f"  cd {out} && make grade      # every exercise's verdict (the first build takes a few minutes)")
+    print(f"  read docs/course/exercises.md first")
+
+
+# ---- proving the graders ----------------------------------------------------------------
+class Restore:
+    """Keeps the original text of every file it changes and puts it back,
+    whatever happens (Ctrl-C included)."""
+
+    def __init__(self):
+        self.saved = {}
+
+    def write(self, path, text):
+        full = ROOT / path
+        if path not in self.saved:
+            self.saved[path] = full.read_text()
+        full.write_text(text)
+
+    def restore(self):
+        for path, text in self.saved.items():
+            (ROOT / path).write_text(text)
+        self.saved = {}
+
+    def __enter__(self):
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        return self
+
+    def __exit__(self, *_):
+        self.restore()
+
+
+def build_grader():
+    r = subprocess.run(["make", "--no-print-directory", "-j2", GRADER], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-3000:] + r.stderr[-3000:])
+    return r.returncode == 0
+
+
+def run_grader(args):
+    r = subprocess.run([GRADER] + args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+def checks_in(output):
+    m = re.search(r"all (\d+) checks right|(\d+) of (\d+) checks wrong", output)
+    if not m:
+        return 0, 0
+    if m.group(1):
+        return int(m.group(1)), 0
+    return int(m.group(3)), int(m.group(2))
+
+
+def apply(mutation):
+    path = mutation["file"]
+    text = (ROOT / path).read_text()
+    find = mutation["find"].replace("\\n", "\n")
+    return text.replace(find, mutation["replace"].replace("\\n", "\n"), 1)
+
+
+def check(names):
+    exercises = read_exercises()
+    chosen = pick(exercises, names)
+    mutations = read_mutations()
+    failures = []
+    start = time.time()
+    if not build_grader():
+        sys.exit("the grader does not build")
+    totals = {"exercises": 0, "mistakes": 0, "named": 0}
+    for e in chosen:
+        print(f"== exercise {e.number} {e.id}")
+        with Restore() as r:
+            # the stub: compiles, runs more than zero checks, fails
+            for path, blocks in blocks_by_file([e]).items():
+                r.write(path, stubbed((ROOT / path).read_text(), blocks, path))
+            if not build_grader():
+                failures.append(f"{e.id}: the stub does not compile")
+            else:
+                rc, out = run_grader([e.id])
+                checks, wrong = checks_in(out)
+                ok = rc == 1 and checks > 0 and wrong > 0 and "not written yet" in out
+                print(f"   stub: {'fails' if ok else 'DOES NOT FAIL'} ({wrong} of {checks} checks wrong)")
+                if not ok:
+                    failures.append(f"{e.id}: the grader does not fail on the stub (exit {rc}, {checks} checks)")
+            r.restore()
+            # the solution passes
+            build_grader()
+            rc, out = run_grader([e.id])
+            checks, wrong = checks_in(out)
+            print(f"   solution: {'passes' if rc == 0 else 'FAILS'} ({checks} checks)")
+            if rc != 0:
+                failures.append(f"{e.id}: the solution fails its grader")
+                print(out[-2000:])
+            # every mutation inside a cut block fails and is named
+            mine = mutations_of(e, mutations)
+            for m in mine:
+                r.write(m["file"], apply(m))
+                words = mistake_words(m["title"])
+                if not build_grader():
+                    print(f"   mistake does not compile: {m['title']} ({m['where']})")
+                    failures.append(f"{e.id}: {m['where']} does not compile")
+                else:
+                    rc, out = run_grader([e.id])
+                    named = f"This is a known mistake: {words}." in out
+                    status = ("fails, named" if rc == 1 and named else "fails, NOT NAMED" if rc == 1
+                              else "PASSES" if rc == 0 else f"GRADER STOPPED (exit {rc})")
+                    print(f"   mistake {status}: {words}")
+                    totals["named"] += rc == 1 and named
+                    if not (rc == 1 and named):
+                        failures.append(f"{e.id}: {m['where']} ({words}): {status}")
+                r.restore()
+                totals["mistakes"] += 1
+            if not mine:
+                print("   (no mutation lies inside its cut blocks)")
+        totals["exercises"] += 1
+    build_grader()
+    # nothing of an answer in the student's tree
+    files = student_files(chosen)
+    bad = leaks(chosen, files)
+    lines = sum(len(code_lines(body)) for e in chosen for _, body in cut_bodies(e))
+    for e, path, code in bad:
+        failures.append(f"{e.id}: {path} still holds a line of the answer: {code}")
+    print(f"== student's tree: {len(files)} files, {lines} code lines of cut blocks looked for, {len(bad)} found")
+    print(f"== {totals['exercises']} exercises: stubs fail, solutions pass; {totals['named']} of "
+          f"{totals['mistakes']} known mistakes fail and are named; {time.time() - start:.0f} s")
+    if failures:
+        print("FAILED:")
+        for f in failures:
+            print("  " + f)
+        sys.exit(1)
+
+
+def fingerprints(names):
+    exercises = read_exercises()
+    chosen = pick(exercises, names)
+    mutations = read_mutations()
+    if not build_grader():
+        sys.exit("the grader does not build")
+    # keep the other exercises' fingerprints when only some are made again
+    kept, current = [], None
+    if FINGERPRINTS.exists():
+        for line in FINGERPRINTS.read_text().splitlines():
+            if line.startswith("exercise: "):
+                current = line[10:]
+            if current and current not in [e.id for e in chosen] and not line.startswith("#"):
+                kept.append(line)
+    out = ["# What each known mistake (a mutation of tests/mutations/ inside an exercise's cut",
+           "# blocks) computes on the grading cases: a few values of every output and gradient.",
+           "# Made by make fingerprints (scripts/exercises.py); course/grade.cpp names a",
+           "# student's mistake when the student's values match. Do not edit by hand."] + kept
+    with Restore() as r:
+        for e in chosen:
+            for m in mutations_of(e, mutations):
+                r.write(m["file"], apply(m))
+                if build_grader():
+                    _, printed = run_grader(["--fingerprint", e.id])
+                    lines = printed.strip().splitlines()
+                    out += [f"exercise: {e.id}", f"mistake: {mistake_words(m['title'])}"] + lines[-2:]
+                    print(f"{e.id}: {mistake_words(m['title'])}")
+                r.restore()
+    build_grader()
+    FINGERPRINTS.write_text("\n".join(out) + "\n")
+    print(f"wrote {FINGERPRINTS.relative_to(ROOT)}")
+
+
+def list_exercises():
+    exercises = read_exercises()
+    for e in exercises:
+        print(e.id)
+    print()
+    for e in exercises:
+        print(f"{e.number:5} {e.id:20} {e.title}")
+        for file, opening in e.cuts:
+            print(f"      cut: {file}: {opening.strip()}")
+        print(f"      graded by: {'; '.join(e.grade)}")
+    print("\nmake exercise EX=<id> OUT=<dir>   a student's tree (EX=all: every exercise)")
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0] == "list":
+        list_exercises()
+    elif args[0] == "tree" and len(args) == 3:
+        make_tree(args[1].split(","), args[2])
+    elif args[0] == "check":
+        check(args[1:])
+    elif args[0] == "fingerprints":
+        fingerprints(args[1:])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
