@@ -45,6 +45,8 @@
 #include "autograd/ops.hpp"
 #include "course/exercises.hpp"
 #include "tests/grad/catalog_checks.hpp"
+#include "tensor/gemm/gemm.hpp"
+#include "tensor/parallel.hpp"
 #include "tests/grad/registry.hpp"
 
 using namespace attn;
@@ -63,15 +65,17 @@ const char* kProgress = "course/progress.txt";
 struct Report {
     int checks = 0, wrong = 0;
     std::string outcomes;  // one letter a check, in order: r right, w wrong
-    void right(const std::string& what, const std::string& detail = "") {
+    // (A timed check is left out of `outcomes`, which fingerprints a mistake:
+    // a time is not a property of the code alone.)
+    void right(const std::string& what, const std::string& detail = "", bool timed = false) {
         ++checks;
-        outcomes += 'r';
+        if (!timed) outcomes += 'r';
         std::cout << "  right  " << what << (detail.empty() ? "" : "  (" + detail + ")") << "\n";
     }
-    void fail(const std::string& what, const std::string& detail) {
+    void fail(const std::string& what, const std::string& detail, bool timed = false) {
         ++checks;
         ++wrong;
-        outcomes += 'w';
+        if (!timed) outcomes += 'w';
         std::cout << "  WRONG  " << what << ": " << detail << "\n";
     }
 };
@@ -347,6 +351,117 @@ void grade_engine(Report& r) {
     }
 }
 
+// ---- the AVX2 GEMM's micro-kernel: right, and fast ----------------------------------------------------
+// Its products against the triple loop (gemm_reference) on shapes that end
+// inside and on the edges of the 6×16 tile and of the cache blocks, every
+// transpose, alpha and beta (beta = 0 with NaN in C: C must not be read);
+// then its speed against the loop's on one core. The kernels are compiled
+// at the library's -O2 in this build too (the Makefile), so the times are
+// the real ones.
+struct GemmShape {
+    int64_t M, N, K;
+    bool ta, tb;
+    float alpha, beta;
+};
+
+const std::vector<GemmShape>& gemm_shapes() {
+    static const std::vector<GemmShape> shapes = {
+        {6, 16, 8, false, false, 1, 0},    {1, 1, 1, false, false, 1, 0},     {7, 17, 5, false, false, 1, 0},
+        {5, 9, 3, false, false, 1, 1},     {13, 31, 19, true, false, 1, 0},   {12, 33, 40, false, true, 0.5f, 2},
+        {23, 40, 300, true, true, -1, 0},  {97, 200, 257, false, false, 1, 0.5f},
+        {200, 190, 70, false, true, 1, 0}, {730, 48, 33, false, false, 1, 0},
+    };
+    return shapes;
+}
+
+// C from the path on one shape, its inputs drawn from `seed`.
+std::vector<float> gemm_product(GemmPath path, const GemmShape& g, uint64_t seed) {
+    Generator gen(seed);
+    auto draw = [&](int64_t n) {
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float& x : v) x = static_cast<float>(gen.normal());
+        return v;
+    };
+    const std::vector<float> A = draw(g.M * g.K), B = draw(g.K * g.N);
+    std::vector<float> C = draw(g.M * g.N);
+    if (g.beta == 0) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
+    gemm_with(path, g.ta, g.tb, g.M, g.N, g.K, g.alpha, A.data(), g.ta ? g.M : g.K, B.data(), g.tb ? g.K : g.N,
+              g.beta, C.data(), g.N);
+    return C;
+}
+
+std::string gemm_label(const GemmShape& g) {
+    std::ostringstream os;
+    os << "C = " << g.alpha << "·" << (g.ta ? "Aᵀ" : "A") << "·" << (g.tb ? "Bᵀ" : "B") << " + " << g.beta << "·C, M "
+       << g.M << ", N " << g.N << ", K " << g.K;
+    return os.str();
+}
+
+// Seconds per product, the best of `runs`.
+double time_product(GemmPath path, int64_t n, int runs) {
+    std::vector<float> A(static_cast<size_t>(n * n), 0.5f), B(A), C(A);
+    double best = 1e30;
+    for (int r = 0; r < runs; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        gemm_with(path, false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+}
+
+void grade_gemm(Report& r, const Exercise& ex, uint64_t seed) {
+    std::cout << "\nthe AVX2 micro-kernel (tensor/gemm/gemm_avx2.cpp), against the triple loop\n";
+    if (!gemm_path_supported(GemmPath::avx2)) {
+        r.fail("this machine", "has no AVX2 and FMA: the exercise needs an x86-64 CPU from 2013 on");
+        return;
+    }
+    // One thread: an error the kernel throws then reaches this function (from
+    // a pool worker it would end the program), and the timing is one core's.
+    set_num_threads(1);
+    for (size_t i = 0; i < gemm_shapes().size(); ++i) {
+        const GemmShape& g = gemm_shapes()[i];
+        try {
+            const std::vector<float> want = gemm_product(GemmPath::reference, g, seed + i);
+            const std::vector<float> got = gemm_product(GemmPath::avx2, g, seed + i);
+            // float sums of K terms in another order: a few ulps per term
+            const double tolerance = 1e-5 * std::sqrt(static_cast<double>(g.K));
+            int64_t wrong = 0, first = -1;
+            for (size_t k = 0; k < want.size(); ++k)
+                if (!(std::fabs(got[k] - want[k]) <= tolerance * (1 + std::fabs(want[k]))) && wrong++ == 0)
+                    first = static_cast<int64_t>(k);
+            if (wrong == 0) {
+                r.right(gemm_label(g));
+            } else {
+                const Shape shape{g.M, g.N};
+                r.fail(gemm_label(g), std::to_string(wrong) + " of " + std::to_string(want.size()) +
+                                          " elements wrong; first at " + index_str(shape, first) + ": expected " +
+                                          num(want[static_cast<size_t>(first)]) + ", got " +
+                                          num(got[static_cast<size_t>(first)]));
+            }
+        } catch (const std::exception& error) {
+            r.fail(gemm_label(g), what_threw(error));
+        }
+    }
+    const double target = ex.speed.empty() ? 0 : std::strtod(ex.speed.c_str(), nullptr);
+    if (target <= 0) return;
+    const int64_t n = 256;
+    double loop = 0, yours = 0;
+    try {
+        loop = time_product(GemmPath::reference, n, 2);
+        yours = time_product(GemmPath::avx2, n, 9);
+    } catch (const std::exception& error) {
+        r.fail("speed", what_threw(error), true);
+        return;
+    }
+    const double flops = 2.0 * n * n * n, ratio = loop / yours;
+    const std::string what = "speed, a 256×256×256 product on one core: at least " + num(target) +
+                             "× the triple loop";
+    const std::string measured = "yours " + num(flops / yours / 1e9) + " GFLOP/s, the loop " +
+                                 num(flops / loop / 1e9) + " GFLOP/s: " + num(ratio) + "×";
+    if (ratio >= target) r.right(what, measured, /*timed=*/true);
+    else r.fail(what, measured + " (docs/gemm.md: the tile held in registers, the k loop over packed panels)", true);
+}
+
 // ---- fingerprints: what a known mistake computes ----------------------------------------------------
 // A few values of each output and of each input's gradient, at evenly spaced
 // indices: enough to tell the mistakes of the mutation lists apart.
@@ -408,6 +523,17 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
                     y.backward(Tensor::normal(y.shape(), 0, 1, w));
                     for (const Var& v : x)
                         if (v.grad().defined()) sample(v.grad(), out);
+                } catch (const std::exception& error) {
+                    out.push_back(error_mark(error.what()));
+                }
+            }
+        } else if (kind == "gemm") {
+            set_num_threads(1);
+            for (size_t i = 0; i < gemm_shapes().size(); ++i) {
+                try {
+                    const std::vector<float> c = gemm_product(GemmPath::avx2, gemm_shapes()[i], seed + i);
+                    const size_t k = std::min<size_t>(c.size(), 8);
+                    for (size_t j = 0; j < k; ++j) out.push_back(c[j * c.size() / k]);
                 } catch (const std::exception& error) {
                     out.push_back(error_mark(error.what()));
                 }
@@ -534,6 +660,8 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
             while (words >> name) grade_op(r, name, seed);
         } else if (kind == "engine") {
             grade_engine(r);
+        } else if (kind == "gemm") {
+            grade_gemm(r, ex, seed);
         } else {
             r.fail("the exercise list", "exercise " + ex.number + " has an unknown grade line '" + line + "'");
         }

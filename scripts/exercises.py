@@ -165,8 +165,13 @@ PRAGMAS = """// (Exercise stubs below: helpers and parameters they leave unused 
 """
 
 
-def stub_body(indent, message, comment):
-    return f"\n{indent}    // {comment}\n{indent}    throw std::logic_error(\"{message}\");\n{indent}"
+def stub_body(body, message, comment):
+    """The stub in place of `body`, indented as its first line was, its
+    closing brace where it was."""
+    lines = body.split("\n")
+    inner = next((re.match(r"\s*", l).group(0) for l in lines if l.strip()), "    ")
+    closing = lines[-1] if not lines[-1].strip() else ""
+    return f"\n{inner}// {comment}\n{inner}throw std::logic_error(\"{message}\");\n{closing}"
 
 
 def stubbed(text, blocks, where):
@@ -174,8 +179,7 @@ def stubbed(text, blocks, where):
     spans = []
     for opening, message, comment in blocks:
         start, end = block_span(text, opening, where)
-        indent = re.match(r"\s*", opening).group(0)
-        spans.append((start, end, stub_body(indent, message, comment)))
+        spans.append((start, end, stub_body(text[start:end], message, comment)))
     for start, end, stub in sorted(spans, reverse=True):
         text = text[:start] + stub + text[end:]
     if "#pragma GCC diagnostic ignored \"-Wunused-function\"" not in text:
