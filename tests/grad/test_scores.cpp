@@ -200,6 +200,22 @@ const RegisterEntry activated_general_entry(20, "activated_general_score", {
      .reference = [](const Ref& r) { return expect_scores(general_score_reference(r, false, true, sigmoid)); }},
 });
 
+// Luong's location score: e_l = (W_a h_t)_l, one learnt score per source
+// position l < n of the n_max the score was built for, whatever the keys hold.
+Array location_score_reference(const Ref& r) {
+    const Array &Q = r.x[0], &K = r.x[1];
+    const Array W = r.p["W_a"];  // n_max×d_q
+    Array E({Q.size(0), Q.size(1), K.size(1)});
+    for (int64_t b = 0; b < Q.size(0); ++b)
+        for (int64_t i = 0; i < Q.size(1); ++i)
+            for (int64_t l = 0; l < K.size(1); ++l) {
+                double e = 0;
+                for (int64_t d = 0; d < Q.size(2); ++d) e += W(l, d) * Q(b, i, d);
+                E(b, i, l) = e;
+            }
+    return E;
+}
+
 SimilarityScore::Options similarity(SimilarityScore::Kind kind, bool squared = false, bool learn_beta = false) {
     SimilarityScore::Options o;
     o.kind = kind;
@@ -251,6 +267,22 @@ const RegisterEntry similarity_entry(21, "similarity_score", {
              SimilarityScore(similarity(SimilarityScore::Kind::negative_distance, true)).score(x[0], x[1]));
      },
      .reference = [](const Ref& r) { return expect_scores(negative_distance_reference(r, true)); }},
+});
+
+// Not one of the catalog's 80: the location score of Luong et al. (2015),
+// a row of the score table (--score location) since the first trainers.
+const RegisterEntry location_entry(84, "location_score", {
+    {.variant = "n 4 of n_max 6, d_q 3: the keys' values unread",
+     .inputs = {Shape{2, 3, 3}, Shape{2, 4, 5}},
+     .make = [](Generator& g) { return std::make_unique<LocationScore>(3, 6, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<LocationScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(location_score_reference(r)); },
+     .properties = {independent_of(1, {"scores"})}},
+    {.variant = "n = n_max 5, one query",
+     .inputs = {Shape{2, 1, 4}, Shape{2, 5, 2}},
+     .make = [](Generator& g) { return std::make_unique<LocationScore>(4, 5, g); },
+     .run = [](Module* m, In x, Masks) { return scores(as<LocationScore>(m).score(x[0], x[1])); },
+     .reference = [](const Ref& r) { return expect_scores(location_score_reference(r)); }},
 });
 
 const RegisterEntry low_rank_bilinear_entry(81, "low_rank_bilinear_score", {
