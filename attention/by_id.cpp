@@ -2,6 +2,9 @@
 // Luong's location score), read by make_score and make_alignment.
 #include "attention/by_id.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace attn {
@@ -10,9 +13,10 @@ namespace {
 
 int64_t or_default(int64_t value, int64_t fallback) { return value > 0 ? value : fallback; }
 
-SimilarityScore::Options similarity(SimilarityScore::Kind kind) {
+SimilarityScore::Options similarity(SimilarityScore::Kind kind, const NamedOptions& options) {
     SimilarityScore::Options o;
     o.kind = kind;
+    o.beta = static_cast<real>(named_option(options, "beta", o.beta));
     return o;
 }
 
@@ -43,13 +47,14 @@ const std::vector<ScoreInfo>& score_table() {
          [](const S& s, Generator& g) {
              return std::make_unique<ActivatedGeneralScore>(s.query_dim, s.key_dim, g);
          }},
-        {"similarity_score", "cosine", "qᵀk / (‖q‖ ‖k‖) (NTM)", true,
-         [](const S&, Generator&) {
-             return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::cosine));
-         }},
+        {"similarity_score", "cosine", "β qᵀk / (‖q‖ ‖k‖) (NTM; option beta, the key strength, 1)", true,
+         [](const S& s, Generator&) {
+             return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::cosine, s.options));
+         },
+         {"beta"}},
         {"similarity_score", "distance", "−‖q − k‖", true,
-         [](const S&, Generator&) {
-             return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::negative_distance));
+         [](const S& s, Generator&) {
+             return std::make_unique<SimilarityScore>(similarity(SimilarityScore::Kind::negative_distance, s.options));
          }},
         {"low_rank_bilinear_score", "low-rank", "pᵀ(tanh(U q) ∘ tanh(V k)), a rank-r bilinear score (MLB)", false,
          [](const S& s, Generator& g) {
@@ -139,8 +144,50 @@ std::string canonical_alignment(const std::string& id) {
     return &alignment_info(row.id) == &row ? row.id : row.name;
 }
 
+double named_option(const NamedOptions& options, const std::string& name, double fallback) {
+    const auto it = options.find(name);
+    return it == options.end() ? fallback : it->second;
+}
+
+NamedOptions parse_named_options(const std::string& text, const std::string& who) {
+    NamedOptions options;
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        const size_t eq = item.find('=');
+        char* end = nullptr;
+        const double value = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
+        if (eq == std::string::npos || eq == 0 || end == item.c_str() + eq + 1 || *end != '\0' || !std::isfinite(value))
+            throw std::invalid_argument(who + ": expected name=number[,name=number...], got '" + item + "' in '" +
+                                        text + "'");
+        if (!options.emplace(item.substr(0, eq), value).second)
+            throw std::invalid_argument(who + ": '" + item.substr(0, eq) + "' given twice in '" + text + "'");
+        at = comma + 1;
+    }
+    return options;
+}
+
+namespace {
+
+// Every option given is one the row reads.
+void check_options(const NamedOptions& given, const std::vector<std::string>& takes, const std::string& what) {
+    for (const auto& [name, value] : given) {
+        bool known = false;
+        for (const std::string& t : takes) known = known || t == name;
+        if (known) continue;
+        std::string list;
+        for (const std::string& t : takes) list += (list.empty() ? "" : ", ") + t;
+        throw std::invalid_argument(what + " takes no option '" + name + "' (" +
+                                    (list.empty() ? std::string("it takes none") : "it takes: " + list) + ")");
+    }
+}
+
+}  // namespace
+
 std::unique_ptr<ScoreFunction> make_score(const std::string& id, const ScoreShape& shape, Generator& gen) {
     const ScoreInfo& info = score_info(id);
+    check_options(shape.options, info.options, "the score " + info.id + " (" + info.name + ")");
     if (info.same_width && shape.query_dim != shape.key_dim)
         throw std::invalid_argument(info.id + " compares queries and keys by a dot product: it needs d_q = d_k, got " +
                                     std::to_string(shape.query_dim) + " and " + std::to_string(shape.key_dim));
@@ -148,7 +195,9 @@ std::unique_ptr<ScoreFunction> make_score(const std::string& id, const ScoreShap
 }
 
 std::unique_ptr<Alignment> make_alignment(const std::string& id, const AlignmentShape& shape, Generator& gen) {
-    return alignment_info(id).make(shape, gen);
+    const AlignmentInfo& info = alignment_info(id);
+    check_options(shape.options, info.options, "the alignment " + info.id + " (" + info.name + ")");
+    return info.make(shape, gen);
 }
 
 }  // namespace attn

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,11 +26,23 @@
 namespace attn {
 
 // What a score may need to know to build its parameters.
+// Named options a row reads beyond the fixed fields below: a coursework
+// score's or alignment's own hyperparameter (the seq2seq trainer's
+// --score-options beta=2.5). A row lists the names it takes (ScoreInfo::options);
+// make_score and make_alignment refuse any other, naming the row and its choices.
+using NamedOptions = std::map<std::string, double>;
+// options[name], or `fallback` when it is not given.
+double named_option(const NamedOptions& options, const std::string& name, double fallback);
+// "beta=2.5,gamma=1" → {beta: 2.5, gamma: 1} ("" → none); throws naming `who`
+// and the item it cannot read.
+NamedOptions parse_named_options(const std::string& text, const std::string& who);
+
 struct ScoreShape {
     int64_t query_dim = 0;   // d_q
     int64_t key_dim = 0;     // d_k
     int64_t hidden_dim = 0;  // d_w of the additive score, the rank of a factorised one (0: d_q)
     int64_t max_length = 0;  // the location score's n_max
+    NamedOptions options = {};  // named options (the row's `options` says which)
 };
 
 struct ScoreInfo {
@@ -38,6 +51,7 @@ struct ScoreInfo {
     std::string summary;  // one line for --help and the docs
     bool same_width = false;  // needs d_q = d_k (dot products)
     std::function<std::unique_ptr<ScoreFunction>(const ScoreShape&, Generator&)> make;
+    std::vector<std::string> options = {};  // the named options make reads
 };
 
 // What an alignment may need.
@@ -46,6 +60,7 @@ struct AlignmentShape {
     int64_t hidden_dim = 0;  // local-p's d_p, the reinforced sampler's width (0: d_q)
     int64_t window = 10;     // D, the half-width of the local windows
     real temperature = 1;    // soft and Gumbel-softmax
+    NamedOptions options = {};  // named options (the row's `options` says which)
 };
 
 struct AlignmentInfo {
@@ -58,6 +73,7 @@ struct AlignmentInfo {
     bool stochastic = false;
     bool self_attention_only = false;
     std::function<std::unique_ptr<Alignment>(const AlignmentShape&, Generator&)> make;
+    std::vector<std::string> options = {};  // the named options make reads
 };
 
 // The built-in tables, in catalog order.

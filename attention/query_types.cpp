@@ -108,11 +108,12 @@ LuongAttention::LuongAttention(int64_t state_dim, int64_t encoder_dim, const Opt
                                 {.query_dim = state_dim,
                                  .key_dim = encoder_dim,
                                  .hidden_dim = options.attention_dim,
-                                 .max_length = options.max_length},
+                                 .max_length = options.max_length,
+                                 .options = options.score_options},
                                 gen),
                      make_alignment(options.align,
                                     {.query_dim = state_dim, .hidden_dim = options.attention_dim,
-                                     .window = options.window},
+                                     .window = options.window, .options = options.align_options},
                                     gen),
                      gen) {}
 

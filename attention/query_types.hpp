@@ -27,6 +27,7 @@
 #include <string>
 
 #include "attention/alignments.hpp"
+#include "attention/by_id.hpp"
 #include "attention/general.hpp"
 #include "attention/scores.hpp"
 #include "tensor/random.hpp"
@@ -102,6 +103,7 @@ public:
         int64_t window = 10;         // D, the half-width of the local windows
         int64_t max_length = 0;      // location score: the longest source, n_max
         int64_t attention_dim = 0;   // the additive score's d_w and local-p's d_p (0: d_s)
+        NamedOptions score_options = {}, align_options = {};  // the rows' named options (by_id.hpp)
     };
     // The score and the alignment by id (make_score, make_alignment).
     LuongAttention(int64_t state_dim, int64_t encoder_dim, const Options& options, Generator& gen);

@@ -68,6 +68,9 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--align", &s.model.align, "luong: the alignment, by catalog id or short name: " + alignment_choices());
     flags.add("--input-feeding", &s.model.input_feeding, "feed c_t (Bahdanau) or h~_t (Luong) into the next step");
     flags.add("--window", &s.model.window, "half-width D of the local windows", 1);
+    flags.add("--score-options", &s.model.score_options,
+              "luong: the score's named options, name=value,... (those its row takes, e.g. cosine: beta)");
+    flags.add("--align-options", &s.model.align_options, "luong: the alignment's named options, name=value,...");
     flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0);
     flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0);
     flags.add("--encoder-layers", &s.model.encoder_layers, "stacked bidirectional GRU layers of the encoder", 1, 8);

@@ -22,6 +22,9 @@ std::string ModelConfig::str() const {
       << " decoder_hidden=" << decoder_hidden
       << " attention_dim=" << attention_dim << " attention=" << attention << " score=" << score << " align=" << align
       << " input_feeding=" << (input_feeding ? 1 : 0) << " window=" << window << " dropout=" << dropout;
+    // only when given, so that a model without them reads as before
+    if (!score_options.empty()) s << " score_options=" << score_options;
+    if (!align_options.empty()) s << " align_options=" << align_options;
     return s.str();
 }
 
@@ -43,6 +46,8 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "input_feeding") c.input_feeding = value == "1";
         else if (key == "window") c.window = number();
         else if (key == "dropout") c.dropout = config_probability(who, key, value);
+        else if (key == "score_options") c.score_options = value;
+        else if (key == "align_options") c.align_options = value;
         else throw std::runtime_error(who + ": unknown key '" + key + "'");
     }
     return c.canonical();
@@ -60,6 +65,8 @@ ModelConfig ModelConfig::canonical() const {
         throw std::invalid_argument("seq2seq: --attention must be bahdanau or luong, got '" + c.attention + "'");
     c.score = canonical_score(c.score);  // throws, listing the choices
     c.align = canonical_alignment(c.align);
+    parse_named_options(c.score_options, "--score-options");  // throws on what it cannot read
+    parse_named_options(c.align_options, "--align-options");
     return c;
 }
 
@@ -140,8 +147,12 @@ Seq2SeqModel::Seq2SeqModel(const ModelConfig& config, Generator& gen)
         // that the --score and --align flags read (attention/by_id.hpp).
         luong_ = std::make_unique<LuongAttention>(
             S, D,
-            LuongAttention::Options{
-                .score = config_.score, .align = config_.align, .window = config_.window, .attention_dim = A},
+            LuongAttention::Options{.score = config_.score,
+                                    .align = config_.align,
+                                    .window = config_.window,
+                                    .attention_dim = A,
+                                    .score_options = parse_named_options(config_.score_options, "--score-options"),
+                                    .align_options = parse_named_options(config_.align_options, "--align-options")},
             gen);
         register_module("attention", *luong_);
     }

@@ -58,6 +58,9 @@ struct ModelConfig {
     bool input_feeding = true;
     int64_t window = 4;  // D, the half-width of the local windows
     double dropout = 0;  // on the embeddings and on o_t, while training
+    // The score's and the alignment's named options, "name=value,..." (luong;
+    // attention/by_id.hpp: a row says which it takes), e.g. "beta=2.5".
+    std::string score_options = "", align_options = "";
 
     // "attention=bahdanau score=additive_score ..." and back (checkpoint
     // metadata). parse() also reads the names before the score table
