@@ -187,7 +187,7 @@ EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
-.PHONY: grade progress exercise check-exercises fingerprints
+.PHONY: grade grade-student progress exercise check-exercises fingerprints
 .PHONY: all test debug check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
@@ -274,12 +274,19 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 GRADE_BIN := $(B)/course/grade
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp)
+# course/hidden/: the instructor's cases, which a student's tree does not hold.
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp $(wildcard course/hidden/*.cpp))
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 grade: $(GRADE_BIN)
-	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)); status=$$?; $(call elapsed,make grade); exit $$status
+	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
+		$(call elapsed,make grade); exit $$status
+# make grade-student STUDENT=dir: a student's tree graded here, with the
+# instructor's hidden cases: the student's files of each exercise's cut
+# code, copied into a copy of this tree (build/grade-student/).
+grade-student:
+	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
 progress: $(GRADE_BIN)
 	@$(GRADE_BIN) --progress
 

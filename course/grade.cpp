@@ -637,6 +637,9 @@ struct Verdict {
     std::vector<std::string> mistakes;
 };
 
+// --hidden: also the instructor's cases of course/hidden/ ("hidden:ID").
+bool g_hidden = false;
+
 Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
     std::cout << "== Exercise " << ex.number << ": " << ex.title << "\n";
     for (const attn::course::Cut& c : ex.cuts) std::cout << "   yours to write: " << c.file << ", " << c.opening << "\n";
@@ -655,6 +658,8 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
                 }
                 uint64_t s = seed;
                 for (const Case& c : e->cases) grade_case(r, *e, c, s++);
+                if (const Entry* hidden = g_hidden ? find_entry("hidden:" + name) : nullptr)
+                    for (const Case& c : hidden->cases) grade_case(r, *hidden, c, s++);
             }
         } else if (kind == "ops") {
             while (words >> name) grade_op(r, name, seed);
@@ -688,7 +693,7 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
 Verdict grade_in_child(const Exercise& ex, uint64_t seed) {
     const ChildResult run = run_in_child(
         [&] {
-            const Verdict v = grade(ex, seed, /*name_mistakes=*/seed == kFirstCaseSeed);
+            const Verdict v = grade(ex, seed, /*name_mistakes=*/seed == kFirstCaseSeed && !g_hidden);
             std::string out = std::to_string(v.checks) + "\n" + std::to_string(v.wrong) + "\n" + v.outcomes + "\n";
             for (const std::string& m : v.mistakes) out += m + "\n";
             return out;
@@ -784,7 +789,8 @@ int main(int argc, char** argv) try {
         if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--fingerprint") fingerprint = true;
         else if (a == "--progress") progress = true;
-        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --fingerprint, --progress)");
+        else if (a == "--hidden") g_hidden = true;
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);
@@ -815,7 +821,7 @@ int main(int argc, char** argv) try {
     const bool student_tree = std::filesystem::exists(kAssignment);
     int wrong = 0;
     for (const Exercise* e : exercises) {
-        const Verdict v = grade_in_child(*e, seed);
+        const Verdict v = grade_in_child(*e, seed);  // names known mistakes at the default seed only
         if (student_tree) record_attempt(*e, v);
         if (v.wrong > 0 || v.checks == 0) ++wrong;
         std::cout << "\n";

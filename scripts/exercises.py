@@ -6,6 +6,7 @@ the grader is course/grade.cpp (make grade).
     python3 scripts/exercises.py tree EX OUT           (make exercise EX=id OUT=dir; EX=all)
     python3 scripts/exercises.py check [EX ...]        (make check-exercises)
     python3 scripts/exercises.py fingerprints [EX ...] (make fingerprints)
+    python3 scripts/exercises.py grade-student DIR [--seed N] [EX ...]   (make grade-student STUDENT=dir)
 
 A student's tree is the project's tracked files (no git history) with the
 body of every cut block replaced by a stub that throws "not implemented:
@@ -301,6 +302,8 @@ def student_files(chosen):
         dropped.setdefault(m["list"].relative_to(ROOT).as_posix(), set()).add(m["title"])
     files = {}
     for path in tracked_files():
+        if path.startswith("course/hidden/"):
+            continue  # the instructor's cases (make grade-student)
         data = (ROOT / path).read_bytes()
         try:
             text = data.decode()
@@ -427,9 +430,17 @@ def check(names):
     mutations = read_mutations()
     failures = []
     start = time.time()
+    # The solutions first, all in one build: every grader passes them.
     if not build_grader():
         sys.exit("the grader does not build")
-    totals = {"exercises": 0, "mistakes": 0, "named": 0}
+    for e in chosen:
+        rc, out = run_grader([e.id])
+        checks, _ = checks_in(out)
+        print(f"== exercise {e.number} {e.id}: the solution {'passes' if rc == 0 else 'FAILS'} ({checks} checks)")
+        if rc != 0:
+            failures.append(f"{e.id}: the solution fails its grader")
+            print(out[-2000:])
+    totals = {"mistakes": 0, "named": 0}
     for e in chosen:
         print(f"== exercise {e.number} {e.id}")
         with Restore() as r:
@@ -446,14 +457,6 @@ def check(names):
                 if not ok:
                     failures.append(f"{e.id}: the grader does not fail on the stub (exit {rc}, {checks} checks)")
             r.restore()
-            # the solution passes
-            build_grader()
-            rc, out = run_grader([e.id])
-            checks, wrong = checks_in(out)
-            print(f"   solution: {'passes' if rc == 0 else 'FAILS'} ({checks} checks)")
-            if rc != 0:
-                failures.append(f"{e.id}: the solution fails its grader")
-                print(out[-2000:])
             # every mutation inside a cut block fails and is named
             mine = mutations_of(e, mutations)
             for m in mine:
@@ -475,8 +478,7 @@ def check(names):
                 totals["mistakes"] += 1
             if not mine:
                 print("   (no mutation lies inside its cut blocks)")
-        totals["exercises"] += 1
-    build_grader()
+    build_grader()  # the solutions again
     # nothing of an answer in the student's tree
     files = student_files(chosen)
     bad = leaks(chosen, files)
@@ -484,7 +486,7 @@ def check(names):
     for e, path, code in bad:
         failures.append(f"{e.id}: {path} still holds a line of the answer: {code}")
     print(f"== student's tree: {len(files)} files, {lines} code lines of cut blocks looked for, {len(bad)} found")
-    print(f"== {totals['exercises']} exercises: stubs fail, solutions pass; {totals['named']} of "
+    print(f"== {len(chosen)} exercises: stubs fail, solutions pass; {totals['named']} of "
           f"{totals['mistakes']} known mistakes fail and are named; {time.time() - start:.0f} s")
     if failures:
         print("FAILED:")
@@ -526,6 +528,50 @@ def fingerprints(names):
     print(f"wrote {FINGERPRINTS.relative_to(ROOT)}")
 
 
+def grade_student(args):
+    """A student's tree graded here, with the hidden cases: this tree copied to
+    build/grade-student/tree (a file only when it differs, so that make
+    rebuilds little), the student's files of each exercise's cut code over it."""
+    seed = None
+    if "--seed" in args:
+        at = args.index("--seed")
+        seed = args[at + 1]
+        args = args[:at] + args[at + 2:]
+    if not args or not args[0]:
+        sys.exit("make grade-student STUDENT=<a student's tree> [EX=id] [SEED=n]")
+    student, names = pathlib.Path(args[0]).expanduser(), args[1:]
+    if not (student / "course" / "exercises.txt").exists():
+        sys.exit(f"{student}: not a student's tree (no course/exercises.txt)")
+    if not names:
+        assignment = student / "course" / "assignment.txt"
+        names = [l.strip() for l in assignment.read_text().splitlines() if l.strip() and not l.startswith("#")] \
+            if assignment.exists() else []
+    chosen = pick(read_exercises(), names)
+    scratch = ROOT / "build" / "grade-student" / "tree"
+
+    def put(path, data):
+        target = scratch / path
+        if target.exists() and target.read_bytes() == data:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    for path in tracked_files():
+        put(path, (ROOT / path).read_bytes())
+    for e in chosen:
+        for file, _ in e.cuts:
+            theirs = student / file
+            if not theirs.exists():
+                sys.exit(f"{theirs}: missing from the student's tree")
+            put(file, theirs.read_bytes())
+    r = subprocess.run(["make", "--no-print-directory", "-j2", GRADER], cwd=scratch, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-3000:] + r.stderr[-3000:])
+        sys.exit(f"the student's code does not compile (above), in {scratch}")
+    command = [str(scratch / GRADER), "--hidden"] + (["--seed", seed] if seed else []) + [e.id for e in chosen]
+    sys.exit(subprocess.run(command, cwd=scratch).returncode)
+
+
 def list_exercises():
     exercises = read_exercises()
     for e in exercises:
@@ -549,6 +595,8 @@ def main():
         check(args[1:])
     elif args[0] == "fingerprints":
         fingerprints(args[1:])
+    elif args[0] == "grade-student":
+        grade_student(args[1:])
     else:
         sys.exit(__doc__)
 
