@@ -22,6 +22,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -314,6 +315,10 @@ std::vector<EngineCheck> engine_checks() {
     // A chain of 100,000 additions: no recursion that deep fits a stack.
     checks.push_back({"a chain of 100,000 additions: backward returns, dy/dx = 1",
                       [] {
+                          // A 1 MiB stack, as on some systems' threads: a search that
+                          // recurses once per node needs several (8 MiB here hid it).
+                          const rlimit small{1 << 20, 1 << 20};
+                          setrlimit(RLIMIT_STACK, &small);
                           Var x(Tensor::from({2.0}), true);
                           Var z = x;
                           for (int k = 0; k < 100000; ++k) z = z + 1.0;
@@ -642,7 +647,8 @@ bool g_hidden = false;
 
 Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
     std::cout << "== Exercise " << ex.number << ": " << ex.title << "\n";
-    for (const attn::course::Cut& c : ex.cuts) std::cout << "   yours to write: " << c.file << ", " << c.opening << "\n";
+    for (const attn::course::Cut& c : ex.cuts)
+        std::cout << "   yours to write: " << c.file << ", " << c.opening.substr(c.opening.find_first_not_of(' ')) << "\n";
     for (const std::string& r : ex.read) std::cout << "   read: " << r << "\n";
     Report r;
     for (const std::string& line : ex.grade) {
