@@ -371,8 +371,12 @@ def make_tree(names, out):
 
 # ---- proving the graders ----------------------------------------------------------------
 class Restore:
-    """Keeps the original text of every file it changes and puts it back,
-    whatever happens (Ctrl-C included)."""
+    """Keeps the original text (and time) of every file it changes and puts
+    them back, whatever happens (Ctrl-C included). The original time keeps the
+    build's other objects of the file (the float library's, the programs')
+    valid, as they were built from that text; the float64 object, which was
+    rebuilt from the changed text, is removed so that the next build of the
+    grader makes it again from the original."""
 
     def __init__(self):
         self.saved = {}
@@ -380,12 +384,16 @@ class Restore:
     def write(self, path, text):
         full = ROOT / path
         if path not in self.saved:
-            self.saved[path] = full.read_text()
+            self.saved[path] = (full.read_text(), full.stat())
         full.write_text(text)
 
     def restore(self):
-        for path, text in self.saved.items():
-            (ROOT / path).write_text(text)
+        for path, (text, stat) in self.saved.items():
+            full = ROOT / path
+            full.write_text(text)
+            os.utime(full, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            double_object = ROOT / "build" / "obj" / "double" / pathlib.Path(path).with_suffix(".o")
+            double_object.unlink(missing_ok=True)
         self.saved = {}
 
     def __enter__(self):

@@ -55,7 +55,8 @@ Property gated_between_zero_and_ungated() {
                 const Tensor ungated =
                     scaled_dot_product_attention(Var(c.inputs[0]), Var(c.inputs[1]), Var(c.inputs[2]), mask)
                         .output.value();
-                const Tensor& y = c.run(c.inputs, c.masks)["output"];
+                const Evaluation gated = c.run(c.inputs, c.masks);  // (kept: y refers into it)
+                const Tensor& y = gated["output"];
                 for (int64_t k = 0; k < y.numel(); ++k) {
                     const double o = ungated[k], v = y[k];
                     const bool inside = o == 0 ? v == 0 : (v / o > 0 && v / o < 1);
