@@ -244,36 +244,29 @@ def mistake_words(title):
     return rest if sep and re.fullmatch(r"[\w ,()]+", head) else title
 
 
-def mutations_of(e, mutations):
-    """The mutations whose find lies in one of e's cut blocks (not the twins:
-    the student does not write those)."""
+def mutations_within(blocks, mutations):
+    """The mutations whose find lies inside one of the (file, opening) blocks."""
     found = []
-    for file, opening in e.cuts:
+    for file, opening in blocks:
         text = (ROOT / file).read_text()
         start, end = block_span(text, opening, file)
         for m in mutations:
             find = m.get("find", "").replace("\\n", "\n")
-            if m.get("file") == file and find:
-                at = text.find(find)
-                if start <= at and at + len(find) <= end:
-                    found.append(m)
+            at = text.find(find) if m.get("file") == file and find else -1
+            if at >= 0 and start <= at and at + len(find) <= end and m not in found:
+                found.append(m)
     return found
+
+
+def mutations_of(e, mutations):
+    """e's known mistakes: the mutations inside its cut blocks (not the twins:
+    the student does not write those)."""
+    return mutations_within(e.cuts, mutations)
 
 
 def mutations_in_blocks(chosen, mutations):
-    """Every mutation whose find lies in a cut or twin block of the chosen."""
-    found = []
-    for e in chosen:
-        for file, opening in e.cuts + e.twins:
-            text = (ROOT / file).read_text()
-            start, end = block_span(text, opening, file)
-            for m in mutations:
-                find = m.get("find", "").replace("\\n", "\n")
-                if m.get("file") == file and find:
-                    at = text.find(find)
-                    if start <= at and at + len(find) <= end and m not in found:
-                        found.append(m)
-    return found
+    """Every mutation inside a cut or twin block of the chosen: left out of a student's tree."""
+    return mutations_within([b for e in chosen for b in e.cuts + e.twins], mutations)
 
 
 # ---- the student's tree -----------------------------------------------------------------
