@@ -27,6 +27,20 @@ std::string failure(const std::string& name, size_t input, const Shape& shape, i
     return os.str();
 }
 
+// The flat indices of an input of n elements to difference: all of them, or
+// `most` spread evenly from the first to the last.
+std::vector<int64_t> elements_to_check(int64_t n, int64_t most) {
+    std::vector<int64_t> picked;
+    if (most <= 0 || n <= most) {
+        for (int64_t i = 0; i < n; ++i) picked.push_back(i);
+    } else if (most == 1) {
+        picked.push_back(0);
+    } else {
+        for (int64_t k = 0; k < most; ++k) picked.push_back(k * (n - 1) / (most - 1));
+    }
+    return picked;
+}
+
 }  // namespace
 
 GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f, const std::vector<Var>& params,
@@ -62,7 +76,7 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
     for (size_t k = 0; k < params.size() && (result.ok || options.every_element); ++k) {
         Tensor value = params[k].node()->value;
         GradcheckTensor table{value.shape()};
-        for (int64_t i = 0; i < value.numel(); ++i) {
+        for (const int64_t i : elements_to_check(value.numel(), options.max_per_input)) {
             const real original = value[i];
             value[i] = static_cast<real>(original + options.eps);
             const double up = weighted_sum(f().value(), w);

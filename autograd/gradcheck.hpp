@@ -37,6 +37,12 @@ struct GradcheckOptions {
     // false: stop at the first wrong derivative (the tests). true: compare
     // every element of every input and fill `tensors` (a student's table).
     bool every_element = false;
+    // 0: difference every element of every input. n > 0: at most n of each
+    // input, spread evenly over it, its first and last element included: for
+    // an input of thousands of elements (an attention over 130 keys, to
+    // cross a kernel's 128-wide tiles), whose every element would cost two
+    // runs of the whole op, when a smaller case already differences them all.
+    int64_t max_per_input = 0;
 };
 
 // What the check found in one input, for a table: how many derivatives were

@@ -171,6 +171,11 @@ struct Case {
     // weight is zero or the identity. A case about a special value sets false.
     bool randomize_parameters = true;
     bool check_gradient = true;    // false only where the output is piecewise constant
+    // 0: the gradient check differences every element of every input and
+    // parameter. n: at most n of each, spread evenly (GradcheckOptions::
+    // max_per_input), for a case of large shapes whose every element another
+    // case of the same entry already differences on small ones.
+    int64_t max_differences = 0;
     double atol = 1e-9, rtol = 1e-9;
 };
 

@@ -190,6 +190,7 @@ GradientFindings check_gradients(const Prepared& p, bool every_element) {
     found.checked = true;
     GradcheckOptions options;
     options.every_element = every_element;
+    options.max_per_input = p.c.max_differences;
     auto f = [&](const std::vector<Var>& x) { return flat_differentiable(p.run(x, p.c.masks)); };
     found.inputs = gradcheck(p.name, f, p.inputs, options);
     if (p.module && p.module->num_parameters() > 0) {

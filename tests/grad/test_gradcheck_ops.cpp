@@ -96,6 +96,42 @@ TEST_CASE("gradcheck: every_element gives each input's table: compared, wrong, w
     CHECK(first.message == r.message);
 }
 
+TEST_CASE("gradcheck: max_per_input differences that many elements, spread from the first to the last") {
+    // z = 2x, whose backward is wrong (3 instead of 2) at one flat index of
+    // the 10. With max_per_input = 4 the check differences elements 0, 3, 6
+    // and 9 (k·9/3): a wrong derivative at 5 is not looked at, at 6 or at 9
+    // (the last) it is found.
+    auto wrong_at = [](int64_t bad) {
+        return [bad](const std::vector<Var>& x) {
+            return record("wrong_at", mul(x[0].value(), Tensor::full(x[0].shape(), 2)), {x[0]}, [bad](Backward& bw) {
+                Tensor slope = Tensor::full(bw.grad().shape(), 2);
+                slope[bad] = 3;
+                bw.accumulate(0, mul(bw.grad(), slope));
+            });
+        };
+    };
+    Generator gen(5);
+    const Tensor x = Tensor::normal(Shape{10}, 0, 1, gen);
+    GradcheckOptions four;
+    four.max_per_input = 4;
+    const GradcheckResult skipped = gradcheck("wrong_at", wrong_at(5), {x}, four);
+    CHECK(skipped.ok);
+    CHECK(skipped.checked == 4);
+    for (const int64_t bad : {0, 3, 6, 9}) {
+        CAPTURE(bad);
+        const GradcheckResult found = gradcheck("wrong_at", wrong_at(bad), {x}, four);
+        CHECK_FALSE(found.ok);
+        CHECK(found.message.find("flat index " + std::to_string(bad) + ":") != std::string::npos);
+    }
+    // every element by default, and when the input has no more than the limit
+    CHECK_FALSE(gradcheck("wrong_at", wrong_at(5), {x}).ok);
+    four.max_per_input = 10;
+    CHECK_FALSE(gradcheck("wrong_at", wrong_at(5), {x}, four).ok);
+    GradcheckOptions all_of_them;
+    all_of_them.every_element = true;
+    CHECK(gradcheck("wrong_at", wrong_at(5), {x}, all_of_them).checked == 10);
+}
+
 TEST_CASE("gradcheck: parameters checked in place are restored, values and gradients") {
     Generator gen(3);
     Var w(Tensor::normal(Shape{3, 2}, 0, 1, gen), true);
