@@ -19,17 +19,19 @@ file of that tree: none may remain.
 
 `check` proves each grader in this tree's build (build/, the g++ build): the
 stub compiles and fails with more than zero checks run; the solution passes;
-every mutation inside a cut block fails and is named by its words. Files are
-changed in place and always restored, as scripts/mutation-check.py does.
+every mutation inside a cut block fails and is named by its words. Each
+stub and mistake is built in a copy of the tree (build/check-exercises/, two
+side by side on two cores), so this tree's files are never changed.
 `fingerprints` records what each of those mutations computes on the
 grading cases, into course/fingerprints.txt, which the grader compares a
 student's outputs with.
 """
+import concurrent.futures
 import os
 import pathlib
+import queue
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -363,45 +365,92 @@ def make_tree(names, out):
 
 
 # ---- proving the graders ----------------------------------------------------------------
-class Restore:
-    """Keeps the original text (and time) of every file it changes and puts
-    them back, whatever happens (Ctrl-C included). The original time keeps the
-    build's other objects of the file (the float library's, the programs')
-    valid, as they were built from that text; the float64 object, which was
-    rebuilt from the changed text, is removed so that the next build of the
-    grader makes it again from the original."""
+class Worker:
+    """A copy of this tree in which one deliberate change at a time is built
+    and graded (build/check-exercises/wK/), so that this tree's files are never
+    changed and two changes are built side by side, one per core. The copy
+    holds every tracked file with its time, and hard links to this tree's
+    objects, archive and grader of the float64 build: make finds them up to
+    date, and the compiler and the linker write a new file rather than into a
+    link, so building in the copy never changes this tree's build. (The
+    dependency files, which the compiler rewrites in place, are copied.)
+    After each change the copy gets its original files, times and links
+    back: the next change rebuilds only its own files."""
 
-    def __init__(self):
-        self.saved = {}
+    LINKED = ["build/obj/double", "build/obj/pch", "build/lib/libattn_double.a", "build/course"]
 
-    def write(self, path, text):
-        full = ROOT / path
-        if path not in self.saved:
-            self.saved[path] = (full.read_text(), full.stat())
-        full.write_text(text)
+    def __init__(self, number, files):
+        self.root = ROOT / "build" / "check-exercises" / f"w{number}"
+        shutil.rmtree(self.root, ignore_errors=True)
+        for path in files:
+            (self.root / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / path, self.root / path)
+        for linked in self.LINKED:
+            self._link(ROOT / linked, self.root / linked)
 
-    def restore(self):
-        for path, (text, stat) in self.saved.items():
-            full = ROOT / path
-            full.write_text(text)
-            os.utime(full, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-            double_object = ROOT / "build" / "obj" / "double" / pathlib.Path(path).with_suffix(".o")
-            double_object.unlink(missing_ok=True)
-        self.saved = {}
+    @staticmethod
+    def _link(source, target):
+        if source.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            for child in source.iterdir():
+                Worker._link(child, target / child.name)
+        elif source.exists():
+            target.unlink(missing_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.suffix == ".d":
+                shutil.copy2(source, target)
+            else:
+                os.link(source, target)
 
-    def __enter__(self):
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-        return self
+    def _restore(self, paths):
+        for path in paths:
+            shutil.copy2(ROOT / path, self.root / path)
+            obj = pathlib.Path("build/obj/double") / pathlib.Path(path).with_suffix(".o")
+            self._link(ROOT / obj, self.root / obj)
+        for linked in ["build/lib/libattn_double.a", GRADER]:
+            self._link(ROOT / linked, self.root / linked)
 
-    def __exit__(self, *_):
-        self.restore()
+    def run(self, writes, args, werror):
+        """writes: {path: text}. Builds the grader with them and runs it with
+        args: (built, exit status, output)."""
+        try:
+            for path, text in writes.items():
+                (self.root / path).write_text(text)
+            command = ["make", "--no-print-directory", "-j1", GRADER] + ([] if werror else ["WERROR="])
+            r = subprocess.run(command, cwd=self.root, capture_output=True, text=True)
+            if r.returncode != 0:
+                return False, r.returncode, r.stdout[-3000:] + r.stderr[-3000:]
+            r = subprocess.run([str(self.root / GRADER)] + args, cwd=self.root, capture_output=True, text=True,
+                               timeout=300)
+            return True, r.returncode, r.stdout + r.stderr
+        finally:
+            self._restore(writes)
 
 
-def build_grader(werror=True):
-    """Builds the grader; werror=False for a deliberate mistake, whose unused
-    parameter or variable (a dropped term) is not what it is about."""
-    command = ["make", "--no-print-directory", "-j2", GRADER] + ([] if werror else ["WERROR="])
-    r = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+def in_workers(jobs):
+    """Runs each job (writes, grader args, werror) in a Worker, one per core
+    (at most two: each job is one compile, one link and one grader run),
+    and yields the results in the jobs' order."""
+    count = max(1, min(len(jobs), os.cpu_count() or 1, 2))
+    files = tracked_files()
+    free = queue.Queue()
+    for k in range(count):
+        free.put(Worker(k, files))
+
+    def one(job):
+        w = free.get()
+        try:
+            return w.run(*job)
+        finally:
+            free.put(w)
+
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        yield from pool.map(one, jobs)
+    shutil.rmtree(ROOT / "build" / "check-exercises", ignore_errors=True)
+
+
+def build_grader():
+    r = subprocess.run(["make", "--no-print-directory", "-j2", GRADER], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout[-3000:] + r.stderr[-3000:])
     return r.returncode == 0
@@ -434,7 +483,7 @@ def check(names):
     mutations = read_mutations()
     failures = []
     start = time.time()
-    # The solutions first, all in one build: every grader passes them.
+    # The solutions first, in this tree's build: every grader passes them.
     if not build_grader():
         sys.exit("the grader does not build")
     for e in chosen:
@@ -444,45 +493,49 @@ def check(names):
         if rc != 0:
             failures.append(f"{e.id}: the solution fails its grader")
             print(out[-2000:])
-    totals = {"mistakes": 0, "named": 0}
+    # Each stub, then every mutation inside the exercise's cut blocks (a
+    # deliberate mistake, whose unused parameter or variable is not what it
+    # is about: built without -Werror), each in a copy of the tree.
+    jobs, what = [], []
     for e in chosen:
-        print(f"== exercise {e.number} {e.id}")
-        with Restore() as r:
-            # the stub: compiles, runs more than zero checks, fails
-            for path, blocks in blocks_by_file([e]).items():
-                r.write(path, stubbed((ROOT / path).read_text(), blocks, path))
-            if not build_grader():
+        stub = {path: stubbed((ROOT / path).read_text(), blocks, path) for path, blocks in blocks_by_file([e]).items()}
+        jobs.append((stub, [e.id], True))
+        what.append((e, None))
+        mine = mutations_of(e, mutations)
+        for m in mine:
+            jobs.append(({m["file"]: apply(m)}, [e.id], False))
+            what.append((e, m))
+        if not mine:
+            what[-1] = (e, "none")
+    totals = {"mistakes": 0, "named": 0}
+    for (e, m), (built, rc, out) in zip(what, in_workers(jobs)):
+        if m is None or m == "none":
+            print(f"== exercise {e.number} {e.id}")
+            if not built:
+                print(out)
                 failures.append(f"{e.id}: the stub does not compile")
             else:
-                rc, out = run_grader([e.id])
                 checks, wrong = checks_in(out)
                 ok = rc == 1 and checks > 0 and wrong > 0 and "not written yet" in out
                 print(f"   stub: {'fails' if ok else 'DOES NOT FAIL'} ({wrong} of {checks} checks wrong)")
                 if not ok:
                     failures.append(f"{e.id}: the grader does not fail on the stub (exit {rc}, {checks} checks)")
-            r.restore()
-            # every mutation inside a cut block fails and is named
-            mine = mutations_of(e, mutations)
-            for m in mine:
-                r.write(m["file"], apply(m))
-                words = mistake_words(m["title"])
-                if not build_grader(werror=False):
-                    print(f"   mistake does not compile: {m['title']} ({m['where']})")
-                    failures.append(f"{e.id}: {m['where']} does not compile")
-                else:
-                    rc, out = run_grader([e.id])
-                    named = f"This is a known mistake: {words}." in out
-                    status = ("fails, named" if rc == 1 and named else "fails, NOT NAMED" if rc == 1
-                              else "PASSES" if rc == 0 else f"GRADER STOPPED (exit {rc})")
-                    print(f"   mistake {status}: {words}")
-                    totals["named"] += rc == 1 and named
-                    if not (rc == 1 and named):
-                        failures.append(f"{e.id}: {m['where']} ({words}): {status}")
-                r.restore()
-                totals["mistakes"] += 1
-            if not mine:
+            if m == "none":
                 print("   (no mutation lies inside its cut blocks)")
-    build_grader()  # the solutions again
+            continue
+        words = mistake_words(m["title"])
+        totals["mistakes"] += 1
+        if not built:
+            print(f"   mistake does not compile: {m['title']} ({m['where']})")
+            failures.append(f"{e.id}: {m['where']} does not compile")
+            continue
+        named = f"This is a known mistake: {words}." in out
+        status = ("fails, named" if rc == 1 and named else "fails, NOT NAMED" if rc == 1
+                  else "PASSES" if rc == 0 else f"GRADER STOPPED (exit {rc})")
+        print(f"   mistake {status}: {words}")
+        totals["named"] += rc == 1 and named
+        if not (rc == 1 and named):
+            failures.append(f"{e.id}: {m['where']} ({words}): {status}")
     # nothing of an answer in the student's tree
     files = student_files(chosen)
     bad = leaks(chosen, files)
@@ -517,17 +570,13 @@ def fingerprints(names):
            "# blocks) computes on the grading cases: a few values of every output and gradient.",
            "# Made by make fingerprints (scripts/exercises.py); course/grade.cpp names a",
            "# student's mistake when the student's values match. Do not edit by hand."] + kept
-    with Restore() as r:
-        for e in chosen:
-            for m in mutations_of(e, mutations):
-                r.write(m["file"], apply(m))
-                if build_grader(werror=False):
-                    _, printed = run_grader(["--fingerprint", e.id])
-                    lines = printed.strip().splitlines()
-                    out += [f"exercise: {e.id}", f"mistake: {mistake_words(m['title'])}"] + lines[-2:]
-                    print(f"{e.id}: {mistake_words(m['title'])}")
-                r.restore()
-    build_grader()
+    what = [(e, m) for e in chosen for m in mutations_of(e, mutations)]
+    jobs = [({m["file"]: apply(m)}, ["--fingerprint", e.id], False) for e, m in what]
+    for (e, m), (built, _, printed) in zip(what, in_workers(jobs)):
+        if built:
+            lines = printed.strip().splitlines()
+            out += [f"exercise: {e.id}", f"mistake: {mistake_words(m['title'])}"] + lines[-2:]
+            print(f"{e.id}: {mistake_words(m['title'])}")
     FINGERPRINTS.write_text("\n".join(out) + "\n")
     print(f"wrote {FINGERPRINTS.relative_to(ROOT)}")
 
