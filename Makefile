@@ -3,7 +3,8 @@
 #   make              build the library, tests, benchmarks and examples into build/
 #   make test         build and run every test
 #   make test SAN=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
-#                     (CXX=clang++: also the fuzzers' build, for make fuzz)
+#                     (CXX=clang++: also the fuzzers' build, for make fuzz;
+#                     STDLIB=libc++ too: libc++'s own checks as well, as CI runs it)
 #   make check FILE=attention/scores.cpp   after editing one file: rebuild,
 #                     then run only that file's checks (its catalog entries
 #                     and the test files that include its header)
@@ -25,7 +26,8 @@
 #   make mutation-check   apply each deliberate mistake of tests/mutations/ to
 #                     the library and check that the tests catch it
 #   make fuzz         run each parser's libFuzzer target (fuzz/README.md) with
-#                     clang for FUZZ_SECONDS (60) each
+#                     clang for FUZZ_SECONDS (60) each (STDLIB=libc++: in
+#                     the build of CXX=clang++ make test SAN=1 STDLIB=libc++)
 #   make clean
 #
 # CXX, CXXFLAGS and LDFLAGS are yours: the project's own flags live in
@@ -57,7 +59,8 @@ CROSS := $(if $(filter $(ARCH),$(shell uname -m)),,$(ARCH))
 
 # One build directory per configuration, so switching never mixes objects:
 # build/ for g++, else build/ + the configuration's parts joined by '-', e.g.
-# build/clang, build/san, build/clang-san, build/clang-libcxx, build/aarch64
+# build/clang, build/san, build/clang-san, build/clang-libcxx,
+# build/clang-libcxx-san, build/aarch64
 # (a cross-compiler).
 IS_CLANG := $(findstring clang,$(CXX))
 # STDLIB=libc++: clang with LLVM's standard library (macOS's toolchain).
@@ -139,6 +142,14 @@ ATTN_LDFLAGS += -pthread
 ifneq ($(STDLIB),)
 ATTN_CXXFLAGS += -stdlib=$(STDLIB)
 ATTN_LDFLAGS += -stdlib=$(STDLIB)
+endif
+# libc++ under the sanitizers (CI's clang stage): also libc++'s own checks,
+# an index past a vector's size among them, which AddressSanitizer misses
+# while the index is still inside the vector's capacity.
+ifneq ($(LIBCXX),)
+ifeq ($(SAN),1)
+ATTN_CXXFLAGS += -D_LIBCPP_DEBUG=0
+endif
 endif
 
 # SIMD kernels: each x86 file is compiled for its own instruction set (they
@@ -405,12 +416,19 @@ mutation-check:
 # make fuzz: every target of fuzz/ for FUZZ_SECONDS each (FUZZ=json,idx: some).
 FUZZ_SECONDS ?= 60
 # The targets are built in clang's sanitizer build (build/clang-san/), which
-# make test SAN=1 with CXX=clang++ shares.
+# make test SAN=1 with CXX=clang++ shares; with STDLIB=libc++ (as CI runs
+# it), in build/clang-libcxx-san/, the build of CXX=clang++ make test SAN=1
+# STDLIB=libc++.
 fuzz:
 	@$(MAKE) --no-print-directory CXX=clang++ SAN=1 fuzz-run
+# libFuzzer's own runtime (Debian's clang) is built against libstdc++, so a
+# target whose code uses libc++ links both; their names never meet (libc++'s
+# live in std::__1).
+comma := ,
+FUZZ_LDFLAGS := -fsanitize=fuzzer $(if $(LIBCXX),-Wl$(comma)-l:libstdc++.so.6)
 $(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) -fsanitize=fuzzer $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)
 	@sh scripts/fuzz.sh "$(B)" "$(FUZZ_SECONDS)" "$(FUZZ)"
 
