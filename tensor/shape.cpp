@@ -20,8 +20,18 @@ void Shape::push_back(int64_t d) {
 }
 
 int64_t Shape::numel() const {
+    // Every product is checked: a size read from a flag or a file (2^31 × 2^33,
+    // say) must not wrap around to a small or zero count that the code would
+    // then index past. (__builtin_mul_overflow, GCC's and clang's, multiplies
+    // and reports a wrap-around in one step: numel is called in every op.)
     int64_t n = 1;
-    for (int i = 0; i < rank_; ++i) n *= dims_[i];
+    bool wrapped = false;
+    for (int i = 0; i < rank_; ++i) wrapped |= __builtin_mul_overflow(n, dims_[i], &n);
+    if (wrapped) {
+        for (int i = 0; i < rank_; ++i)
+            if (dims_[i] == 0) return 0;  // an empty tensor, however large its other axes
+        throw std::length_error("Shape " + str() + " has more elements than an int64_t counts");
+    }
     return n;
 }
 

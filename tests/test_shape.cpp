@@ -27,6 +27,21 @@ TEST_CASE("shape: numel, str and strides") {
                          std::out_of_range);
 }
 
+// docclass --embedding 2^62 once crashed: 2^40 × 2^40 wrapped around to
+// numel() == 0, and the code ran off the empty storage it then made.
+TEST_CASE("shape: numel refuses a count that wraps around; an axis of 0 still gives 0") {
+    const int64_t big = int64_t{1} << 40;
+    CHECK(Shape{int64_t{1} << 31, int64_t{1} << 31}.numel() == int64_t{1} << 62);
+    CHECK(Shape{3, int64_t{1} << 61}.numel() == 3 * (int64_t{1} << 61));
+    CHECK_THROWS_WITH_AS(Shape({big, big}).numel(), "Shape 1099511627776×1099511627776 has more elements than an int64_t counts",
+                         std::length_error);
+    CHECK_THROWS_AS(Shape({int64_t{1} << 31, int64_t{1} << 31, 4}).numel(), std::length_error);
+    CHECK_THROWS_AS(Shape({4, int64_t{1} << 62}).numel(), std::length_error);
+    CHECK(Shape{big, big, 0}.numel() == 0);
+    CHECK(Shape{0, big, big}.numel() == 0);
+    CHECK_THROWS_AS(Tensor::zeros(Shape{big, big}), std::length_error);
+}
+
 TEST_CASE("shape: NumPy broadcasting") {
     CHECK(broadcast_shapes(Shape{2, 3}, Shape{3}, "add") == Shape{2, 3});
     CHECK(broadcast_shapes(Shape{4, 1, 3}, Shape{5, 1}, "add") == Shape{4, 5, 3});
