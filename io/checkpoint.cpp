@@ -124,6 +124,9 @@ TrainingState load_checkpoint(const std::string& path, Module& model, Optimizer&
     TrainingState state;
     state.step = parse_int(file, "step", required(file, "step", op), op);
     state.epoch = parse_int(file, "epoch", required(file, "epoch", op), op);
+    // (epoch = -5 once resumed at "epoch -4/2")
+    for (const auto& [key, value] : {std::pair{"step", state.step}, std::pair{"epoch", state.epoch}})
+        if (value < 0) fail(op, path, std::string("metadata \"") + key + "\" = \"" + std::to_string(value) + "\" is negative");
     const std::string& seed = required(file, "seed", op);
     if (!seed.empty() && seed[0] == '-') fail(op, path, "metadata \"seed\" = \"" + seed + "\" is negative");
     state.seed = parse_number<uint64_t>(file, "seed", seed, op,
@@ -164,6 +167,14 @@ TrainingState load_checkpoint(const std::string& path, Module& model, Optimizer&
     }
     state.source = path;
     return state;
+}
+
+int64_t TrainingState::count(const std::string& key, int64_t max) const {
+    const double x = number(key);
+    if (!(x >= 0 && x <= static_cast<double>(max) && x == std::floor(x)))
+        throw std::runtime_error("checkpoint '" + source + "': metadata \"" + key + "\" = \"" + extra.at(key) +
+                                 "\" is not a count from 0 to " + std::to_string(max));
+    return static_cast<int64_t>(x);
 }
 
 double TrainingState::number(const std::string& key) const {

@@ -50,6 +50,10 @@ struct TrainingState {
     // extra[key] as a finite number, or throw std::runtime_error naming the
     // file, the key and what is wrong ("metadata \"best_valid\" is missing").
     double number(const std::string& key) const;
+    // extra[key] as a whole number in [0, max], or throw the same way ("is not
+    // a count from 0 to ..."): a position or a count read back from a file
+    // must not index past what it counts (loop.batch = -3 once read the heap).
+    int64_t count(const std::string& key, int64_t max) const;
 };
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer& optimizer,

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -39,6 +40,8 @@ namespace {
 constexpr uint64_t seed = 11;
 constexpr int64_t n_train = 36, batch = 8;  // 5 batches an epoch, the last one of 4
 constexpr int64_t batches = (n_train + batch - 1) / batch;
+// The batch size the trainer below uses: another one cuts an epoch differently.
+int64_t run_batch = batch;
 
 // A regression 4 → 1 with dropout, so that a step also draws random numbers.
 struct Regressor : Sequential {
@@ -102,10 +105,10 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
         order.resize(n_train);
         std::iota(order.begin(), order.end(), int64_t{0});
         for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.randint(i)]);
-        return batches;
+        return (n_train + run_batch - 1) / run_batch;
     };
     parts.step = [&](int64_t, int64_t b, int64_t step) {
-        const int64_t first = b * batch, count = std::min(batch, n_train - first);
+        const int64_t first = b * run_batch, count = std::min(run_batch, n_train - first);
         Tensor x = Tensor::empty({count, 4}), y = Tensor::empty({count, 1});
         for (int64_t i = 0; i < count; ++i) {
             const int64_t row = order[static_cast<size_t>(first + i)];
@@ -389,6 +392,82 @@ TEST_CASE("train_loop: resuming a checkpoint without the loop's position names t
     options.resume = true;
     CHECK_THROWS_WITH(invoke(options),
                       doctest::Contains("last.safetensors': metadata \"loop.batch\" is missing"));
+}
+
+// Each of these once resumed into nonsense: --batch 4 after a run with
+// --batch 8 continued "from batch 4" of another cutting of the epoch;
+// loop.batch = -3 read before the epoch's order; epoch = -5 resumed at
+// "epoch -4/2".
+TEST_CASE("train_loop: a resume checks the checkpoint's counts, and refuses another batching by name") {
+    TempDir dir("loop_counts");
+    const std::string last = dir.path + "/last.safetensors";
+    LoopOptions first = base(dir.path);
+    first.steps = 3;  // inside epoch 1, at batch 4 of 5
+    invoke(first);
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    run_batch = 4;  // 9 batches an epoch
+    CHECK_THROWS_WITH(invoke(rest), doctest::Contains("at batch 4 of epoch 1: its run cut the epoch into 5 batches, "
+                                                      "this one into 9 (--batch or the data changed)"));
+    run_batch = batch;
+    const SafetensorsFile saved = load_safetensors(last);
+    auto resume_with = [&](const std::string& key, const std::string& value) {
+        SafetensorsFile f = saved;
+        if (value.empty())
+            f.metadata.erase(key);
+        else
+            f.metadata[key] = value;
+        save_safetensors(last, f.tensors, f.metadata);
+        std::string message;
+        try {
+            invoke(rest);
+        } catch (const std::exception& e) {
+            message = e.what();
+        }
+        return message;
+    };
+    for (const std::string bad : {"-3", "1e300", "2.5"}) {
+        CAPTURE(bad);
+        CHECK(resume_with("loop.batch", bad).find("metadata \"loop.batch\" = \"" + bad +
+                                                  "\" is not a count from 0 to 1099511627776") != std::string::npos);
+    }
+    CHECK(resume_with("loop.bad_epochs", "-1").find("\"loop.bad_epochs\" = \"-1\" is not a count") != std::string::npos);
+    CHECK(resume_with("epoch", "-5").find("last.safetensors': metadata \"epoch\" = \"-5\" is negative") !=
+          std::string::npos);
+    CHECK(resume_with("step", "-1").find("metadata \"step\" = \"-1\" is negative") != std::string::npos);
+    // a checkpoint of before loop.epoch_batches: a position past the epoch is still refused
+    SafetensorsFile old = saved;
+    old.metadata.erase("loop.epoch_batches");
+    old.metadata["loop.batch"] = "7";
+    save_safetensors(last, old.tensors, old.metadata);
+    CHECK_THROWS_WITH(invoke(rest), doctest::Contains("at batch 8 of epoch 1: its run cut the epoch into other batches, "
+                                                      "this one into 5"));
+    // and the checkpoint as it was resumes
+    save_safetensors(last, saved.tensors, saved.metadata);
+    CHECK(invoke(rest).reason == StopReason::finished);
+}
+
+// Two runs into the same folder once interleaved metrics.jsonl ("}{{"), and
+// the checkpoints were whichever saved last.
+TEST_CASE("train_loop: a folder another live run trains into is refused; a stale lock is taken over") {
+    TempDir dir("loop_lock");
+    const std::string lock = dir.path + "/run.lock";
+    std::ofstream(lock) << ::getpid() << "\n";  // a live process holds it: this one
+    const std::string refused = "another run (process " + std::to_string(::getpid()) + ") is training into " + dir.path;
+    CHECK_THROWS_WITH(invoke(base(dir.path)), doctest::Contains(refused.c_str()));
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/metrics.jsonl"));  // nothing written
+    const pid_t gone = ::fork();  // a process that has ended: its lock is stale
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    std::ofstream(lock) << gone << "\n";
+    CHECK(invoke(base(dir.path)).reason == StopReason::finished);
+    CHECK_FALSE(std::filesystem::exists(lock));  // released at the end
+    LoopOptions evaluate = base(dir.path);
+    evaluate.eval_only = true;  // reading the best checkpoint needs no lock
+    std::ofstream(lock) << ::getpid() << "\n";
+    CHECK(invoke(evaluate).reason == StopReason::eval_only);
+    std::filesystem::remove(lock);
 }
 
 TEST_CASE("result_json: every trainer's RESULT line has the same top-level keys") {

@@ -5,11 +5,18 @@
 // (resume), the histories (metrics, snapshots), what to save and when to stop.
 #include "examples/common/training_loop.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -98,6 +105,10 @@ public:
     // or out of patience), or StopReason::finished.
     StopReason stop_before_start() const;
     std::string epoch_label() const;  // "epoch 2/4 from batch 31"
+    // An epoch of `batches` begins. A run resumed inside an epoch must cut it
+    // into the batches the checkpoint's run did: else batch 31 is another
+    // batch, or none (--batch changed since), and the run stops, saying so.
+    void begin_epoch(int64_t batches);
     // After a step: the counts, the epoch's sums, the curve's record, the bar.
     void count_step(const StepLoss& step, ProgressBar& bar, int64_t first);
     // Why the run stops after this step (--steps, --time-budget, Ctrl-C), or finished.
@@ -129,6 +140,8 @@ private:
     const std::string best_path_, last_path_, model_path_;
     LoopResult r_;
     int64_t position_ = 0;    // batches done in epoch state.epoch
+    int64_t epoch_batches_ = 0;         // the batches of epoch state.epoch
+    int64_t saved_epoch_batches_ = -1;  // a resumed checkpoint's epoch_batches_ (-1: none to check)
     int64_t bad_epochs_ = 0;  // epochs without a better validation score
     EpochSums sums_;
     double seconds_before_ = 0;  // training time of earlier invocations
@@ -138,10 +151,57 @@ private:
 
 }  // namespace
 
+// ---- one run at a time in a folder ---------------------------------------------------
+namespace {
+
+// DIR/run.lock while a run trains into DIR, holding its process id: a second
+// run into the same folder once interleaved metrics.jsonl ("}{{") and left
+// whichever checkpoints saved last. A lock whose process is gone (a run
+// killed with SIGKILL) is stale, and taken over.
+class RunLock {
+public:
+    explicit RunLock(const std::string& dir) : path_(dir + "/run.lock") {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                const std::string pid = std::to_string(::getpid()) + "\n";
+                const bool written = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+                ::close(fd);
+                if (!written) throw std::runtime_error(path_ + ": cannot write the run's lock file");
+                return;
+            }
+            if (errno != EEXIST) throw std::runtime_error(path_ + ": cannot create the run's lock file: " + std::strerror(errno));
+            const long owner = owner_of(path_);
+            if (owner > 0 && (::kill(static_cast<pid_t>(owner), 0) == 0 || errno == EPERM))
+                throw std::runtime_error("another run (process " + std::to_string(owner) + ") is training into " + dir +
+                                         ": wait for it to finish, or give this one another --out (if no such run "
+                                         "exists, delete " + path_ + ")");
+            ::unlink(path_.c_str());  // stale: its process is gone
+        }
+        throw std::runtime_error(path_ + ": another run took the lock file at the same moment");
+    }
+    ~RunLock() {
+        if (owner_of(path_) == ::getpid()) ::unlink(path_.c_str());
+    }
+    RunLock(const RunLock&) = delete;
+    RunLock& operator=(const RunLock&) = delete;
+
+private:
+    static long owner_of(const std::string& path) {
+        std::ifstream in(path);
+        long pid = 0;
+        return in >> pid ? pid : 0;
+    }
+    std::string path_;
+};
+
+}  // namespace
+
 // ---- the loop ------------------------------------------------------------------------
 LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer, const TrainerParts& parts) {
     TrainingRun run(o, model, optimizer, parts);
     if (o.eval_only) return run.load_best_for_evaluation();
+    const RunLock lock(o.dir);
     if (o.resume) run.resume();
     run.open_histories();
 
@@ -153,6 +213,7 @@ LoopResult train_loop(const LoopOptions& o, Module& model, Optimizer& optimizer,
     while (reason == StopReason::finished && state.epoch < o.epochs) {
         const int64_t epoch = state.epoch;
         const int64_t batches = parts.begin_epoch(epoch);  // this epoch's order, from the seed and the epoch
+        run.begin_epoch(batches);
         ProgressBar bar(run.epoch_label(), batches - run.position(), {.out = &run.log()});
         for (const int64_t first = run.position(); run.position() < batches;) {
             const StepLoss step = train_step(model, optimizer, parts, o, epoch, run.position(), state.step, guard);
@@ -198,14 +259,18 @@ LoopResult TrainingRun::load_best_for_evaluation() {
 void TrainingRun::resume() {
     TrainingState& state = r_.state;
     state = load_checkpoint(last_path_, model_, optimizer_);
-    position_ = static_cast<int64_t>(state.number("loop.batch"));
-    bad_epochs_ = static_cast<int64_t>(state.number("loop.bad_epochs"));
+    // Counts read back from a file are checked before they index anything;
+    // the batch position against the epoch's batches in begin_epoch().
+    constexpr int64_t kMostBatches = int64_t{1} << 40;
+    position_ = state.count("loop.batch", kMostBatches);
+    if (state.extra.count("loop.epoch_batches")) saved_epoch_batches_ = state.count("loop.epoch_batches", kMostBatches);
+    bad_epochs_ = state.count("loop.bad_epochs", kMostBatches);
     seconds_before_ = state.number("loop.train_seconds");
     if (state.extra.count("loop.best_score")) r_.best_score = state.number("loop.best_score");
     sums_.loss = state.number("loop.loss_sum");
     sums_.weight = state.number("loop.weight_sum");
     sums_.curve = state.number("loop.curve_sum");
-    sums_.curve_steps = static_cast<int64_t>(state.number("loop.curve_steps"));
+    sums_.curve_steps = state.count("loop.curve_steps", kMostBatches);
     for (const auto& [key, value] : state.extra)
         if (key.rfind(sum_prefix, 0) == 0) sums_.named.push_back({key.substr(sum_prefix.size()), state.number(key)});
     // back in first-seen order (the metadata map is sorted by name), so a
@@ -242,6 +307,19 @@ StopReason TrainingRun::stop_before_start() const {
     if (o_.steps > 0 && r_.state.step >= o_.steps) return StopReason::steps;
     if (o_.patience > 0 && bad_epochs_ >= o_.patience) return StopReason::early_stop;
     return StopReason::finished;
+}
+
+void TrainingRun::begin_epoch(int64_t batches) {
+    const bool inside = position_ > 0;
+    if (inside && ((saved_epoch_batches_ >= 0 && saved_epoch_batches_ != batches) || position_ >= batches))
+        throw std::runtime_error(
+            "cannot resume " + last_path_ + " at batch " + std::to_string(position_ + 1) + " of epoch " +
+            std::to_string(r_.state.epoch + 1) + ": its run cut the epoch into " +
+            (saved_epoch_batches_ >= 0 ? std::to_string(saved_epoch_batches_) : std::string("other")) +
+            " batches, this one into " + std::to_string(batches) +
+            " (--batch or the data changed); resume with the flags and data the run started with");
+    saved_epoch_batches_ = -1;
+    epoch_batches_ = batches;
 }
 
 std::string TrainingRun::epoch_label() const {
@@ -343,6 +421,7 @@ double TrainingRun::seconds() const {
 void TrainingRun::save(const std::string& path) {
     TrainingState& state = r_.state;
     state.extra["loop.batch"] = exact(static_cast<double>(position_));
+    state.extra["loop.epoch_batches"] = exact(static_cast<double>(epoch_batches_));
     state.extra["loop.bad_epochs"] = exact(static_cast<double>(bad_epochs_));
     state.extra["loop.train_seconds"] = exact(seconds_before_ + seconds());
     if (std::isfinite(r_.best_score)) state.extra["loop.best_score"] = exact(r_.best_score);
