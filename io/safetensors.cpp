@@ -346,7 +346,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& sou
 
 SafetensorsFile load_safetensors(const std::string& path) {
     const std::string prefix = "load_safetensors: '" + path + "': ";
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO (a named pipe, given by mistake) would wait
+    // for a writer forever; for a regular file it changes nothing.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw std::runtime_error(prefix + "cannot open: " + std::strerror(errno));
     std::string bytes;
     struct stat st {};

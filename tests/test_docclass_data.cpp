@@ -156,6 +156,39 @@ TEST_CASE("docclass TSV: parsed lines, and errors naming the file and line") {
     CHECK_THROWS_WITH_AS(load_tsv_corpus(path), doctest::Contains("cannot open"), std::runtime_error);
 }
 
+// Each of these once went through: a byte-order mark became part of the
+// first label (a third class); a Latin-1 file trained a whole epoch and
+// failed at the first save, naming neither file nor line; 6 documents trained
+// with 0 validation and 0 test documents and reported "accuracy 0.0000".
+TEST_CASE("docclass TSV: a byte-order mark is dropped; text that is not UTF-8 and splits left empty are refused") {
+    const auto rows = parse_tsv("\xEF\xBB\xBFpos\tGreat film.\r\nneg\tDull.\r\n", "r.tsv");
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].first == "pos");
+    CHECK(rows[1].first == "neg");
+    CHECK(rows[1].second == "Dull.");
+    CHECK_THROWS_WITH_AS(parse_tsv("pos\tfine\nneg\tcaf\xE9 au lait\n", "latin1.tsv"),
+                         doctest::Contains("latin1.tsv:2: "), std::runtime_error);
+    CHECK_THROWS_WITH_AS(parse_tsv("pos\tfine\nneg\tcaf\xE9 au lait\n", "latin1.tsv"),
+                         doctest::Contains("at byte 8 (expected UTF-8 text"), std::runtime_error);
+    CHECK(parse_tsv("pos\tcaf\xC3\xA9 au lait\n", "utf8.tsv").size() == 1);
+
+    const attn::testing::TempDir tmp("docclass_tsv_small");
+    const std::string path = tmp / "six.tsv";
+    {
+        std::ofstream out(path);
+        for (int i = 0; i < 6; ++i) out << (i % 2 ? "pos" : "neg") << "\tSentence " << i << ".\n";
+    }
+    CHECK_THROWS_WITH_AS(load_tsv_corpus(path),
+                         doctest::Contains("six.tsv: 6 documents leave the validation split empty"), std::runtime_error);
+    {
+        std::ofstream out(path);
+        for (int i = 0; i < 10; ++i) out << (i % 2 ? "pos" : "neg") << "\tSentence " << i << ".\n";
+    }
+    const Corpus c = load_tsv_corpus(path);  // 5 of each label: one of each in validation and in test
+    CHECK(c.valid.size() == 2);
+    CHECK(c.test.size() == 2);
+}
+
 TEST_CASE("docclass fortunes: '%'-separated entries, the largest categories") {
     const attn::testing::TempDir tmp("docclass_fortunes");
     const std::filesystem::path dir = tmp.path;

@@ -350,3 +350,27 @@ TEST_CASE("safetensors: a save removes the temporary files of saves that were ki
                                                          "last.safetensors.tmp." + alive,
                                                          "last.safetensors.tmp.x1"});
 }
+
+// --predict --checkpoint on a named pipe once waited in open() for a writer
+// that never came. The call runs in a child process with an alarm, so that
+// a regression fails this test instead of hanging the suite.
+TEST_CASE("load_safetensors: a FIFO is refused at once, not waited on") {
+    attn::testing::TempDir dir("safetensors_fifo");
+    const std::string fifo = dir / "model.safetensors";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::alarm(10);
+        try {
+            attn::load_safetensors(fifo);
+        } catch (const std::runtime_error& e) {
+            ::_exit(std::string(e.what()).find("not a regular file") != std::string::npos ? 0 : 2);
+        }
+        ::_exit(3);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));  // not killed by the alarm
+    CHECK(WEXITSTATUS(status) == 0);
+}

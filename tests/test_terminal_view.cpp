@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,4 +75,14 @@ TEST_CASE("svg: numbered paths for several pictures") {
     CHECK(numbered_path("a.svg", 0, 1) == "a.svg");
     CHECK(numbered_path("out/a.svg", 1, 3) == "out/a-2.svg");
     CHECK(numbered_path("out.d/a", 0, 2) == "out.d/a-1");
+}
+
+// Lines piped from a Windows file once kept their '\r' (and a byte-order
+// mark its three bytes), which --predict read as input symbols.
+TEST_CASE("input lines: the non-empty lines, without '\\r' or a byte-order mark") {
+    std::istringstream in("\xEF\xBB\xBFNov 22 2026\r\n\r\n4 July 1976\r\nlast line");
+    CHECK(input_lines(in) == std::vector<std::string>{"Nov 22 2026", "4 July 1976", "last line"});
+    std::istringstream plain("a\nb\n");
+    CHECK(input_lines(plain) == std::vector<std::string>{"a", "b"});
+    CHECK(arguments_or_stdin_lines({"given"}) == std::vector<std::string>{"given"});
 }

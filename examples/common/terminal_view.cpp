@@ -19,9 +19,16 @@ bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
 
 std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>& arguments) {
     if (!arguments.empty()) return arguments;
+    return input_lines(std::cin);
+}
+
+std::vector<std::string> input_lines(std::istream& in) {
     std::vector<std::string> lines;
-    for (std::string line; std::getline(std::cin, line);)
+    for (std::string line; std::getline(in, line);) {
+        if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
         if (!line.empty()) lines.push_back(line);
+    }
     return lines;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,12 @@ bool colour_terminal();
 // Whether stdout is a terminal at all.
 bool stdout_is_terminal();
 // What --predict works on: the arguments given, or, when there are none, the
-// non-empty lines of standard input.
+// non-empty lines of standard input (input_lines).
 std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>& arguments);
+// The non-empty lines of `in`, without a Windows line's '\r' and without a
+// byte-order mark before the first (each once became part of the input, and
+// changed the answer).
+std::vector<std::string> input_lines(std::istream& in);
 
 struct TextViewOptions {
     bool colour = false;

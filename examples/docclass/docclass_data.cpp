@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "examples/common/data_file.hpp"
+#include "io/json.hpp"
 #include "tensor/random.hpp"
 
 namespace attn {
@@ -328,13 +330,7 @@ void stratified_split(std::vector<Document> docs, double valid_fraction, double 
 
 namespace {
 
-std::string read_file_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open the file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+std::string read_file_text(const std::string& path) { return read_data_file(path, "a text file"); }
 
 }  // namespace
 
@@ -399,7 +395,9 @@ Corpus load_fortunes_corpus(const std::string& dir, int64_t max_classes) {
 
 std::vector<std::pair<std::string, std::string>> parse_tsv(std::string_view text, const std::string& name) {
     std::vector<std::pair<std::string, std::string>> rows;
-    size_t pos = 0;
+    // A byte-order mark (what some editors write first) is no part of the
+    // first label: it once made a class of its own.
+    size_t pos = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
     int64_t line_no = 0;
     while (pos < text.size()) {
         size_t end = text.find('\n', pos);
@@ -410,6 +408,16 @@ std::vector<std::pair<std::string, std::string>> parse_tsv(std::string_view text
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.find_first_not_of(" \t") == std::string_view::npos || line.front() == '#') continue;
         const std::string where = name + ":" + std::to_string(line_no) + ": ";
+        // UTF-8 is checked as the file is read: a Latin-1 file once trained a
+        // whole epoch and failed at the first save, naming neither file nor line.
+        for (size_t i = 0; i < line.size();) {
+            const char* why = "";
+            const size_t n = utf8_char_length(line, i, &why);
+            if (n == 0)
+                throw std::runtime_error(where + why + " at byte " + std::to_string(i + 1) +
+                                         " (expected UTF-8 text; convert the file with iconv)");
+            i += n;
+        }
         const size_t tab = line.find('\t');
         if (tab == std::string_view::npos)
             throw std::runtime_error(where + "expected 'label<TAB>text', found no tab in '" +
@@ -442,7 +450,13 @@ Corpus load_tsv_corpus(const std::string& path) {
         d.sentences = split_sentences(body);
         if (!d.sentences.empty()) docs.push_back(std::move(d));
     }
+    const size_t count = docs.size();
     stratified_split(std::move(docs), 0.1, 0.1, 2016, corpus);
+    // (a 6-document file once trained and reported "accuracy 0.0000 (0 documents)")
+    if (corpus.valid.empty() || corpus.test.empty())
+        throw std::runtime_error(path + ": " + std::to_string(count) + " documents leave the " +
+                                 (corpus.valid.empty() ? "validation" : "test") +
+                                 " split empty (each split takes a tenth of every label): give at least 5 of each label");
     return corpus;
 }
 
