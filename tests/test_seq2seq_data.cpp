@@ -2,12 +2,16 @@
 // split, batching, and Sequitur-style WER/PER.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <stdexcept>
 #include <string>
 
 #include "examples/seq2seq/edit_distance.hpp"
+#include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/seq2seq_data.hpp"
 #include "examples/seq2seq/task.hpp"
 #include "io/json.hpp"
@@ -95,8 +99,16 @@ TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reas
                          (dir / "empty.dict" + ": no entries (expected lines WORD PH PH ...)").c_str(), std::runtime_error);
     CHECK_THROWS_WITH_AS(load_lexicon(dir.path), (dir.path + ": is a directory, expected a lexicon file").c_str(),
                          std::runtime_error);
-    CHECK_THROWS_WITH_AS(load_lexicon("/nonexistent/lex.dict"), "/nonexistent/lex.dict: cannot open the lexicon file",
+    CHECK_THROWS_WITH_AS(load_lexicon("/nonexistent/lex.dict"),
+                         "/nonexistent/lex.dict: cannot open: no such file (expected a lexicon file)", std::runtime_error);
+    // a FIFO once made the trainer wait forever, /dev/zero grew without bound
+    const std::string fifo = dir / "pipe.dict";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(load_lexicon(fifo),
+                         (fifo + ": not a regular file (a device or a pipe), expected a lexicon file").c_str(),
                          std::runtime_error);
+    CHECK_THROWS_WITH_AS(load_lexicon("/dev/zero"),
+                         "/dev/zero: not a regular file (a device or a pipe), expected a lexicon file", std::runtime_error);
 }
 
 TEST_CASE("seq2seq lexicon: the hash split is deterministic, about 90/5/5, and keeps a word's pronunciations together") {
@@ -234,4 +246,41 @@ TEST_CASE("seq2seq lexicon: a word in UTF-8 gives whole characters, and its voca
     std::string out;
     CHECK_THROWS_WITH_AS(append_json_string(out, "caf\xc3"), doctest::Contains("not valid UTF-8 (byte 3"),
                          std::invalid_argument);
+}
+
+// --predict once answered "Mon, 4 July 1776" with 1976-07-04 and "hello
+// world" with a date, without a word: what it now says beside the answer.
+TEST_CASE("seq2seq --predict: an input outside the training data, or an answer the model doubts, is said so") {
+    Seq2SeqSetup setup;
+    setup.g2p = false;
+    std::vector<std::string> seen;  // the symbols of 2,000 training dates
+    for (const DateExample& d : generate_dates(2000, 0, 1))
+        for (const std::string& c : characters(d.text)) seen.push_back(c);
+    setup.source_vocab = Vocab(seen);
+    auto warnings = [&](const std::string& text, double probability) {
+        return prediction_warnings(text, setup.source_vocab.encode(source_symbols(text, false)), setup, probability);
+    };
+    CHECK(warnings("Sunday, Nov 22 2026", 0.98).empty());
+    CHECK(warnings("22.11.26", 0.9).empty());
+    CHECK(warnings("1 January 1950", 0.9).empty());  // the ends of the range
+    CHECK(warnings("31 December 2049", 0.9).empty());
+    const auto old = warnings("Mon, 4 July 1776", 0.9);
+    REQUIRE(old.size() == 1);
+    CHECK(old[0] == "the year 1776 lies outside the years the model was trained on (1950–2049): it has never "
+                    "written it, and its answer is a guess");
+    CHECK(warnings("4 July 2050", 0.9).size() == 1);
+    const auto words = warnings("hello world", 0.9);
+    CHECK(std::count_if(words.begin(), words.end(),
+                        [](const std::string& w) { return w.find("the input holds no number") == 0; }) == 1);
+    const auto doubt = warnings("Sunday, Nov 22 2026", 0.31);
+    REQUIRE(doubt.size() == 1);
+    CHECK(doubt[0] == "the model gives its own answer a probability of only 0.31");
+    const auto strange = warnings("22 Nov 2026 §", 0.9);
+    REQUIRE(strange.size() == 1);
+    CHECK(strange[0] == "the training data never held '§': the model reads it as an unknown symbol");
+    // a G2P model has no years: a number is just an unknown symbol there
+    setup.g2p = true;
+    setup.source_vocab = Vocab(characters("abcdefghijklmnopqrstuvwxyz'"));
+    CHECK(warnings("attention", 0.9).empty());
+    CHECK(warnings("r2d2", 0.9).size() == 1);
 }

@@ -1,6 +1,9 @@
 #include "examples/seq2seq/predict.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -102,6 +105,48 @@ std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, S
 
 // ---- --predict -----------------------------------------------------------------------------------
 
+std::vector<std::string> prediction_warnings(const std::string& text, const std::vector<int64_t>& ids,
+                                             const Seq2SeqSetup& setup, double probability) {
+    std::vector<std::string> warnings;
+    const std::vector<std::string> symbols = source_symbols(text, setup.g2p);
+    std::string unknown;
+    for (size_t i = 0; i < ids.size() && i < symbols.size(); ++i)
+        if (ids[i] == kUnk && unknown.find("'" + symbols[i] + "'") == std::string::npos)
+            unknown += (unknown.empty() ? "" : ", ") + ("'" + symbols[i] + "'");
+    if (!unknown.empty())
+        warnings.push_back("the training data never held " + unknown + ": the model reads it as an unknown symbol");
+    if (!setup.g2p) {
+        // The runs of digits: a four-digit one is a year.
+        bool any_number = false;
+        for (size_t i = 0; i < text.size();) {
+            if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+                ++i;
+                continue;
+            }
+            size_t j = i;
+            while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+            any_number = true;
+            if (j - i == 4) {
+                const int year = std::stoi(text.substr(i, 4));
+                if (year < kFirstYear || year > kLastYear)
+                    warnings.push_back("the year " + std::to_string(year) + " lies outside the years the model was " +
+                                       "trained on (" + std::to_string(kFirstYear) + "–" + std::to_string(kLastYear) +
+                                       "): it has never written it, and its answer is a guess");
+            }
+            i = j;
+        }
+        if (!any_number)
+            warnings.push_back("the input holds no number, and every date the model was trained on had its day and "
+                               "year in digits: the answer is a guess");
+    }
+    if (probability < 0.5) {
+        char p[32];
+        std::snprintf(p, sizeof p, "%.2g", probability);
+        warnings.push_back(std::string("the model gives its own answer a probability of only ") + p);
+    }
+    return warnings;
+}
+
 int predict_transliterations(const Seq2SeqPredictOptions& o) {
     Seq2SeqSetup setup;
     Generator gen(0);
@@ -115,7 +160,14 @@ int predict_transliterations(const Seq2SeqPredictOptions& o) {
         const auto ids = setup.source_vocab.encode(source_symbols(text, setup.g2p));
         const auto hyp = beam_decode(*model, ids, std::max<int64_t>(1, o.beam), o.length_penalty);
         const std::string answer = join(setup.target_vocab.decode(hyp.tokens), setup.g2p ? " " : "");
-        std::cout << text << "\t" << answer << "\n";
+        // The answer's probability under the model: the product of each
+        // symbol's, </s> included (beam search's score before its length penalty).
+        const double probability = std::exp(hyp.log_prob);
+        char shown[32];
+        std::snprintf(shown, sizeof shown, "%.3f", probability);
+        std::cout << text << "\t" << answer << "\tprobability " << shown << "\n";
+        for (const std::string& w : prediction_warnings(text, ids, setup, probability))
+            std::cerr << "warning: " << text << ": " << w << "\n";
         if (!draw && o.svg.empty()) continue;
         const AlignmentPicture p = alignment_picture(hyp, ids, setup.source_vocab, setup.target_vocab);
         if (draw) std::cout << heatmap_text(p.weights, p.rows, p.cols, {.colour = colour_terminal()}) << "\n";

@@ -41,6 +41,18 @@ std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen
 // must have the same task and vocabularies, or this throws naming both files.
 std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, Seq2SeqSetup& setup);
 
+// What --predict says besides its answer, so that an answer outside what the
+// model learned is not taken for a known one (a date model answered
+// "Mon, 4 July 1776" with 1976-07-04, and "hello world" with a date, without
+// a word). Warnings, each a sentence, for an input that lies outside the
+// training data: a symbol the training data never held; for the date task, a
+// four-digit year outside kFirstYear–kLastYear, or no number at all (every
+// training input holds its day and year in digits); and for any input, an
+// answer the model itself gives a probability below 0.5 (`probability`, the
+// product of its symbols' probabilities under the model, </s> included).
+std::vector<std::string> prediction_warnings(const std::string& text, const std::vector<int64_t>& ids,
+                                             const Seq2SeqSetup& setup, double probability);
+
 // --predict: transliterates `inputs` (or the lines of standard input) with
 // the model in `checkpoint` (a model file or a training checkpoint), or the
 // ensemble of the models in `ensemble`.

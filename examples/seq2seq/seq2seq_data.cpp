@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "examples/common/data_file.hpp"
 #include "io/json.hpp"
 
 namespace attn::seq2seq {
@@ -82,8 +83,8 @@ const char* const kMonths[] = {"January", "February", "March",     "April",   "M
                                "July",    "August",   "September", "October", "November", "December"};
 const char* const kDays[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
 constexpr int kFormats = 15;
-constexpr int64_t kFirstDay = -7305;  // 1950-01-01, in days since 1970-01-01
-constexpr int64_t kDayCount = 36525;  // to 2049-12-31
+constexpr int64_t kFirstDay = -7305;  // 1950-01-01 (kFirstYear), in days since 1970-01-01
+constexpr int64_t kDayCount = 36525;  // to 2049-12-31 (kLastYear)
 
 // Howard Hinnant's days_from_civil and civil_from_days.
 int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
@@ -276,12 +277,7 @@ Lexicon parse_lexicon(const std::string& text, const std::string& name) {
 }
 
 Lexicon load_lexicon(const std::string& path) {
-    if (std::filesystem::is_directory(path)) throw std::runtime_error(path + ": is a directory, expected a lexicon file");
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw std::runtime_error(path + ": cannot open the lexicon file");
-    std::ostringstream text;
-    text << file.rdbuf();
-    Lexicon lexicon = parse_lexicon(text.str(), path);
+    Lexicon lexicon = parse_lexicon(read_data_file(path, "a lexicon file"), path);
     // An empty split scored "exact 1.0000" on 0 items and exited 0.
     if (lexicon.empty()) throw std::runtime_error(path + ": no entries (expected lines WORD PH PH ...)");
     return lexicon;

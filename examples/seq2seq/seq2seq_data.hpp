@@ -56,8 +56,9 @@ int date_split(int year, int month, int day);
 // formats choose their case or ordinal suffix with `gen`.
 std::string format_date(int year, int month, int day, int format, Generator& gen);
 int date_format_count();
-// n examples of split `split`, dates uniform in 1950–2049, formats uniform:
-// the same (n, split, seed) always gives the same list.
+// n examples of split `split`, dates uniform in kFirstYear–kLastYear,
+// formats uniform: the same (n, split, seed) always gives the same list.
+constexpr int kFirstYear = 1950, kLastYear = 2049;
 std::vector<DateExample> generate_dates(int64_t n, int split, uint64_t seed);
 // 0 Monday … 6 Sunday, proleptic Gregorian.
 int day_of_week(int year, int month, int day);
