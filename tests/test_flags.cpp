@@ -86,6 +86,59 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     CHECK(dropout == 0.99);
 }
 
+// Each of these was once accepted: --save=no turned saving on; --epochs
+// 9223372036854775807 overflowed when multiplied by the batches of an epoch;
+// "--epochs 1 5" trained one epoch and ignored the 5.
+TEST_CASE("flags: a switch takes true or false only; numbers have bounds; a stray argument is refused") {
+    CommonFlags common;
+    int64_t hidden = 64;
+    FlagParser flags("trainer", "test");
+    flags.add_common(common, "dates");
+    flags.add("--hidden", &hidden, "width", 1, kMaxWidth);
+    auto parse = [&](std::vector<const char*> args) -> std::string {
+        args.insert(args.begin(), "trainer");
+        try {
+            flags.parse(static_cast<int>(args.size()), args.data());
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(parse({"--save=no"}).empty());
+    CHECK_FALSE(common.save);
+    CHECK(parse({"--save=yes"}).empty());
+    CHECK(common.save);
+    CHECK(parse({"--save=0", "--resume=1"}).empty());
+    CHECK_FALSE(common.save);
+    CHECK(common.resume);
+    CHECK(parse({"--save=maybe"}) == "--save is a switch: --save or --no-save (or --save=true|false), got 'maybe'");
+    CHECK_FALSE(common.save);
+    CHECK(parse({"--epochs", "9223372036854775807"}) == "--epochs must be at most 1000000, got 9223372036854775807");
+    CHECK(parse({"--steps", "9223372036854775807"}) == "--steps must be at most 1000000000, got 9223372036854775807");
+    CHECK(parse({"--hidden", "4611686018427387904"}) == "--hidden must be at most 16384, got 4611686018427387904");
+    CHECK(parse({"--seed", "9223372036854775807"}).empty());  // a seed may be any non-negative number
+    CHECK(parse({"--seed", "-1"}) == "--seed must be at least 0, got -1");
+    CHECK(parse({"--epochs", "1000000", "--hidden", "16384"}).empty());  // the ends of the ranges
+    CHECK(hidden == 16384);
+    // positional arguments: kept for --predict, refused by a run that reads none
+    FlagParser run("trainer", "test");
+    run.add_common(common, "dates");
+    const char* stray[] = {"trainer", "--epochs", "1", "5"};
+    REQUIRE(run.parse(4, stray));
+    CHECK(common.epochs == 1);
+    CHECK_THROWS_WITH_AS(run.refuse_positional("inputs are read only with --predict"),
+                         "unexpected argument '5' (inputs are read only with --predict)", std::invalid_argument);
+    FlagParser clean("trainer", "test");
+    clean.add_common(common, "dates");
+    const char* none[] = {"trainer", "--epochs", "1"};
+    REQUIRE(clean.parse(3, none));
+    CHECK_NOTHROW(clean.refuse_positional("inputs are read only with --predict"));
+    // --help says what a default of 0 means
+    clean.describe_default("--epochs", "the task's");
+    CHECK(clean.usage().find("passes over the training data (default: the task's)") != std::string::npos);
+    CHECK_THROWS_AS(clean.describe_default("--epoch", "x"), std::invalid_argument);
+}
+
 // --help once showed "(now: 0)" and never listed what --data accepts; a
 // choice flag took any text and failed later, if at all.
 TEST_CASE("flags: --help lists the --data choices and the declared defaults; a choice flag refuses the rest") {

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <numeric>
 #include <optional>
 
@@ -86,11 +87,11 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--attention", &s.attention_kind, "the older name of --align");
     flags.add("--tau", &s.temperature, "gumbel-st: the temperature τ of the relaxed softmax", 1e-3);
     flags.add("--data-dir", &s.data_dir, "where --data fashion finds the IDX files");
-    flags.add("--batch", &s.batch_size, "images per batch", 1);
+    flags.add("--batch", &s.batch_size, "images per batch", 1, 65536);
     flags.add("--lr", &s.lr, "Adam's learning rate", 0);
-    flags.add("--hidden", &s.hidden, "LSTM hidden size d_h", 1);
-    flags.add("--embedding", &s.embedding, "word embedding width E", 1);
-    flags.add("--attention-dim", &s.attention_dim, "additive attention width", 1);
+    flags.add("--hidden", &s.hidden, "LSTM hidden size d_h", 1, kMaxWidth);
+    flags.add("--embedding", &s.embedding, "word embedding width E", 1, kMaxWidth);
+    flags.add("--attention-dim", &s.attention_dim, "additive attention width", 1, kMaxWidth);
     flags.add("--channels1", &s.channels1, "first conv layer's channels", 1);
     flags.add("--channels2", &s.channels2, "second conv layer's channels (the annotation width D)", 1);
     flags.add("--context-layers", &s.context_layers,
@@ -147,6 +148,10 @@ void check_settings(Settings& s) {
         throw std::invalid_argument("--expected-epochs and --context-layers must be ≥ 0");
     if (s.hard_eval != "argmax" && s.hard_eval != "expected")
         throw std::invalid_argument("--hard-eval expects argmax or expected, got '" + s.hard_eval + "'");
+    // The encoder halves the picture twice (two 2×2 poolings) and the picture
+    // is two cells wide, so a cell must be an even number of pixels.
+    if (s.cell_size % 2 != 0)
+        throw std::invalid_argument("--cell-size must be a multiple of 2, got " + std::to_string(s.cell_size));
 }
 
 // ---- data ------------------------------------------------------------------------------
@@ -248,8 +253,16 @@ TrainerParts CaptionTraining::parts() {
     parts.save_extra = [this](std::map<std::string, std::string>& extra) {
         extra["baseline"] = baseline.str();  // every digit: a resumed run continues exactly
         extra["caption.sampling"] = may_sample ? "1" : "0";
+        if (hard) extra["caption.reward"] = s.reward_kind;
     };
     parts.load_extra = [this](const TrainingState& state) {
+        // The baseline holds one number per credited position (one for
+        // --reward caption, one per word otherwise): it cannot carry over to
+        // another reward.
+        if (hard && state.extra.count("caption.reward") && state.extra.at("caption.reward") != s.reward_kind)
+            throw std::runtime_error("checkpoint '" + state.source + "' was trained with --reward " +
+                                     state.extra.at("caption.reward") + ", this run asks for --reward " + s.reward_kind +
+                                     ": resume with --reward " + state.extra.at("caption.reward"));
         if (state.extra.count("baseline")) baseline = MovingAverageBaseline::parse(state.extra.at("baseline"));
         if (state.extra.count("caption.sampling")) may_sample = state.extra.at("caption.sampling") == "1";
     };
@@ -337,6 +350,7 @@ int main(int argc, char** argv) try {
         s.picture.seed = static_cast<uint64_t>(s.common.seed);
         return predict_captions(s.picture);
     }
+    flags.refuse_positional("inputs on the command line are read only with --predict");
     std::cerr << "seed " << s.common.seed << "\n";
     const bool hard = s.attention_kind == "hard", gumbel = s.attention_kind == "gumbel-st";
 
@@ -371,6 +385,10 @@ int main(int argc, char** argv) try {
 
     test_and_report(s, data, model, trained, options.dir, run_name, flags);
     return 0;
+} catch (const std::bad_alloc&) {
+    std::cerr << "caption: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
+                 "need more memory than this machine can give\n";
+    return 1;
 } catch (const std::exception& e) {
     std::cerr << "caption: " << e.what() << "\n";
     return 1;

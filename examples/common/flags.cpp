@@ -88,7 +88,17 @@ void FlagParser::add(const std::string& name, double* target, const std::string&
 }
 
 void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
-    flags_.push_back({name, help, "", [target](const std::string& v) { *target = v != "false"; },
+    flags_.push_back({name, help, "",
+                      [name, target](const std::string& v) {
+                          if (v == "true" || v == "yes" || v == "on" || v == "1") {
+                              *target = true;
+                          } else if (v == "false" || v == "no" || v == "off" || v == "0") {
+                              *target = false;
+                          } else {  // --save=no once turned saving on
+                              throw std::invalid_argument(name + " is a switch: " + name + " or --no-" + name.substr(2) +
+                                                          " (or " + name + "=true|false), got '" + v + "'");
+                          }
+                      },
                       [target] { return std::string(*target ? "true" : "false"); }});
     flags_.back().default_value = flags_.back().get();  // for --help
 }
@@ -109,7 +119,7 @@ void FlagParser::add_choice(const std::string& name, std::string* target, const 
 
 void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--data", &f.data, "the data set: " + data_choices, /*may_be_empty=*/false);
-    add("--epochs", &f.epochs, "passes over the training data", 1);
+    add("--epochs", &f.epochs, "passes over the training data", 1, 1'000'000);
     add("--steps", &f.steps,
         "stop after this optimiser step (0: no limit); --resume continues. A stopping point: a learning-rate "
         "schedule spans --epochs", 0);
@@ -120,7 +130,7 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
                "(Vaswani et al. 2017: linear warm-up to --lr over --warmup steps, then --lr·sqrt(warmup/step))");
     add("--warmup", &f.warmup,
         "steps of linear warm-up: noam's W (0: a tenth of the run's steps); cosine: before the annealing (0: none)", 0);
-    add("--seed", &f.seed, "the seed every random choice derives from");
+    add("--seed", &f.seed, "the seed every random choice derives from", 0, std::numeric_limits<int64_t>::max());
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
     add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
@@ -203,6 +213,20 @@ bool FlagParser::parse(int argc, const char* const* argv) {
         flag->set(value);
     }
     return true;
+}
+
+void FlagParser::refuse_positional(const std::string& why) const {
+    if (!positional_.empty())
+        throw std::invalid_argument("unexpected argument '" + positional_[0] + "' (" + why + ")");
+}
+
+void FlagParser::describe_default(const std::string& name, const std::string& text) {
+    for (Flag& f : flags_)
+        if (f.name == name) {
+            f.default_value = text;
+            return;
+        }
+    throw std::invalid_argument("describe_default: no flag " + name);
 }
 
 std::string FlagParser::usage() const {

@@ -60,6 +60,11 @@ struct PredictFlags {
     }
 };
 
+// The largest width a size flag takes (--hidden, --embedding, ...): a
+// 16384×16384 float matrix is already 1 GiB; a larger value is surely a typo
+// and would fail later with an out-of-memory error that names no flag.
+constexpr int64_t kMaxWidth = 16384;
+
 // The line a trainer prints first about its kernels: which ones run, and what
 // the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
 // measured on `task`, make run's data, on 2 cores (docs/performance.md).
@@ -71,13 +76,18 @@ public:
 
     // A text flag; with may_be_empty = false an empty value is refused.
     void add(const std::string& name, std::string* target, const std::string& help, bool may_be_empty = true);
-    // A whole number in [min, max].
-    void add(const std::string& name, int64_t* target, const std::string& help,
-             int64_t min = std::numeric_limits<int64_t>::min(), int64_t max = std::numeric_limits<int64_t>::max());
+    // A whole number in [min, max]. Unless declared otherwise, at most a
+    // billion either way: a count like --epochs multiplied by the batches of
+    // an epoch must not overflow (--epochs 9223372036854775807 once did).
+    void add(const std::string& name, int64_t* target, const std::string& help, int64_t min = -kMaxWhole,
+             int64_t max = kMaxWhole);
+    static constexpr int64_t kMaxWhole = 1'000'000'000;
     // A finite number in [min, max] (nan and inf are always refused).
     void add(const std::string& name, double* target, const std::string& help,
              double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
-    void add(const std::string& name, bool* target, const std::string& help);  // a switch; --no-NAME clears it
+    // A switch: --NAME sets it, --no-NAME clears it; --NAME=true|false (also
+    // yes|no, on|off, 1|0) says which, and any other value is refused.
+    void add(const std::string& name, bool* target, const std::string& help);
     // One of `choices`; anything else is refused with the list.
     void add_choice(const std::string& name, std::string* target, const std::vector<std::string>& choices,
                     const std::string& help);
@@ -94,6 +104,13 @@ public:
     // positional(). Throws std::invalid_argument on an unknown flag or a bad value.
     bool parse(int argc, const char* const* argv);
     const std::vector<std::string>& positional() const { return positional_; }
+    // For a run that reads no inputs from the command line: throws, naming
+    // the first argument that is not a flag and `why` ("--epochs 1 5" once
+    // trained one epoch and ignored the 5).
+    void refuse_positional(const std::string& why) const;
+    // What --help prints as a flag's default, where the declared value means
+    // something else (--epochs 0: "the task's: 7 dates, 30 G2P").
+    void describe_default(const std::string& name, const std::string& text);
     std::string usage() const;
     // "--epochs 12 --seed 1 ...": every flag's current value, for the RESULT line.
     std::vector<std::pair<std::string, std::string>> values() const;

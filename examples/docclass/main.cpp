@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <numeric>
 #include <sstream>
 
@@ -73,15 +74,16 @@ struct Settings {
 // prints --help from these lines).
 void declare_flags(FlagParser& flags, Settings& s) {
     flags.add_common(s.common, "needle (built in) | fortunes (make data) | a directory of fortune files | a label<TAB>text file");
+    flags.describe_default("--epochs", "the task's: 4 needle, 10 fortunes and files, 60 --model bow");
     flags.add("--model", &s.model_name, "han | hn-ave | hn-max | flat | bow");
-    flags.add("--batch", &s.batch_size, "documents per batch", 1);
+    flags.add("--batch", &s.batch_size, "documents per batch", 1, 65536);
     flags.add("--max-sentences", &s.max_sentences, "sentences kept per document (longer documents are cut)", 1);
     flags.add("--max-words", &s.max_words, "words kept per sentence", 1);
     flags.add("--vocab-size", &s.vocab_size, "largest vocabulary, <pad> and <unk> included", 3);
     flags.add("--min-count", &s.min_count, "least count of a word in the training set (0: 1 on needle, 2 otherwise)", 0);
-    flags.add("--embedding", &s.embed, "word embedding width", 1);
-    flags.add("--hidden", &s.hidden, "GRU hidden size per direction (word and sentence)", 1);
-    flags.add("--attention-dim", &s.attention_dim, "attention width (word and sentence)", 1);
+    flags.add("--embedding", &s.embed, "word embedding width", 1, kMaxWidth);
+    flags.add("--hidden", &s.hidden, "GRU hidden size per direction (word and sentence)", 1, kMaxWidth);
+    flags.add("--attention-dim", &s.attention_dim, "attention width (word and sentence)", 1, kMaxWidth);
     flags.add("--lr", &s.lr, "Adam learning rate (0: 2e-3, or 2e-2 for bow)", 0);
     flags.add("--clip", &s.clip, "gradient-norm clipping (0: none)", 0);
     flags.add("--needle-train", &s.needle_train, "training documents of the needle corpus", 1);
@@ -136,6 +138,7 @@ int main(int argc, char** argv) try {
     if (s.predict.on)
         return predict_documents({.checkpoint = s.predict.checkpoint_or_best(s.common, "docclass"),
                                   .inputs = flags.positional(), .svg = s.predict.svg, .show = s.predict.show});
+    flags.refuse_positional("inputs on the command line are read only with --predict");
     const bool needle = s.common.data == "needle";
     if (s.common.epochs <= 0) s.common.epochs = s.model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
     if (s.min_count <= 0) s.min_count = needle ? 1 : 2;
@@ -203,6 +206,10 @@ int main(int argc, char** argv) try {
 
     test_and_report(s, corpus, vocab, *model, trained, options.dir, flags, argc, argv);
     return 0;
+} catch (const std::bad_alloc&) {
+    std::cerr << "docclass: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
+                 "need more memory than this machine can give\n";
+    return 1;
 } catch (const std::exception& e) {
     std::cerr << "docclass: " << e.what() << "\n";
     return 1;

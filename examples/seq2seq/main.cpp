@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <memory>
 
 #include "autograd/ops.hpp"
@@ -58,6 +59,7 @@ struct Settings {
 void declare_flags(FlagParser& flags, Settings& s) {
     flags.add_common(s.common, "dates (built in) | cmudict (make data) | g2p-2007 (the papers' 2007 training list, "
                                "5% dev by a hash of the word) | a lexicon file (WORD PHONES per line)");
+    flags.describe_default("--epochs", "the task's: 2 dates, 30 G2P; --model transformer 7 dates, 30 G2P");
     flags.add_choice("--model", &s.model_kind, {"rnn", "transformer"},
                      "the encoder-decoder: a GRU encoder and decoder with attention, or a Transformer "
                      "(Vaswani et al. 2017)");
@@ -71,22 +73,22 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--score-options", &s.model.score_options,
               "luong: the score's named options, name=value,... (those its row takes, e.g. cosine: beta)");
     flags.add("--align-options", &s.model.align_options, "luong: the alignment's named options, name=value,...");
-    flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0);
-    flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0);
+    flags.add("--embedding", &s.model.embedding, "embedding width (0: 32 dates, 64 G2P)", 0, kMaxWidth);
+    flags.add("--encoder-hidden", &s.model.encoder_hidden, "encoder GRU hidden per direction (0: 64 dates, 128 G2P)", 0, kMaxWidth);
     flags.add("--encoder-layers", &s.model.encoder_layers, "stacked bidirectional GRU layers of the encoder", 1, 8);
-    flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)", 0);
-    flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)", 0);
-    flags.add("--d-model", &s.transformer.d_model, "transformer: the width d_model (0: 64 dates, 256 G2P)", 0);
-    flags.add("--heads", &s.transformer.heads, "transformer: attention heads (0: 4)", 0);
+    flags.add("--decoder-hidden", &s.model.decoder_hidden, "decoder GRU hidden (0: 128 dates, 256 G2P)", 0, kMaxWidth);
+    flags.add("--attention-dim", &s.model.attention_dim, "attention width (0: 64 dates, 256 G2P)", 0, kMaxWidth);
+    flags.add("--d-model", &s.transformer.d_model, "transformer: the width d_model (0: 64 dates, 256 G2P)", 0, kMaxWidth);
+    flags.add("--heads", &s.transformer.heads, "transformer: attention heads (0: 4)", 0, kMaxWidth);
     flags.add("--layers", &s.transformer.layers, "transformer: encoder layers, and as many decoder layers (0: 2 dates, 3 G2P)", 0);
-    flags.add("--ffn", &s.transformer.ffn, "transformer: the feed-forward layers' inner width (0: 256 dates, 1024 G2P)", 0);
+    flags.add("--ffn", &s.transformer.ffn, "transformer: the feed-forward layers' inner width (0: 256 dates, 1024 G2P)", 0, kMaxWidth);
     flags.add("--dropout", &s.dropout,
               "dropout while training: rnn on the embeddings and the output layer's input, transformer on the "
               "embeddings and in every layer (-1: 0 rnn; transformer 0 dates, 0.1 G2P)", -1, 0.99);
     flags.add("--label-smoothing", &s.label_smoothing,
               "epsilon of the cross-entropy's label smoothing, (1 - eps) onehot + eps/V (-1: 0 rnn, 0.1 transformer)",
               -1, 0.99);
-    flags.add("--batch", &s.batch, "sentences per batch (0: 64; transformer on dates 32)", 0);
+    flags.add("--batch", &s.batch, "sentences per batch (0: 64; transformer on dates 32)", 0, 65536);
     flags.add("--lr", &s.lr,
               "Adam learning rate (the peak after a --warmup) (0: rnn 4e-3 dates, 2e-3 G2P; transformer 4e-3 "
               "dates, 1e-3 G2P)", 0);
@@ -274,6 +276,7 @@ int main(int argc, char** argv) try {
                                          .inputs = flags.positional(), .svg = s.predict.svg,
                                          .show = s.predict.show, .beam = s.beam,
                                          .length_penalty = s.length_penalty});
+    flags.refuse_positional("inputs on the command line are read only with --predict");
 
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
@@ -332,6 +335,10 @@ int main(int argc, char** argv) try {
 
     test_and_report(s, task, model, trained, options.dir, flags);
     return 0;
+} catch (const std::bad_alloc&) {
+    std::cerr << "seq2seq: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
+                 "need more memory than this machine can give\n";
+    return 1;
 } catch (const std::exception& e) {
     std::cerr << "seq2seq: " << e.what() << "\n";
     return 1;
