@@ -379,6 +379,103 @@ TEST_CASE("caption model: the caption reward, the reward-to-go and the word rewa
     }
 }
 
+// The hard captioner's loss, every term written out from its formula with
+// every weight non-zero, over three batches so that the moving-average
+// baseline's order shows (batch 1 uses b = R̄₀, batch 2 uses
+// 0.9·R̄₀ + 0.1·R̄₁: the b of before the batch, then updated):
+//   total = CE + λ Σ_b Σ_l (1 − Σ_t α_btl)² / B − λ_r·mean_b[(R_b − b) Σ_t log α_t[s_t]] − λ_e·mean_b[Σ_t H_bt]
+// and the gradients that carry the learning signal: ∂total/∂log α_bt[s_t] =
+// −λ_r (R_b − b)/B and ∂total/∂H_bt = −λ_e/B (the bonus rewards entropy).
+TEST_CASE("caption model: the hard loss is its formula term by term, and the baseline is the one of before each batch") {
+    const int64_t B = 2, T = 3, V = 4, L = 5;
+    const double lambda = 0.7, lambda_e = 0.3, lambda_r = 0.5, momentum = 0.9;
+    const Tensor captions = Tensor::from({1, 2, 3, 0, 3, 1}, Shape{B, T});
+    Generator gen(29);
+    MovingAverageBaseline baseline;
+    std::vector<double> batch_means;  // R̄ of each batch so far
+    for (int batch = 0; batch < 3; ++batch) {
+        CAPTURE(batch);
+        const Tensor logits = Tensor::normal(Shape{B, T, V}, 0, 1, gen);
+        const Tensor alphas = softmax(Tensor::normal(Shape{B, T, L}, 0, 1, gen), -1);
+        const Tensor sampled = Tensor::uniform(Shape{B, T}, -3, -0.5, gen);  // log α_t[s_t]
+        const Tensor entropies = Tensor::uniform(Shape{B, T}, 0.2, 1.5, gen);
+        Captioner::Forward f;
+        f.logits = Var(logits);
+        f.alphas = Var(alphas);
+        f.log_probs = Var(sampled, true);
+        f.entropies = Var(entropies, true);
+        CaptionLoss got = caption_loss(
+            f, captions, {.penalty = lambda, .entropy_bonus = lambda_e, .reinforce_weight = lambda_r}, true, baseline);
+        got.total.backward();
+
+        // by hand, in double
+        double ce = 0, penalty = 0, reinforce = 0, entropy = 0;
+        std::vector<double> R(B, 0);
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t t = 0; t < T; ++t) {
+                double z = 0;
+                for (int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(logits[(b * T + t) * V + v]));
+                const int64_t y = static_cast<int64_t>(captions[b * T + t]);
+                const double log_p = logits[(b * T + t) * V + y] - std::log(z);
+                ce -= log_p / (B * T);
+                R[static_cast<size_t>(b)] += log_p;  // R_b, the caption's log-likelihood
+                entropy += entropies[b * T + t] / static_cast<double>(B);
+            }
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t l = 0; l < L; ++l) {
+                double column = 0;
+                for (int64_t t = 0; t < T; ++t) column += alphas[(b * T + t) * L + l];
+                penalty += lambda * (1 - column) * (1 - column) / B;
+            }
+        const double mean_R = (R[0] + R[1]) / 2;
+        double b_used = mean_R;  // the first batch: its own mean
+        if (batch == 1) b_used = batch_means[0];
+        if (batch == 2) b_used = momentum * batch_means[0] + (1 - momentum) * batch_means[1];
+        batch_means.push_back(mean_R);
+        for (int64_t b = 0; b < B; ++b) {
+            double sum_log = 0;
+            for (int64_t t = 0; t < T; ++t) sum_log += sampled[b * T + t];
+            reinforce -= lambda_r * (R[static_cast<size_t>(b)] - b_used) * sum_log / B;
+        }
+        const double total = ce + penalty + reinforce - lambda_e * entropy;
+
+        CHECK(got.cross_entropy == doctest::Approx(ce).epsilon(1e-5));
+        CHECK(got.penalty == doctest::Approx(penalty).epsilon(1e-5));
+        CHECK(got.baseline == doctest::Approx(b_used).epsilon(1e-5));
+        CHECK(got.reinforce == doctest::Approx(reinforce).epsilon(1e-4));
+        CHECK(got.entropy == doctest::Approx(entropy).epsilon(1e-5));
+        CHECK(got.total.item() == doctest::Approx(total).epsilon(1e-4));
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t t = 0; t < T; ++t) {
+                CAPTURE(b);
+                CAPTURE(t);
+                CHECK(f.log_probs.grad()[b * T + t] ==
+                      doctest::Approx(-lambda_r * (R[static_cast<size_t>(b)] - b_used) / B).epsilon(1e-4));
+                CHECK(f.entropies.grad()[b * T + t] == doctest::Approx(-lambda_e / B).epsilon(1e-5));
+            }
+    }
+}
+
+// --reward caption, then --resume --reward word once read past the end of the
+// one-value baseline (AddressSanitizer: heap-buffer-overflow).
+TEST_CASE("caption model: a baseline saved for another reward is refused before it is read") {
+    const int64_t B = 2, T = 3, V = 4, L = 5;
+    Generator gen(3);
+    Captioner::Forward f;
+    f.logits = Var(Tensor::normal(Shape{B, T, V}, 0, 1, gen));
+    f.alphas = Var(Tensor::full(Shape{B, T, L}, 1.0 / L));
+    f.log_probs = Var(Tensor::full(Shape{B, T}, -1.0), true);
+    f.entropies = Var(Tensor::zeros(Shape{B, T}));
+    const Tensor captions = Tensor::from({1, 2, 3, 0, 3, 1}, Shape{B, T});
+    MovingAverageBaseline caption_baseline;
+    caption_baseline.values = {-4.0};  // one value: --reward caption's
+    CHECK_THROWS_WITH_AS(caption_loss(f, captions, {.reward = CaptionReward::word}, true, caption_baseline),
+                         "caption_loss: the moving-average baseline holds 1 values for 3 credited positions (was it "
+                         "saved with another --reward?)",
+                         std::invalid_argument);
+    CHECK_NOTHROW(caption_loss(f, captions, {.reward = CaptionReward::caption}, true, caption_baseline));
+}
+
 TEST_CASE("caption model: location_cell and the metrics on a hand-made case") {
     // a 4×4 grid over a 2×2 scene: location 5 = (1, 1) lies in cell 0, location 10 = (2, 2) in cell 3
     CHECK(location_cell(5, 4, 4, 2, 2) == 0);

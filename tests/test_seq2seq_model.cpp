@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "attention/by_id.hpp"
@@ -96,6 +97,105 @@ TEST_CASE("seq2seq model: the fast paths give the composed model's values and gr
     sum(la * Var(weights)).backward();
     sum(lb * Var(weights)).backward();
     attn::testing::check_same_gradients(composed, fused);
+}
+
+// The decoder written out from the papers' equations, one step at a time,
+// with the model's own encoder, GRU cell and embeddings (each tested against
+// its reference elsewhere) and everything between them in plain loops:
+//   s_0 = tanh(W_init [h→; h←] + b),  s_t = GRUCell([emb(y_{t−1}); f_{t−1}], s_{t−1}),  f_0 = 0
+//   Bahdanau: e_j = wᵀ tanh(W_1 s_t + W_2 h̄_j), α = softmax over the real j,
+//             c_t = Σ_j α_j h̄_j, o_t = [s_t; c_t], f_t = c_t
+//   Luong (dot): e_j = s_t · h̄_j, α, c_t as above, h̃_t = tanh(W_c [c_t; s_t]), o_t = f_t = h̃_t
+//   logits_t = W_out o_t + b_out
+// Every step's logits must match teacher forcing; from step 1 on they depend
+// on the fed-back f_{t−1}, so a feed that stays zero is caught.
+TEST_CASE("seq2seq model: the RNN decoder is its equations written out step by step, input feeding included") {
+    const Batch b = attn::testing::all_pairs(toy_pairs());
+    for (const bool bahdanau : {true, false}) {
+        CAPTURE(bahdanau);
+        ModelConfig config = tiny();
+        if (!bahdanau) config.attention = "luong", config.score = "dot_score", config.decoder_hidden = 24;
+        Generator gen(41);
+        Seq2SeqModel model(config, gen);
+        std::map<std::string, Tensor> p;
+        for (const auto& [name, v] : model.named_parameters()) p[name] = v.value();
+        const Tensor logits = model.forward(b).value();  // B×T×V
+        const int64_t B = b.source.size(0), n = b.source.size(1), T = b.target_in.size(1);
+        const int64_t S = config.decoder_hidden, D = 2 * config.encoder_hidden, E = config.embedding;
+        const int64_t V = config.target_vocab;
+        const Encoded enc = model.encode(b.source, b.source_lengths);
+        const Tensor h = enc.states.value();  // B×n×D
+        Var s = tanh(model.init(enc.summary));
+        const int64_t F = bahdanau ? D : S;
+        std::vector<double> feed(static_cast<size_t>(B * F), 0.0);
+        double worst = 0, worst_later = 0;
+        for (int64_t t = 0; t < T; ++t) {
+            // x_t = [emb(y_{t−1}); f_{t−1}]
+            Tensor x = Tensor::empty(Shape{B, E + F});
+            const Tensor emb = p.at("target_embedding.weight");
+            for (int64_t r = 0; r < B; ++r) {
+                const int64_t y = static_cast<int64_t>(b.target_in[r * T + t]);
+                for (int64_t k = 0; k < E; ++k) x[r * (E + F) + k] = emb[y * E + k];
+                for (int64_t k = 0; k < F; ++k) x[r * (E + F) + E + k] = static_cast<real>(feed[static_cast<size_t>(r * F + k)]);
+            }
+            s = model.decoder(Var(x), s);
+            const Tensor st = s.value();  // B×S
+            for (int64_t r = 0; r < B; ++r) {
+                std::vector<double> e(static_cast<size_t>(n), 0.0), c(static_cast<size_t>(D), 0.0);
+                for (int64_t j = 0; j < n; ++j) {
+                    if (j >= b.source_lengths[static_cast<size_t>(r)]) continue;
+                    if (bahdanau) {
+                        const Tensor &W1 = p.at("attention.score.W_1"), &W2 = p.at("attention.score.W_2");
+                        const Tensor& w = p.at("attention.score.w");  // Bahdanau's score has no bias
+                        REQUIRE(p.count("attention.score.b") == 0);
+                        const int64_t A = W1.size(0);
+                        for (int64_t a = 0; a < A; ++a) {
+                            double z = 0;
+                            for (int64_t k = 0; k < S; ++k) z += double(W1[a * S + k]) * st[r * S + k];
+                            for (int64_t k = 0; k < D; ++k) z += double(W2[a * D + k]) * h[(r * n + j) * D + k];
+                            e[static_cast<size_t>(j)] += w[a] * std::tanh(z);
+                        }
+                    } else {
+                        for (int64_t k = 0; k < D; ++k) e[static_cast<size_t>(j)] += double(st[r * S + k]) * h[(r * n + j) * D + k];
+                    }
+                }
+                const int64_t len = b.source_lengths[static_cast<size_t>(r)];
+                double top = -1e300, z = 0;
+                for (int64_t j = 0; j < len; ++j) top = std::max(top, e[static_cast<size_t>(j)]);
+                for (int64_t j = 0; j < len; ++j) z += std::exp(e[static_cast<size_t>(j)] - top);
+                for (int64_t j = 0; j < len; ++j)
+                    for (int64_t k = 0; k < D; ++k)
+                        c[static_cast<size_t>(k)] += std::exp(e[static_cast<size_t>(j)] - top) / z * h[(r * n + j) * D + k];
+                // o_t and f_t
+                std::vector<double> o;
+                if (bahdanau) {
+                    for (int64_t k = 0; k < S; ++k) o.push_back(st[r * S + k]);
+                    for (int64_t k = 0; k < D; ++k) o.push_back(c[static_cast<size_t>(k)]);
+                    for (int64_t k = 0; k < D; ++k) feed[static_cast<size_t>(r * F + k)] = c[static_cast<size_t>(k)];
+                } else {
+                    const Tensor& Wc = p.at("attention.W_c");  // S×(D + S), over [c; s]
+                    for (int64_t i = 0; i < S; ++i) {
+                        double z2 = 0;
+                        for (int64_t k = 0; k < D; ++k) z2 += double(Wc[i * (D + S) + k]) * c[static_cast<size_t>(k)];
+                        for (int64_t k = 0; k < S; ++k) z2 += double(Wc[i * (D + S) + D + k]) * st[r * S + k];
+                        o.push_back(std::tanh(z2));
+                        feed[static_cast<size_t>(r * F + i)] = std::tanh(z2);
+                    }
+                }
+                const Tensor &Wo = p.at("output.weight"), &bo = p.at("output.bias");
+                const int64_t O = static_cast<int64_t>(o.size());
+                for (int64_t v = 0; v < V; ++v) {
+                    double z3 = bo[v];
+                    for (int64_t k = 0; k < O; ++k) z3 += double(Wo[v * O + k]) * o[static_cast<size_t>(k)];
+                    const double diff = std::abs(z3 - double(logits[(r * T + t) * V + v]));
+                    worst = std::max(worst, diff);
+                    if (t > 0) worst_later = std::max(worst_later, diff);
+                }
+            }
+        }
+        CHECK(worst < 1e-4);
+        CHECK(worst_later < 1e-4);
+    }
 }
 
 TEST_CASE("seq2seq model: --score and --align take every row of the table, or refuse it by name") {

@@ -242,6 +242,10 @@ CaptionLoss caption_loss(const Captioner::Forward& f, const Tensor& captions, co
     // Variance reduction 1: subtract the moving-average baseline (the b of
     // before this batch), then update it.
     const std::vector<double> b_used = baseline.before(means);
+    if (b_used.size() != means.size())
+        throw std::invalid_argument("caption_loss: the moving-average baseline holds " + std::to_string(b_used.size()) +
+                                    " values for " + std::to_string(means.size()) +
+                                    " credited positions (was it saved with another --reward?)");
     Tensor advantages = Tensor::empty(rewards.shape());
     for (int64_t b = 0; b < B; ++b)
         for (int64_t c = 0; c < columns; ++c)
