@@ -43,7 +43,14 @@ Tensor Tensor::arange(int64_t n) { return arange(0, static_cast<real>(n), 1); }
 
 Tensor Tensor::arange(real start, real stop, real step) {
     if (step == 0) throw std::invalid_argument("arange: step must not be zero");
+    // (a NaN step once gave an empty tensor, and a count of 1e30 was cast to an integer: undefined)
+    if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+        throw std::invalid_argument("arange: start, stop and step must be finite, got " + std::to_string(start) + ", " +
+                                    std::to_string(stop) + ", " + std::to_string(step));
     const double count = std::ceil((static_cast<double>(stop) - start) / step);
+    if (count > 9.2e18)
+        throw std::length_error("arange: " + std::to_string(count) + " elements from " + std::to_string(start) + " to " +
+                                std::to_string(stop) + " by " + std::to_string(step) + " are more than an int64_t counts");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     Tensor t = empty(Shape{n});
     for (int64_t i = 0; i < n; ++i) t[i] = static_cast<real>(start + static_cast<double>(step) * i);

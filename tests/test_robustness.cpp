@@ -75,3 +75,21 @@ TEST_CASE("robustness: attention over an empty sequence gives zeros, composite a
     sum(o.output).backward();
     CHECK(all_finite(s.grad()));
 }
+
+// Each of these was undefined behaviour (UndefinedBehaviorSanitizer: a float
+// cast to an integer it does not fit) or a silent empty result.
+TEST_CASE("robustness: arange refuses NaN and counts past int64_t; an index of 1e20 is named, not cast") {
+    const real nan = std::numeric_limits<real>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(Tensor::arange(0, 1, nan), doctest::Contains("arange: start, stop and step must be finite"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(Tensor::arange(nan, 1, 1), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Tensor::arange(0, static_cast<real>(1e30), 1), doctest::Contains("more than an int64_t counts"),
+                         std::length_error);
+    CHECK(Tensor::arange(0, 3, 1).numel() == 3);
+    CHECK(Tensor::arange(3, 0, 1).numel() == 0);  // an empty range is still allowed
+    const Var weight(Tensor::zeros(Shape{4, 2}), true);
+    CHECK_THROWS_WITH_AS(embedding(weight, Tensor::from({static_cast<real>(1e20)}, Shape{1})),
+                         "embedding: index 1e+20 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
+    CHECK_THROWS_WITH_AS(embedding(weight, Tensor::from({-3}, Shape{1})),
+                         "embedding: index -3 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
+}
