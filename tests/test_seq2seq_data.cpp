@@ -87,6 +87,11 @@ TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reas
     CHECK(message("word(2 W ER D\n").find("lex.dict:1:") == 0);
     CHECK(message("(2) W ER D\n").find("lex.dict:1:") == 0);
     CHECK(message("\tW ER D\n") == "lex.dict:1: the word is empty");
+    CHECK(message("ok OW K\n" + std::string(1000000, 'a') + " EY\n") == "lex.dict:2: a word of 1000000 characters (at most 256)");
+    std::string long_pronunciation = "ok";
+    for (int i = 0; i < 300; ++i) long_pronunciation += " K";
+    CHECK(message(long_pronunciation + "\n") == "lex.dict:1: a pronunciation of 300 phonemes (at most 256)");
+    CHECK(parse_lexicon("\xEF\xBB\xBFok OW K\r\n", "bom.dict").at(0).word == "ok");  // no mark in the first word
     CHECK(message("a\x01 B\n").find("lex.dict:1: control character") == 0);
     CHECK(message("a b\tB\n").find("lex.dict:1:") == 0);
     CHECK(message("ok OW K\ncaf\xc3 K AE F\n") ==

@@ -231,6 +231,7 @@ Lexicon parse_lexicon(const std::string& text, const std::string& name) {
     int64_t line_no = 0;
     for (std::string line; std::getline(in, line);) {
         ++line_no;
+        if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a byte-order mark
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.find_first_not_of(" \t") == std::string::npos) continue;
         if (line.rfind(";;;", 0) == 0 || line[0] == '#') continue;
@@ -269,6 +270,14 @@ Lexicon parse_lexicon(const std::string& text, const std::string& name) {
         if (word.empty()) bad_line(name, line_no, "the word is empty");
         if (prons.empty()) bad_line(name, line_no, "'" + word + "' has no pronunciation (expected WORD PH PH ...)");
         word = lower(strip_alternate(word, name, line_no));
+        // (a word of a million letters once ended in std::bad_alloc, naming nothing)
+        if (const auto n = static_cast<int64_t>(characters(word).size()); n > kMaxLexiconSymbols)
+            bad_line(name, line_no, "a word of " + std::to_string(n) + " characters (at most " +
+                                        std::to_string(kMaxLexiconSymbols) + ")");
+        for (const auto& p : prons)
+            if (static_cast<int64_t>(p.size()) > kMaxLexiconSymbols)
+                bad_line(name, line_no, "a pronunciation of " + std::to_string(p.size()) + " phonemes (at most " +
+                                            std::to_string(kMaxLexiconSymbols) + ")");
         auto [it, fresh] = where.emplace(word, lexicon.size());
         if (fresh) lexicon.push_back({word, {}});
         for (auto& p : prons) lexicon[it->second].pronunciations.push_back(std::move(p));

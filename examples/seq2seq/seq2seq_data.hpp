@@ -64,6 +64,10 @@ std::vector<DateExample> generate_dates(int64_t n, int split, uint64_t seed);
 int day_of_week(int year, int month, int day);
 
 // ---- lexicons --------------------------------------------------------------------------
+// The longest word (in characters) and pronunciation (in phonemes) a lexicon
+// may hold: the longest English words are about 30 letters.
+constexpr int64_t kMaxLexiconSymbols = 256;
+
 struct LexiconEntry {
     std::string word;                                   // case-folded
     std::vector<std::vector<std::string>> pronunciations;  // one or more
