@@ -95,12 +95,16 @@ int main(int argc, char** argv) try {
         return 0;
     }
 
+    std::ostringstream budget_stream;  // "1", "0.25": as typed, not "1.000000"
+    budget_stream << budget;
+    const std::string budget_text = budget_stream.str();
     HtmlReport report("attn: the attention zoo");
     report.set_anchor_prefix("zoo-");
     report.section("zoo: every attention family on a task that needs it");
     report.paragraph("Each task trains a small model built around one mechanism of the catalog for a fixed "
-                     "number of steps (seed " + std::to_string(seed) + ", budget " + std::to_string(budget) +
-                     "). The target is the one stated on the mechanism's page in docs/attention/.");
+                     "number of steps (seed " + std::to_string(seed) + ", budget ×" + budget_text +
+                     ": each task's steps times this). The target is the one stated on the mechanism's page in "
+                     "docs/attention/.");
     report.paragraph("The summary table is at the end of the zoo sections.");
     std::vector<std::vector<Cell>> rows;
     int run = 0, missed = 0;
