@@ -217,6 +217,10 @@ TEST_CASE("seq2seq scoring: edit distance, closest reference, WER and PER by han
     CHECK(edit_distance(V{"K", "AE", "T"}, V{"K", "AH", "T"}) == 1);
     CHECK(edit_distance(V{}, V{"A", "B"}) == 2);
     CHECK(edit_distance(V{"A", "B", "C"}, V{"B", "C", "D"}) == 2);
+    // deletions after the first symbol (every one costs 1 wherever it falls)
+    CHECK(edit_distance(V{"A", "B", "C"}, V{"A"}) == 2);
+    CHECK(edit_distance(V{"K", "AE", "T", "S"}, V{"K", "T"}) == 2);
+    CHECK(edit_distance(V{"K", "T"}, V{"K", "AE", "T", "S"}) == 2);  // and the insertions the other way
     ErrorRates e;
     e.add(V{"IY", "DH", "ER"}, {V{"AY", "DH", "ER"}, V{"IY", "DH", "ER"}});  // matches the 2nd: 0 errors
     e.add(V{"K", "AE"}, {V{"K", "AE", "T"}});                                 // one deletion of 3
