@@ -40,8 +40,8 @@ void index_add_(Tensor& dst, int axis, const std::vector<int64_t>& indices, cons
 }
 
 std::string format_index(real v) {
-    // (only a whole number an int64_t holds is printed as one: casting 1e20 is undefined)
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(static_cast<double>(v)) < 9.2e18)
+    // (only a whole number an int64_t holds, below 2^63, is printed as one: casting 1e20 is undefined)
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(static_cast<double>(v)) < 0x1p63)
         return std::to_string(static_cast<int64_t>(v));
     std::ostringstream os;
     os << v;

@@ -231,6 +231,15 @@ size_t utf8_char_length(std::string_view s, size_t at, const char** why) {
     return length;
 }
 
+size_t first_invalid_utf8(std::string_view s, const char** why) {
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = utf8_char_length(s, i, why);
+        if (n == 0) return i;
+        i += n;
+    }
+    return std::string_view::npos;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
     for (size_t i = 0; i < s.size(); ++i)
         if (static_cast<unsigned char>(s[i]) >= 0x80) {

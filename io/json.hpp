@@ -158,5 +158,9 @@ void append_json_string(std::string& out, std::string_view s);
 // overlong or surrogate encoding, a code point above U+10FFFF); then `why`,
 // if given, gets the reason ("invalid UTF-8 continuation byte").
 size_t utf8_char_length(std::string_view s, size_t at, const char** why = nullptr);
+// The offset of the first byte of `s` that begins no valid UTF-8 character
+// (and its reason in `why`), or std::string_view::npos when `s` is all UTF-8:
+// what a reader of a user's text file checks each line with.
+size_t first_invalid_utf8(std::string_view s, const char** why = nullptr);
 
 }  // namespace attn

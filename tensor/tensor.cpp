@@ -48,7 +48,7 @@ Tensor Tensor::arange(real start, real stop, real step) {
         throw std::invalid_argument("arange: start, stop and step must be finite, got " + std::to_string(start) + ", " +
                                     std::to_string(stop) + ", " + std::to_string(step));
     const double count = std::ceil((static_cast<double>(stop) - start) / step);
-    if (count > 9.2e18)
+    if (count >= 0x1p63)  // 2^63: more than an int64_t holds
         throw std::length_error("arange: " + std::to_string(count) + " elements from " + std::to_string(start) + " to " +
                                 std::to_string(stop) + " by " + std::to_string(step) + " are more than an int64_t counts");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;

@@ -447,8 +447,8 @@ TEST_CASE("train_loop: a resume checks the checkpoint's counts, and refuses anot
     old.metadata.erase("loop.epoch_batches");
     old.metadata["loop.batch"] = "7";
     save_safetensors(last, old.tensors, old.metadata);
-    CHECK_THROWS_WITH(invoke(rest), doctest::Contains("at batch 8 of epoch 1: its run cut the epoch into other batches, "
-                                                      "this one into 5"));
+    CHECK_THROWS_WITH(invoke(rest), doctest::Contains("at batch 8 of epoch 1: this run cuts the epoch into 5 batches "
+                                                      "(--batch or the data changed)"));
     // and the checkpoint as it was resumes
     save_safetensors(last, saved.tensors, saved.metadata);
     CHECK(invoke(rest).reason == StopReason::finished);

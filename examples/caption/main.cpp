@@ -92,8 +92,8 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--hidden", &s.hidden, "LSTM hidden size d_h", 1, kMaxWidth);
     flags.add("--embedding", &s.embedding, "word embedding width E", 1, kMaxWidth);
     flags.add("--attention-dim", &s.attention_dim, "additive attention width", 1, kMaxWidth);
-    flags.add("--channels1", &s.channels1, "first conv layer's channels", 1);
-    flags.add("--channels2", &s.channels2, "second conv layer's channels (the annotation width D)", 1);
+    flags.add("--channels1", &s.channels1, "first conv layer's channels", 1, kMaxWidth);
+    flags.add("--channels2", &s.channels2, "second conv layer's channels (the annotation width D)", 1, kMaxWidth);
     flags.add("--context-layers", &s.context_layers,
               "extra 3×3 conv layers on the grid; each widens an annotation's view by 8 pixels", 0, 16);
     flags.add("--augment", &s.augment,

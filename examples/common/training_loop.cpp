@@ -310,14 +310,16 @@ StopReason TrainingRun::stop_before_start() const {
 }
 
 void TrainingRun::begin_epoch(int64_t batches) {
-    const bool inside = position_ > 0;
-    if (inside && ((saved_epoch_batches_ >= 0 && saved_epoch_batches_ != batches) || position_ >= batches))
-        throw std::runtime_error(
-            "cannot resume " + last_path_ + " at batch " + std::to_string(position_ + 1) + " of epoch " +
-            std::to_string(r_.state.epoch + 1) + ": its run cut the epoch into " +
-            (saved_epoch_batches_ >= 0 ? std::to_string(saved_epoch_batches_) : std::string("other")) +
-            " batches, this one into " + std::to_string(batches) +
-            " (--batch or the data changed); resume with the flags and data the run started with");
+    if (position_ > 0) {  // resumed inside this epoch
+        const std::string at = "cannot resume " + last_path_ + " at batch " + std::to_string(position_ + 1) +
+                               " of epoch " + std::to_string(r_.state.epoch + 1) + ": ";
+        const std::string fix = " (--batch or the data changed); resume with the flags and data the run started with";
+        if (saved_epoch_batches_ >= 0 && saved_epoch_batches_ != batches)
+            throw std::runtime_error(at + "its run cut the epoch into " + std::to_string(saved_epoch_batches_) +
+                                     " batches, this one into " + std::to_string(batches) + fix);
+        if (position_ >= batches)
+            throw std::runtime_error(at + "this run cuts the epoch into " + std::to_string(batches) + " batches" + fix);
+    }
     saved_epoch_batches_ = -1;
     epoch_batches_ = batches;
 }

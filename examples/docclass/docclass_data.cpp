@@ -410,14 +410,10 @@ std::vector<std::pair<std::string, std::string>> parse_tsv(std::string_view text
         const std::string where = name + ":" + std::to_string(line_no) + ": ";
         // UTF-8 is checked as the file is read: a Latin-1 file once trained a
         // whole epoch and failed at the first save, naming neither file nor line.
-        for (size_t i = 0; i < line.size();) {
-            const char* why = "";
-            const size_t n = utf8_char_length(line, i, &why);
-            if (n == 0)
-                throw std::runtime_error(where + why + " at byte " + std::to_string(i + 1) +
-                                         " (expected UTF-8 text; convert the file with iconv)");
-            i += n;
-        }
+        const char* why = "";
+        if (const size_t bad = first_invalid_utf8(line, &why); bad != std::string_view::npos)
+            throw std::runtime_error(where + why + " at byte " + std::to_string(bad + 1) +
+                                     " (expected UTF-8 text; convert the file with iconv)");
         const size_t tab = line.find('\t');
         if (tab == std::string_view::npos)
             throw std::runtime_error(where + "expected 'label<TAB>text', found no tab in '" +

@@ -238,13 +238,9 @@ Lexicon parse_lexicon(const std::string& text, const std::string& name) {
         for (char c : line)
             if (static_cast<unsigned char>(c) < 32 && c != '\t')
                 bad_line(name, line_no, "control character " + std::to_string(static_cast<int>(c)) + " in the line");
-        for (size_t i = 0; i < line.size();) {  // UTF-8, so that every word can be saved in a checkpoint
-            const char* why = "";
-            const size_t n = utf8_char_length(line, i, &why);
-            if (n == 0)
-                bad_line(name, line_no, std::string(why) + " at byte " + std::to_string(i + 1) + " (expected UTF-8 text)");
-            i += n;
-        }
+        const char* why = "";  // UTF-8, so that every word can be saved in a checkpoint
+        if (const size_t bad = first_invalid_utf8(line, &why); bad != std::string::npos)
+            bad_line(name, line_no, std::string(why) + " at byte " + std::to_string(bad + 1) + " (expected UTF-8 text)");
         std::string word;
         std::vector<std::vector<std::string>> prons;
         const size_t tab = line.find('\t');
