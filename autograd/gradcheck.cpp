@@ -43,7 +43,7 @@ std::vector<int64_t> elements_to_check(int64_t n, int64_t most) {
 
 }  // namespace
 
-GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f, const std::vector<Var>& params,
+GradcheckResult gradcheck(const std::string& name, FunctionRef<Var()> f, const std::vector<Var>& params,
                           const GradcheckOptions& options) {
     GradcheckResult result;
     for (size_t k = 0; k < params.size(); ++k)
@@ -107,7 +107,7 @@ GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f
     return result;
 }
 
-GradcheckResult gradcheck(const std::string& name, const std::function<Var(const std::vector<Var>&)>& f,
+GradcheckResult gradcheck(const std::string& name, FunctionRef<Var(const std::vector<Var>&)> f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
     std::vector<Var> leaves;
     for (const Tensor& t : inputs) leaves.emplace_back(t.clone(), true);

@@ -19,11 +19,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "autograd/function_ref.hpp"
 #include "autograd/variable.hpp"
 
 namespace attn {
@@ -66,13 +66,13 @@ struct GradcheckResult {
 
 // f builds the op from leaf variables made from `inputs`, each requiring a
 // gradient. Non-differentiable arguments (index tensors, masks) live in f.
-GradcheckResult gradcheck(const std::string& name, const std::function<Var(const std::vector<Var>&)>& f,
+GradcheckResult gradcheck(const std::string& name, FunctionRef<Var(const std::vector<Var>&)> f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
 // The same for variables that already exist (a layer's parameters): each is
 // perturbed in place and restored, f recomputes the output from them, and
 // their gradients are restored afterwards.
-GradcheckResult gradcheck(const std::string& name, const std::function<Var()>& f, const std::vector<Var>& params,
+GradcheckResult gradcheck(const std::string& name, FunctionRef<Var()> f, const std::vector<Var>& params,
                           const GradcheckOptions& options = {});
 
 }  // namespace attn

@@ -365,6 +365,13 @@ def make_tree(names, out):
 
 
 # ---- proving the graders ----------------------------------------------------------------
+def double_build_object(path):
+    """The object of a source file in the float64 build's grader: its own,
+    but the float library's for the GEMM's files, which it shares (Makefile)."""
+    build = "float" if path.startswith("tensor/gemm/") else "double"
+    return pathlib.Path("build/obj") / build / pathlib.Path(path).with_suffix(".o")
+
+
 class Worker:
     """A copy of this tree in which one deliberate change at a time is built
     and graded (build/check-exercises/wK/), so that this tree's files are never
@@ -377,7 +384,8 @@ class Worker:
     After each change the copy gets its original files, times and links
     back: the next change rebuilds only its own files."""
 
-    LINKED = ["build/obj/double", "build/obj/pch", "build/lib/libattn_double.a", "build/course"]
+    LINKED = ["build/obj/double", "build/obj/float/tensor/gemm", "build/obj/pch", "build/lib/libattn_double.a",
+              "build/course"]
 
     def __init__(self, number, files):
         self.root = ROOT / "build" / "check-exercises" / f"w{number}"
@@ -405,7 +413,7 @@ class Worker:
     def _restore(self, paths):
         for path in paths:
             shutil.copy2(ROOT / path, self.root / path)
-            obj = pathlib.Path("build/obj/double") / pathlib.Path(path).with_suffix(".o")
+            obj = double_build_object(path)
             self._link(ROOT / obj, self.root / obj)
         for linked in ["build/lib/libattn_double.a", GRADER]:
             self._link(ROOT / linked, self.root / linked)

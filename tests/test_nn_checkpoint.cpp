@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -26,6 +25,7 @@
 #include "nn/schedule.hpp"
 #include "nn/sequential.hpp"
 #include "tensor/ops.hpp"
+#include "tests/function.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;
@@ -147,7 +147,7 @@ TEST_CASE("a resumed run gives exactly the losses of an uninterrupted one (Adam 
     const uint64_t seed = 11;
     const int64_t steps = 6, stop_at = 3;
     CosineAnnealing schedule(0.05, steps);
-    const std::vector<std::function<std::unique_ptr<Optimizer>(const Module&)>> optimizers{
+    const std::vector<Function<std::unique_ptr<Optimizer>(const Module&)>> optimizers{
         [](const Module& m) { return std::make_unique<Adam>(m.named_parameters(), AdamOptions{.weight_decay = 1e-3}); },
         [](const Module& m) {
             return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.momentum = 0.9, .nesterov = true});

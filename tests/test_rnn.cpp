@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,9 +14,11 @@
 #include "nn/rnn.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/function.hpp"
 #include "tests/helpers.hpp"
 
 using namespace attn;
+using attn::testing::Function;
 using attn::testing::error_of;
 using attn::testing::check_close;
 
@@ -36,7 +37,7 @@ Tensor part(const Tensor& t, int axis, int64_t begin, int64_t end) { return slic
 struct Run {
     Var output, h_n, c_n;
 };
-using Forward = std::function<Run(const Var& x, const Var& h0, const Var& c0, const std::vector<int64_t>& lengths)>;
+using Forward = Function<Run(const Var& x, const Var& h0, const Var& c0, const std::vector<int64_t>& lengths)>;
 
 // Runs a padded batch, then each sequence alone (B = 1, T = its length), with
 // the same loss L = Σ w ⊙ output + Σ v ⊙ h_n (+ Σ u ⊙ c_n), and checks that

@@ -35,13 +35,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/ops.hpp"
 #include "nn/module.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/reference.hpp"
 
 namespace attn::testing {
@@ -59,8 +59,8 @@ using Outputs = std::vector<Named>;
 
 using In = const std::vector<Var>&;
 using Masks = const std::vector<Tensor>&;
-using Make = std::function<std::unique_ptr<Module>(Generator&)>;
-using Run = std::function<Outputs(Module*, In, Masks)>;
+using Make = Function<std::unique_ptr<Module>(Generator&)>;
+using Run = Function<Outputs(Module*, In, Masks)>;
 
 // ---- what a reference sees ---------------------------------------------------------------
 // The module's parameters (and buffers), read by name: p["W_1"] is an Array
@@ -89,7 +89,7 @@ struct Expected {
     std::string name;
     Array value;
 };
-using Reference = std::function<std::vector<Expected>(const Ref&)>;
+using Reference = Function<std::vector<Expected>(const Ref&)>;
 
 // ---- masking (generic test 3) ------------------------------------------------------------
 // A key mask of the case: masks[mask] is a B×n keep mask over the rows (axis 1)
@@ -120,12 +120,12 @@ struct PropertyContext {
     Module* module;
     const std::vector<Tensor>& inputs;
     const std::vector<Tensor>& masks;
-    std::function<Evaluation(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks)> run;
+    Function<Evaluation(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks)> run;
 };
 struct Property {
     std::string name;
     // "" when the property holds, else what failed (with indices and values).
-    std::function<std::string(const PropertyContext&)> check;
+    Function<std::string(const PropertyContext&)> check;
 };
 
 // Ready-made properties (catalog.cpp); a case may also write its own.
@@ -151,7 +151,7 @@ Property independent_of(int changed, std::vector<std::string> unchanged);
 
 // ---- cases and entries ---------------------------------------------------------------------
 // How inputs are drawn: N(0, 1) unless the case needs positive values or the like.
-using Draw = std::function<std::vector<Tensor>(Generator&)>;
+using Draw = Function<std::vector<Tensor>(Generator&)>;
 
 struct Case {
     std::string variant;           // what this case exercises, e.g. "d_q 3 ≠ d_k 4, a padding mask"

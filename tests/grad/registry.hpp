@@ -8,11 +8,11 @@
 // row to the table. ATTN_OP=name build/tests/grad runs the cases of one op.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "tests/function.hpp"
 
 namespace attn::testing {
 
@@ -31,7 +31,7 @@ struct OpCase {
     std::string variant;  // what this case exercises, e.g. "broadcast 2×3 + 3"
     std::vector<Shape> shapes;
     Domain domain;
-    std::function<Var(const std::vector<Var>&)> build;
+    Function<Var(const std::vector<Var>&)> build;
 };
 
 const std::vector<OpCase>& op_registry();

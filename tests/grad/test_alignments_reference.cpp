@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention/alignments.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/alignments_reference.hpp"
 #include "tests/grad/catalog.hpp"
 
@@ -173,7 +174,7 @@ Property one_row_of_values(int values) {
 }
 
 // Equals what `other` gives on the same scores and masks (e.g. local-m with D ≥ n and soft).
-Property same_as(const std::string& what, std::function<Var(const Var&, const Tensor&)> other) {
+Property same_as(const std::string& what, Function<Var(const Var&, const Tensor&)> other) {
     return {"equals " + what, [=](const PropertyContext& c) -> std::string {
                 const Evaluation ev = c.run(c.inputs, c.masks);
                 const Tensor& a = ev["weights"];

@@ -7,10 +7,10 @@
 // Every reference works one example b at a time, over the rows, with the masks
 // as keep vectors (1 = a real row):
 //   F1 B×n1×d1, F2 B×n2×d2, mask1 B×n1, mask2 B×n2 → contexts B×d_i, weights B×n_i.
+#include "tests/function.hpp"
 #include "tests/grad/test_co_attention_reference.hpp"
 
 #include <cmath>
-#include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -85,7 +85,7 @@ private:
 };
 
 // ---- the score functions the mechanisms use, for one (query, key) pair ---------------------
-using Score = std::function<double(const Vec& q, const Vec& k)>;
+using Score = Function<double(const Vec& q, const Vec& k)>;
 
 // entry 20: tanh(kᵀ W q + b), W d_k×d_q, b a scalar
 Score activated_general(const Params& p, const std::string& name) {

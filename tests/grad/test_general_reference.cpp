@@ -6,7 +6,6 @@
 // all; the tag entries run one such module each, with a property checking the
 // tag on it and on modules of other families that should and should not carry it.
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "attention/multi_head.hpp"
 #include "attention/multi_query.hpp"
 #include "attention/scores.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/alignments_reference.hpp"
 #include "tests/grad/catalog.hpp"
 
@@ -78,7 +78,7 @@ std::unique_ptr<Alignment> make_alignment(const Spec& s, int64_t d_q, Generator&
 // ---- the independent reference ------------------------------------------------------------------
 
 // The score functions of entries 15–20, reading the module's "score.*" parameters.
-std::function<double(const Vec&, const Vec&)> score_reference(const Ref& r, ScoreKind kind) {
+Function<double(const Vec&, const Vec&)> score_reference(const Ref& r, ScoreKind kind) {
     switch (kind) {
         case ScoreKind::additive: {  // e = wᵀ tanh(W_1 q + W_2 k + b)
             const Array W_1 = r.p["score.W_1"], W_2 = r.p["score.W_2"];
@@ -225,7 +225,7 @@ Property equal_keys_give_mean_of_values() {
 }
 
 using Predicate = bool (*)(const Taxonomy&);
-using MakeModule = std::function<std::unique_ptr<AttentionModule>(Generator&)>;
+using MakeModule = Function<std::unique_ptr<AttentionModule>(Generator&)>;
 
 // The case's module carries the tag, and so does every module of `with`;
 // no module of `without` does.

@@ -10,6 +10,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
 #include "tensor/ops.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/registry.hpp"
 
 using namespace attn;
@@ -145,12 +146,63 @@ TEST_CASE("gradcheck: parameters checked in place are restored, values and gradi
     CHECK(allclose(w.grad(), Tensor::full(Shape{3, 2}, 5), 0, 0));
 }
 
+namespace {
+
+// Counts its copies, and how often it was called, in the counters it points at.
+struct Counted {
+    int* copies;
+    int* calls;
+    Counted(int* c, int* n) : copies(c), calls(n) {}
+    Counted(const Counted& o) : copies(o.copies), calls(o.calls) { ++*copies; }
+    double operator()(double x, std::vector<double>& out) const {
+        ++*calls;
+        out.push_back(x);
+        return 2 * x + 1;
+    }
+};
+
+double call_twice(FunctionRef<double(double, std::vector<double>&)> f, std::vector<double>& out) {
+    return f(1.5, out) + f(-4, out);
+}
+
+}  // namespace
+
+TEST_CASE("FunctionRef and the tests' Function: the callable given, called with the arguments given") {
+    int copies = 0, calls = 0;
+    std::vector<double> seen;
+    const Counted counted(&copies, &calls);
+    // gradcheck's parameter type: the callable itself, never copied;
+    // references reach it as references.
+    CHECK(call_twice(counted, seen) == (2 * 1.5 + 1) + (2 * -4 + 1));
+    CHECK(calls == 2);
+    CHECK(copies == 0);
+    CHECK(seen == std::vector<double>{1.5, -4});
+    // A lambda's captures are the caller's.
+    double offset = 10;
+    std::vector<double> unused;
+    CHECK(call_twice([&](double x, std::vector<double>&) { return x + offset; }, unused) == 11.5 + 6);
+
+    // The tests' Function keeps one copy, which its own copies share.
+    Function<double(double, std::vector<double>&)> kept = counted;
+    CHECK(copies == 1);
+    const auto shared = kept;
+    CHECK(copies == 1);
+    CHECK(shared(3, seen) == 7);
+    CHECK(calls == 3);
+    CHECK(call_twice(kept, seen) == -3);  // a Function passed where a FunctionRef is taken
+    CHECK(seen == std::vector<double>{1.5, -4, 3, 1.5, -4});
+    Function<double(double, std::vector<double>&)> none = nullptr;
+    CHECK(none == nullptr);
+    CHECK(kept != nullptr);
+    CHECK_THROWS_AS(none(1, seen), std::bad_function_call);
+}
+
 // ---- fused ops and their composite twins: same value, same gradient ---------------
 
 namespace {
 
-void check_twins(const std::vector<Tensor>& inputs, const std::function<Var(const std::vector<Var>&)>& fused,
-                 const std::function<Var(const std::vector<Var>&)>& composite) {
+void check_twins(const std::vector<Tensor>& inputs, const Function<Var(const std::vector<Var>&)>& fused,
+                 const Function<Var(const std::vector<Var>&)>& composite) {
     std::vector<Var> a, b;
     for (const Tensor& t : inputs) a.emplace_back(t.clone(), true), b.emplace_back(t.clone(), true);
     Var fa = fused(a), fb = composite(b);

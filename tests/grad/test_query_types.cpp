@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "attention/query_types.hpp"
 #include "tensor/ops.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/catalog.hpp"
 #include "tests/grad/helpers.hpp"
 
@@ -205,7 +205,7 @@ std::vector<Expected> attention_over_attention_reference(const Ref& r) {
 
 // 35 and 36: a self-attentive pooling with the score e_l of key k_l;
 // a = softmax(e), c = Σ_l a_l v_l (keys = values when one input is given).
-std::vector<Expected> self_pooling_reference(const Ref& r, const std::function<double(const Vec&)>& score) {
+std::vector<Expected> self_pooling_reference(const Ref& r, const Function<double(const Vec&)>& score) {
     const Array& K = r.x[0];
     const Array& V = r.x.size() > 1 ? r.x[1] : r.x[0];
     const int64_t B = K.size(0), n = K.size(1);

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -13,6 +12,7 @@
 #include "attention/alignments.hpp"
 #include "attention/scores.hpp"
 #include "tensor/ops.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/catalog.hpp"
 #include "tests/grad/helpers.hpp"
 
@@ -70,7 +70,7 @@ Array general_score_reference(const Ref& r, bool vector_bias, bool scalar_bias, 
 }
 
 // 21: e_l = β qᵀk_l / (‖q‖ ‖k_l‖ + ε), β per score (beta(b, i)) or one for all
-Array cosine_reference(const Array& Q, const Array& K, const std::function<double(int64_t, int64_t)>& beta) {
+Array cosine_reference(const Array& Q, const Array& K, const Function<double(int64_t, int64_t)>& beta) {
     Array E({Q.size(0), Q.size(1), K.size(1)});
     for (int64_t b = 0; b < Q.size(0); ++b)
         for (int64_t i = 0; i < Q.size(1); ++i)

@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "attention/scores.hpp"
 #include "attention/sequence_more.hpp"
 #include "tensor/ops.hpp"
+#include "tests/function.hpp"
 #include "tests/grad/catalog.hpp"
 #include "tests/grad/helpers.hpp"
 #include "tests/grad/scores_reference.hpp"
@@ -107,7 +107,7 @@ const RegisterEntry latent_entry(57, "latent_attention", {
 // ---- 58. neural_transducer_attention ------------------------------------------------------
 
 // f_att(s, h) of the transducer's score, read from the module under "score.".
-using ScoreRef = std::function<double(const Vec& s, const Vec& h)>;
+using ScoreRef = Function<double(const Vec& s, const Vec& h)>;
 ScoreRef additive_f_att(const Ref& r) {
     const AdditiveRef f(r, "score.", true);
     return [f](const Vec& s, const Vec& h) { return f(s, h); };
@@ -176,7 +176,7 @@ Property only_block_frames_matter(int64_t block, int64_t W) {
             }};
 }
 
-Make transducer(int64_t W, std::function<std::unique_ptr<ScoreFunction>(Generator&)> score) {
+Make transducer(int64_t W, Function<std::unique_ptr<ScoreFunction>(Generator&)> score) {
     return [=](Generator& g) { return std::make_unique<NeuralTransducerAttention>(score(g), W); };
 }
 
