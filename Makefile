@@ -18,7 +18,7 @@
 #                     attention (needs python3-torch, PYTHON=... picks the
 #                     interpreter; not part of make test)
 #   make install PREFIX=DIR   headers, libattn.a, attn.pc, attnConfig.cmake
-#   make zoo          train every attention family on a small task; out/report.html
+#   make zoo          train the attention families on small tasks; out/report.html
 #   make data         fetch the real data sets (Debian packages) into data/
 #   make bench        the workloads of docs/WORKLOADS.md, as JSON lines
 #                     (BENCH=W0,W1 runs some of them)
@@ -399,7 +399,8 @@ install: $(LIB_F)
 	cp packaging/attnConfig.cmake packaging/attnConfigVersion.cmake "$(PREFIX)/lib/cmake/attn/"
 	@echo "installed attn into $(PREFIX): build your program with examples/template/ (Makefile or CMakeLists.txt)"
 
-# make zoo: every family of the attention catalog on a task that needs it.
+# make zoo: the families of the attention catalog on tasks that need them
+# (9 of its 15 groups have one).
 zoo: $(B)/examples/zoo
 	$(B)/examples/zoo --out out
 

@@ -131,8 +131,7 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
         MetricsLog log(dir / "caption/metrics.jsonl", MetricsLog::Mode::truncate);
         for (const Json& r : caption_records(false)) log.write(r);
     }
-    write_caption_report(dir.path, dir / "caption", data, {}, "soft", "caption", 1.0, CaptionMetrics{}, CaptionMetrics{},
-                         3);
+    write_caption_report(dir.path, dir / "caption", data, {}, "soft", "caption", 1.0, {});
     const std::string part = read_file(dir / "report-parts/caption.html");
     INFO("the report part: " << part.substr(0, part.find("<svg")));
     CHECK(part.find("T = 5 words and the grid L = 64 locations") != std::string::npos);
@@ -151,10 +150,23 @@ TEST_CASE("trainer charts: the caption report says what the training loss is mad
             log.write(r);
         }
     }
-    write_caption_report(dir.path, dir / "caption-hard", data, {}, "hard", "caption-hard", 1.0, CaptionMetrics{},
-                         CaptionMetrics{}, 3);
-    CHECK(read_file(dir / "report-parts/caption-hard.html")
-              .find("This run dropped the penalty once it started sampling, after epoch 3") != std::string::npos);
+    // Its scores under both evaluation contexts, each row named.
+    CaptionMetrics expected, argmax, beam;
+    expected.word_accuracy = 0.992, expected.exact = 0.968;
+    argmax.word_accuracy = 0.981, argmax.exact = 0.934;
+    beam.word_accuracy = 0.99, beam.exact = 0.95;
+    write_caption_report(dir.path, dir / "caption-hard", data, {}, "hard", "caption-hard", 1.0,
+                         {{"greedy, expected context", expected}, {"greedy, argmax location", argmax},
+                          {"beam 3, expected context", beam}});
+    const std::string hard_part = read_file(dir / "report-parts/caption-hard.html");
+    CHECK(hard_part.find("This run dropped the penalty once it started sampling, after epoch 3") != std::string::npos);
+    CHECK(hard_part.find("<td>greedy, expected context</td><td class=\"num\">0.992</td><td class=\"num\">0.968</td>") !=
+          std::string::npos);
+    CHECK(hard_part.find("<td>greedy, argmax location</td><td class=\"num\">0.981</td><td class=\"num\">0.934</td>") !=
+          std::string::npos);
+    CHECK(hard_part.find("<td>beam 3, expected context</td><td class=\"num\">0.99</td>") != std::string::npos);
+    CHECK(hard_part.find("the one most likely location") != std::string::npos);
+    CHECK(part.find("the one most likely location") == std::string::npos);  // soft attention: no such choice
 }
 
 namespace {
@@ -187,12 +199,12 @@ TEST_CASE("trainer charts: soft and hard attention side by side, for the same te
         MetricsLog log(dir / (std::string(run) + "/metrics.jsonl"), MetricsLog::Mode::truncate);
         for (const Json& r : caption_records(std::string(run) == "caption-hard")) log.write(r);
     }
-    write_caption_report(dir.path, dir / "caption", data, soft, "soft", "caption", 1.0, {}, {}, 3);
+    write_caption_report(dir.path, dir / "caption", data, soft, "soft", "caption", 1.0, {});
     const std::string soft_part = read_file(dir / "report-parts/caption.html");
     CHECK(occurrences(soft_part, "data-explorer=") == 3);  // alone: one explorer per test image
     CHECK(soft_part.find("side by side") == std::string::npos);
 
-    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {}, {}, 3);
+    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {});
     const std::string hard_part = read_file(dir / "report-parts/caption-hard.html");
     CHECK(hard_part.find("the attention kinds side by side") != std::string::npos);
     CHECK(occurrences(hard_part, "<div class=\"explorers\">") == 3);  // a row per image
@@ -208,7 +220,7 @@ TEST_CASE("trainer charts: soft and hard attention side by side, for the same te
         make_shape_dataset({.rows = 2, .cols = 2, .cell_size = 16, .num_shapes = 4, .first_shape = 2}, 2, 1, 3);
     std::vector<Decoded> other_soft;
     for (const CaptionExample& ex : other.test) other_soft.push_back(looking_at(ex, 64, 0));
-    write_caption_report(dir.path, dir / "caption", other, other_soft, "soft", "caption", 1.0, {}, {}, 3);
-    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {}, {}, 3);
+    write_caption_report(dir.path, dir / "caption", other, other_soft, "soft", "caption", 1.0, {});
+    write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {});
     CHECK(occurrences(read_file(dir / "report-parts/caption-hard.html"), "data-explorer=") == 3);
 }

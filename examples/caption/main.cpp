@@ -295,8 +295,6 @@ void test_and_report(const Settings& s, const CaptionDataset& data, Captioner& m
         std::cerr << "  \"" << data.vocab.text(test.decoded[i].words) << "\"  (reference \""
                   << data.vocab.text(data.test[i].caption) << "\")\n";
 
-    write_caption_report(s.common.out, dir, data, test.decoded, s.attention_kind, run_name, s.penalty, m, beam_m, s.beam);
-
     // Hard attention: the test set under the other evaluation mode too (greedy).
     std::optional<CaptionMetrics> other;
     const std::string other_mode = s.hard_eval == "expected" ? "argmax" : "expected";
@@ -307,6 +305,17 @@ void test_and_report(const Settings& s, const CaptionDataset& data, Captioner& m
         std::fprintf(stderr, "test (greedy, %s): word acc %.4f  exact %.4f  BLEU-4 %.4f  localization %.4f\n",
                      other_mode.c_str(), other->word_accuracy, other->exact, other->bleu[3], other->localization);
     }
+
+    // The report names each row's decoding: with hard attention, which
+    // context the decoder read (the chosen mode first, as on stderr).
+    const auto context = [](const std::string& eval_mode) {
+        return eval_mode == "expected" ? std::string("expected context Σ α_i a_i")
+                                       : std::string("argmax location a_argmax α");
+    };
+    std::vector<NamedMetrics> scores{{"greedy" + (other ? ", " + context(s.hard_eval) : ""), m}};
+    if (other) scores.push_back({"greedy, " + context(other_mode), *other});
+    scores.push_back({"beam " + std::to_string(s.beam) + (other ? ", " + context(s.hard_eval) : ""), beam_m});
+    write_caption_report(s.common.out, dir, data, test.decoded, s.attention_kind, run_name, s.penalty, scores);
 
     Json test_json = Json::object({{"word_acc", m.word_accuracy}, {"exact", m.exact}, {"bleu1", m.bleu[0]},
                                    {"bleu4", m.bleu[3]}, {"localization", m.localization},

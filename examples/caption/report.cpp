@@ -82,9 +82,7 @@ CaptionCharts caption_charts(const std::vector<Json>& records) {
 
 void write_caption_report(const std::string& out_root, const std::string& dir, const CaptionDataset& data,
                           const std::vector<Decoded>& test_decoded, const std::string& attention_kind,
-                          const std::string& run_name,
-                          double penalty, const CaptionMetrics& greedy, const CaptionMetrics& beam,
-                          int64_t beam_width) {
+                          const std::string& run_name, double penalty, const std::vector<NamedMetrics>& scores) {
     HtmlReport report("caption");
     report.set_anchor_prefix("caption-");
     report.section("caption: Show, Attend and Tell (" + attention_kind + " attention)");
@@ -152,10 +150,18 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
     figures.push_back(charts.valid);
     report.figure_row(figures);
 
-    report.table({"decoding", "word accuracy", "exact", "BLEU-1", "BLEU-4", "localisation"},
-                 {{"greedy", greedy.word_accuracy, greedy.exact, greedy.bleu[0], greedy.bleu[3], greedy.localization},
-                  {"beam " + std::to_string(beam_width), beam.word_accuracy, beam.exact, beam.bleu[0], beam.bleu[3],
-                   beam.localization}});
+    if (hard)
+        report.paragraph(
+            "At test time a hard-attention decoder can read the expected context Σ_i α_ti a_i (--hard-eval "
+            "expected, the default, as Xu et al.'s released code does) or the one most likely location, "
+            "a_argmax α_t (--hard-eval argmax): hard attention proper, one location per word. The table gives "
+            "both, named; the RESULT line too (its argmax_* or expected_* keys).");
+    std::vector<std::vector<Cell>> rows;
+    for (const NamedMetrics& s : scores) {
+        const CaptionMetrics& m = s.metrics;
+        rows.push_back({s.decoding, m.word_accuracy, m.exact, m.bleu[0], m.bleu[3], m.localization});
+    }
+    report.table({"decoding", "word accuracy", "exact", "BLEU-1", "BLEU-4", "localisation"}, rows);
 
     // Where the model looked: one explorer per test image, its frames the
     // epochs of training (attention.jsonl) and then the tested model. The

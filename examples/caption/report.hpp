@@ -30,12 +30,18 @@ CaptionCharts caption_charts(const std::vector<Json>& records);
 // epoch for the report's epoch slider.
 Json caption_snapshot(Captioner& model, const CaptionDataset& data, const std::string& kind);
 
+// The test set's scores under one way of decoding, named in the report's
+// table: e.g. "greedy, expected context Σ_i α_i a_i".
+struct NamedMetrics {
+    std::string decoding;
+    CaptionMetrics metrics;
+};
+
 // `penalty` is λ of the doubly stochastic penalty, for the text that explains
-// what the training loss is made of.
+// what the training loss is made of. `scores`: one row each, in order (hard
+// attention: greedy under both evaluation modes, then beam search).
 void write_caption_report(const std::string& out_root, const std::string& dir, const CaptionDataset& data,
                           const std::vector<Decoded>& test_decoded, const std::string& attention_kind,
-                          const std::string& run_name,
-                          double penalty, const CaptionMetrics& greedy, const CaptionMetrics& beam,
-                          int64_t beam_width);
+                          const std::string& run_name, double penalty, const std::vector<NamedMetrics>& scores);
 
 }  // namespace attn

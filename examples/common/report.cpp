@@ -20,7 +20,9 @@ const char* const kStyle = R"(body { font-family: sans-serif; max-width: 1100px;
 h1 { border-bottom: 2px solid #ddd; padding-bottom: .3em; }
 h2 { margin-top: 2em; border-bottom: 1px solid #eee; }
 table { border-collapse: collapse; margin: 1em 0; }
+.table-wrap { max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ddd; padding: .3em .7em; }
+td { overflow-wrap: anywhere; }
 th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: #f6f6f6; padding: .7em; overflow-x: auto; }
@@ -128,7 +130,10 @@ HtmlReport& HtmlReport::figure_row(const std::vector<std::string>& svgs, const s
 }
 
 HtmlReport& HtmlReport::table(const std::vector<std::string>& header, const std::vector<std::vector<Cell>>& rows) {
-    std::string t = "<table>\n<tr>";
+    // In a box of the page's width that scrolls sideways if it must, and with
+    // long unbroken words (catalog ids joined by commas) allowed to wrap: a
+    // wide table no longer runs off the page.
+    std::string t = "<div class=\"table-wrap\"><table>\n<tr>";
     for (const std::string& h : header) t += "<th>" + html_escape(h) + "</th>";
     t += "</tr>\n";
     for (size_t r = 0; r < rows.size(); ++r) {
@@ -140,7 +145,7 @@ HtmlReport& HtmlReport::table(const std::vector<std::string>& header, const std:
         for (const Cell& c : rows[r]) t += (c.numeric ? "<td class=\"num\">" : "<td>") + html_escape(c.text) + "</td>";
         t += "</tr>\n";
     }
-    body_ += t + "</table>\n";
+    body_ += t + "</table></div>\n";
     return *this;
 }
 

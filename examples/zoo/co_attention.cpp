@@ -175,8 +175,9 @@ private:
     std::unique_ptr<TrilinearAffinity> trilinear_;
 };
 
-// The grid drawn in gray: each object an 8×8 glyph of its shape, brighter
-// for later colours (the overlay is grayscale).
+// The grid drawn in grey: each object an 8×8 glyph of its shape, brighter
+// for later colours (the overlay is greyscale; the report says which shade
+// is which colour, and each caption names the objects).
 Tensor draw_vqa(const VqaExample& e) {
     constexpr int64_t px = 8;
     Tensor image = Tensor::zeros({kGrid * px, kGrid * px});
@@ -242,7 +243,10 @@ VqaRun train_vqa(ZooContext& ctx, VqaMechanism mechanism, const std::string& tit
     ctx.report.subsection(title);
     ctx.report.paragraph("Test accuracy " + std::to_string(run.accuracy).substr(0, 5) + " after " +
                          std::to_string(steps) + " steps. The highlight is the image attention; below each image, "
-                         "the question shaded by the question attention.");
+                         "the question shaded by the question attention. The model reads each cell as one-hot "
+                         "colour and shape features, not pixels; the pictures draw the colours as shades of grey, "
+                         "darkest to brightest red, green, blue, yellow (the overlay is greyscale), and each "
+                         "caption names the objects.");
     std::vector<std::string> svgs, captions;
     const Tensor predicted = argmax(out.output.value(), -1);
     for (int64_t b = 0; b < 3; ++b) {
@@ -252,8 +256,13 @@ VqaRun train_vqa(ZooContext& ctx, VqaMechanism mechanism, const std::string& tit
         std::string question;
         for (const std::string& w : question_words(e)) question += w + " ";
         svgs.push_back(attention_overlay_svg(draw_vqa(e), grid, {.title = question + "?"}));
+        std::string objects;
+        for (int64_t c = 0; c < kCells; ++c)
+            if (e.color[c] >= 0)
+                objects += std::string(objects.empty() ? "" : ", ") + kColorNames[e.color[c]] + " " +
+                           kShapeNames[e.shape[c]];
         captions.push_back("answer " + vqa_answer_name(e.answer) + ", predicted " +
-                           vqa_answer_name(static_cast<int64_t>(predicted[b])));
+                           vqa_answer_name(static_cast<int64_t>(predicted[b])) + " (objects: " + objects + ")");
     }
     ctx.report.figure_row(svgs, captions);
     for (int64_t b = 0; b < 3; ++b)
@@ -277,16 +286,17 @@ double baseline_once(std::map<std::pair<int64_t, double>, double>& cache, ZooCon
 }
 
 // The baseline: mean pooling of both inputs.
-std::string vqa_baseline(ZooContext& ctx) {
+Baseline vqa_baseline(ZooContext& ctx) {
     static std::map<std::pair<int64_t, double>, double> cache;
     const double accuracy =
         baseline_once(cache, ctx, [](ZooContext& quiet) { return train_vqa(quiet, VqaMechanism::mean_pooling, "").accuracy; });
-    return "mean pooling of both inputs " + std::to_string(accuracy).substr(0, 5);
+    return {"mean pooling of both inputs " + std::to_string(accuracy).substr(0, 5), accuracy};
 }
 
 ZooResult vqa_task(ZooContext& ctx, VqaMechanism mechanism, const std::string& title, double target) {
     const VqaRun run = train_vqa(ctx, mechanism, title);
-    return {"test accuracy", run.accuracy, target, true, run.steps, vqa_baseline(ctx)};
+    const Baseline base = vqa_baseline(ctx);
+    return {"test accuracy", run.accuracy, target, true, run.steps, base.text, base.value};
 }
 
 // ============================================================================
@@ -519,16 +529,17 @@ AspectRun train_aspect(ZooContext& ctx, AspectMechanism mechanism, const std::st
     return run;
 }
 
-std::string aspect_baseline(ZooContext& ctx) {
+Baseline aspect_baseline(ZooContext& ctx) {
     static std::map<std::pair<int64_t, double>, double> cache;
     const double accuracy = baseline_once(
         cache, ctx, [](ZooContext& quiet) { return train_aspect(quiet, AspectMechanism::mean_pooling, "").accuracy; });
-    return "mean pooling of sentence and target " + std::to_string(accuracy).substr(0, 5);
+    return {"mean pooling of sentence and target " + std::to_string(accuracy).substr(0, 5), accuracy};
 }
 
 ZooResult aspect_task(ZooContext& ctx, AspectMechanism mechanism, const std::string& title, double target) {
     const AspectRun run = train_aspect(ctx, mechanism, title);
-    return {"test accuracy", run.accuracy, target, true, run.steps, aspect_baseline(ctx)};
+    const Baseline base = aspect_baseline(ctx);
+    return {"test accuracy", run.accuracy, target, true, run.steps, base.text, base.value};
 }
 
 const ZooRegistration co_attention_tasks({

@@ -230,7 +230,7 @@ ZooResult spell_task(ZooContext& ctx) {
     Generator gen(static_cast<uint64_t>(ctx.seed));
     ZooContext quiet{gen, ctx.seed, ctx.budget, ctx.report};
     const double baseline = train_spell(quiet, false, baseline_steps);
-    return {"test accuracy", acc, 0.85, true, steps, "character attention without the word level " + fixed3(baseline)};
+    return {"test accuracy", acc, 0.85, true, steps, "character attention without the word level " + fixed3(baseline), baseline};
 }
 
 // ============================================================================
@@ -402,7 +402,7 @@ ZooResult metaemb_task(ZooContext& ctx) {
     for (int64_t w = 0; w < kVocab; ++w) rows.push_back("word " + std::to_string(w));
     ctx.report.svg(heatmap_svg(weights.reshape(Shape{kVocab, 2}), rows, cols,
                                {.title = "DME weights per word", .x_label = "source", .y_label = "word", .cell_size = 14}));
-    return {"test accuracy", acc, 0.85, true, steps, "equal weights (no attention) " + fixed3(baseline)};
+    return {"test accuracy", acc, 0.85, true, steps, "equal weights (no attention) " + fixed3(baseline), baseline};
 }
 
 const ZooRegistration feature_level_tasks({

@@ -196,7 +196,7 @@ ZooResult run_sets(ZooContext& ctx, const std::string& name, const std::string& 
         ctx.report.paragraph("Each digit shaded by ‖φ(digit)‖: the even digits, which the count adds up, "
                              "should stand out.");
     }
-    return {"test accuracy", r.accuracy, target, true, r.steps, baseline};
+    return {"test accuracy", r.accuracy, target, true, r.steps, baseline, b.accuracy};
 }
 
 // ---- labels -------------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ ZooResult run_adding(ZooContext& ctx) {
         }
         ctx.report.highlighted_text(tokens, weights);
     }
-    return {"test MSE", mse, 0.02, false, steps, "predicting the mean: 0.1667"};
+    return {"test MSE", mse, 0.02, false, steps, "predicting the mean: 0.1667", 1.0 / 6};
 }
 
 const ZooRegistration pooling_tasks({

@@ -203,7 +203,7 @@ ZooResult run_pairs(ZooContext& ctx, const std::string& id, std::unique_ptr<Pair
     ctx.report.paragraph("Is every word of B (rows) in A (columns)? This example's label: " +
                          std::string(p.y[0] != 0 ? "yes" : "no") + ". " + what);
     ctx.report.figure_row({heatmap_svg(pic, rows, cols, opts)}, {id});
-    return {"test accuracy (balanced)", acc, target, true, steps, "bag of words " + fmt(bag_acc)};
+    return {"test accuracy (balanced)", acc, target, true, steps, "bag of words " + fmt(bag_acc), bag_acc};
 }
 
 // ---- segment2: cosnet_co_attention ----------------------------------------------------------------
@@ -334,7 +334,7 @@ ZooResult train_segment2(ZooContext& ctx) {
                          "probability of the shared object in frame a.");
     ctx.report.figure_row({heatmap_svg(energy, {}, {}, opts), heatmap_svg(from, {}, {}, opts), heatmap_svg(pred, {}, {})},
                           {"frame a", "attention into frame b", "prediction"});
-    return {"mean IoU of the shared object", iou, 0.75, true, steps, "no co-attention (head sees [0; V]) " + fmt(iou_alone)};
+    return {"mean IoU of the shared object", iou, 0.75, true, steps, "no co-attention (head sees [0; V]) " + fmt(iou_alone), iou_alone};
 }
 
 // ---- fewshot: can_cross_attention -------------------------------------------------------------------
@@ -447,7 +447,7 @@ ZooResult train_fewshot(ZooContext& ctx) {
     ctx.report.figure_row({heatmap_svg(energy(e.support), {}, {}, opts), heatmap_svg(grid(att.weights_p.value()), {}, {}, opts),
                            heatmap_svg(energy(e.query), {}, {}, opts), heatmap_svg(grid(att.weights_q.value()), {}, {}, opts)},
                           {"support", "A^p", "query", "A^q"});
-    return {"test accuracy (balanced)", acc, 0.8, true, steps, "no cross attention (GAP only) " + fmt(acc_plain)};
+    return {"test accuracy (balanced)", acc, 0.8, true, steps, "no cross attention (GAP only) " + fmt(acc_plain), acc_plain};
 }
 
 }  // namespace

@@ -353,7 +353,7 @@ ZooResult train_ifthen(ZooContext& ctx) {
         ctx.report.highlighted_text(words, l);
         ctx.report.highlighted_text(words, w);
     }
-    return {"test accuracy (6 channels)", acc, 0.95, true, steps, "bag of words " + fmt(bag_acc)};
+    return {"test accuracy (6 channels)", acc, 0.95, true, steps, "bag of words " + fmt(bag_acc), bag_acc};
 }
 
 // ---- span: area_attention -----------------------------------------------------------------------
@@ -448,7 +448,7 @@ ZooResult train_span(ZooContext& ctx) {
                          "marked run (marked items shown with *). Cell (w, i): the weight of the span of width w "
                          "starting at item i. Sum of this example: " + std::to_string(static_cast<int64_t>(y[0])) + ".");
     ctx.report.figure_row({heatmap_svg(grid, {"width 1", "width 2", "width 3"}, cols)}, {"weights over areas"});
-    return {"test accuracy (13 sums)", acc, 0.90, true, steps, "single-item attention (A_w = 1) " + fmt(single)};
+    return {"test accuracy (13 sums)", acc, 0.90, true, steps, "single-item attention (A_w = 1) " + fmt(single), single};
 }
 
 // ---- rating: dual_local_global_attention ----------------------------------------------------------
@@ -533,7 +533,7 @@ ZooResult train_rating(ZooContext& ctx) {
     ctx.report.paragraph("D-Attn's local attention scores s_i on a test user's review (the aspect words are the "
                          "first four of the vocabulary); global gate g = " + fmt(att.global_gate.value()[0]) + ".");
     ctx.report.highlighted_text(words, s);
-    return {"test RMSE (ratings 0–4)", rmse, 0.35, false, steps, "predict the mean rating: RMSE " + fmt(rmse_mean)};
+    return {"test RMSE (ratings 0–4)", rmse, 0.35, false, steps, "predict the mean rating: RMSE " + fmt(rmse_mean), rmse_mean};
 }
 
 }  // namespace

@@ -238,7 +238,7 @@ Trained train(FashionNet& net, const Images& d, ZooContext& ctx, int64_t base_st
 constexpr int64_t kSteps = 2500;
 
 // The baseline (no block), trained once per run with the task's seed.
-std::string baseline(ZooContext& ctx, const Images& d) {
+Baseline baseline(ZooContext& ctx, const Images& d) {
     static std::optional<double> accuracy;
     static int64_t seed = -1;
     if (!accuracy || seed != ctx.seed) {
@@ -248,7 +248,7 @@ std::string baseline(ZooContext& ctx, const Images& d) {
         accuracy = train(net, d, own, kSteps).accuracy;
         seed = ctx.seed;
     }
-    return "the same CNN without the block " + std::to_string(*accuracy).substr(0, 5);
+    return {"the same CNN without the block " + std::to_string(*accuracy).substr(0, 5), *accuracy};
 }
 
 // A few test images with a 7×7 map over them.
@@ -292,14 +292,14 @@ void gate_heatmap(ZooContext& ctx, const Images& d, FashionNet& net, const std::
 
 ZooResult run(ZooContext& ctx, Block block, const std::string& name, double target) {
     const Images d = load_images(ctx.gen);
-    const std::string base = baseline(ctx, d);
+    const Baseline base = baseline(ctx, d);
     FashionNet net(block, static_cast<int64_t>(d.classes.size()), ctx.gen);
     const Trained t = train(net, d, ctx, kSteps);
     ctx.report.subsection(name + " on " + d.source);
     ctx.report.paragraph("A 2-layer CNN (8 and 16 channels, 14×14 input), " + std::to_string(t.steps) +
                          " Adam steps of 32 images from " + std::to_string(kTrain) + "; test accuracy " +
                          std::to_string(t.accuracy).substr(0, 5) + " on " + std::to_string(kTest) +
-                         " held-out images; " + base + ".");
+                         " held-out images; " + base.text + ".");
     switch (block) {
         case Block::se: gate_heatmap(ctx, d, net, "mean SE gate per class"); break;
         case Block::cbam:
@@ -330,7 +330,7 @@ ZooResult run(ZooContext& ctx, Block block, const std::string& name, double targ
         }
         default: break;
     }
-    return {"test accuracy (" + d.source + ")", t.accuracy, target, true, t.steps, base};
+    return {"test accuracy (" + d.source + ")", t.accuracy, target, true, t.steps, base.text, base.value};
 }
 
 const ZooRegistration vision_tasks({

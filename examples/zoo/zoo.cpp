@@ -12,6 +12,12 @@ int64_t ZooContext::steps(int64_t stated) const {
     return std::max<int64_t>(1, std::llround(static_cast<double>(stated) * budget));
 }
 
+std::string ZooResult::verdict() const {
+    if (!reaches_target()) return "NO: short of the target";
+    if (!beats_baseline()) return "NO: no better than the baseline";
+    return "yes";
+}
+
 std::string fmt(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);

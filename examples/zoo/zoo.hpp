@@ -21,8 +21,10 @@
 // was reached; the program exits non-zero if any task missed its target.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,15 +47,34 @@ struct ZooContext {
     int64_t steps(int64_t stated) const;
 };
 
-// What a task reached.
+// What a task reached. The target is met only when the value reaches the
+// page's target and, where the task trains the same model without the
+// mechanism (a baseline with a value), does better than it: a mechanism
+// that a bag of words matches has not done its job, whatever the target said.
 struct ZooResult {
     std::string metric;   // e.g. "test accuracy"
     double value = 0;     // what was reached
     double target = 0;    // what the doc page states
     bool higher_is_better = true;
     int64_t steps = 0;    // optimiser steps taken
-    std::string baseline; // optional: the same model without the mechanism, e.g. "mean pooling 0.61"
-    bool reached() const { return higher_is_better ? value >= target : value <= target; }
+    std::string baseline; // optional: what it is compared with, e.g. "mean pooling 0.61"
+    // The baseline's value in the same metric, when it is the same model
+    // without the mechanism (NaN: none, or only a description such as chance).
+    double baseline_value = std::numeric_limits<double>::quiet_NaN();
+
+    bool reaches_target() const { return higher_is_better ? value >= target : value <= target; }
+    bool beats_baseline() const {
+        return std::isnan(baseline_value) || (higher_is_better ? value > baseline_value : value < baseline_value);
+    }
+    bool reached() const { return reaches_target() && beats_baseline(); }
+    // The summary table's "met" cell: yes, or why not.
+    std::string verdict() const;
+};
+
+// A baseline a task trains: its description for the table, and its value.
+struct Baseline {
+    std::string text;
+    double value;
 };
 
 struct ZooTask {
