@@ -291,6 +291,14 @@ TEST_CASE("svg: line chart is well formed, escapes text, breaks lines at NaN") {
     CHECK(svg.find("loss &amp; accuracy") != std::string::npos);
     CHECK(occurrences(svg, "<path") == 2);
     CHECK(occurrences(svg, " M") == 1);  // the NaN splits the first series in two pieces
+    // A few points: a dot on each measured one (4 + 5), not only a line between them.
+    CHECK(occurrences(svg, "<circle class=\"point\"") == 9);
+    const std::string two = line_chart_svg({{"accuracy", {1, 2}, {0.5, 0.75}}});
+    CHECK(occurrences(two, "<circle class=\"point\"") == 2);
+    CHECK(occurrences(two, "<path class=\"series\"") == 1);
+    std::vector<double> xs, ys;
+    for (int i = 0; i < 40; ++i) xs.push_back(i), ys.push_back(1.0 / (1 + i));
+    CHECK(occurrences(line_chart_svg({{"loss", xs, ys}}), "<circle") == 0);  // a long curve: the line alone
 
     const std::string log_svg = line_chart_svg(series, {.log_y = true});
     CHECK(check_markup(log_svg) == "");

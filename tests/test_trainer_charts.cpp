@@ -203,6 +203,16 @@ TEST_CASE("trainer charts: soft and hard attention side by side, for the same te
     const std::string soft_part = read_file(dir / "report-parts/caption.html");
     CHECK(occurrences(soft_part, "data-explorer=") == 3);  // alone: one explorer per test image
     CHECK(soft_part.find("side by side") == std::string::npos);
+    CHECK(soft_part.find("an output the model can write but this data set has no word for") == std::string::npos);
+    // An id past the data's vocabulary (an untrained model's): drawn as <?>, and said what it is.
+    std::vector<Decoded> unknown = soft;
+    unknown[1].words[0] = data.vocab.size() + 5;
+    write_caption_report(dir.path, dir / "caption", data, unknown, "soft", "caption", 1.0, {});
+    const std::string unknown_part = read_file(dir / "report-parts/caption.html");
+    CHECK(parse_json(read_file(dir / "caption/explorers.json"))[1]["frames"][0]["rows"][0].as_string() == "<?>");
+    CHECK(unknown_part.find("&lt;?&gt; is an output the model can write but this data set has no word for") !=
+          std::string::npos);
+    write_caption_report(dir.path, dir / "caption", data, soft, "soft", "caption", 1.0, {});
 
     write_caption_report(dir.path, dir / "caption-hard", data, hard, "hard", "caption-hard", 1.0, {});
     const std::string hard_part = read_file(dir / "report-parts/caption-hard.html");

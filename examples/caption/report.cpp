@@ -218,6 +218,14 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
     bool marked = false;  // a hard kind among the columns: its red squares need a word
     for (const Json& c : columns)
         marked = marked || (!c.as_array().empty() && c[0]["frames"][0]["maps"][0].contains("marks"));
+    // An untrained model writes ids its output layer has room for but this
+    // data set gives no word (the model's vocabulary may be larger than the
+    // data's): shown as <?>, which needs saying where it appears.
+    bool unknown = false;
+    for (const Json& c : columns)
+        for (const Json& explorer : c.as_array())
+            for (const Json& frame : explorer["frames"].as_array())
+                for (const Json& word : frame["rows"].as_array()) unknown = unknown || word.as_string() == "<?>";
     report.paragraph("Click a word of the caption to see where the model looked when it wrote it (orange: the "
                      "attention weight of each location of the grid" +
                      std::string(marked ? "; a red square: the location hard attention reads when it takes the "
@@ -226,7 +234,11 @@ void write_caption_report(const std::string& out_root, const std::string& dir, c
                      "). The slider goes through the epochs of training." +
                      std::string(columns.size() > 1 ? " Each row is one test image, each column one attention kind's "
                                                       "latest run on the same images."
-                                                    : ""));
+                                                    : "") +
+                     std::string(unknown ? " <?> is an output the model can write but this data set has no word "
+                                           "for (its output layer has room for more words than the data uses): an "
+                                           "untrained model writes some, a trained one learns not to."
+                                         : ""));
     for (size_t i = 0; i < mine.as_array().size(); ++i) {
         std::vector<Json> row;
         for (const Json& c : columns) row.push_back(c[i]);

@@ -364,7 +364,10 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
     if (empty) svg += text((left + right) / 2, (top + bottom) / 2, "no data", "middle", "fill=\"#888\"");
 
     // One path per series, "M" starting each piece. A lone point would be
-    // invisible as a path: a series of one point is a dot.
+    // invisible as a path: a series of one point is a dot. A series of a few
+    // points (two epochs, say) also gets a dot at each: a straight line
+    // between two measurements would otherwise look like a measured trend.
+    constexpr size_t kMarkedPoints = 12;
     for (size_t k = 0; k < series.size(); ++k) {
         const char* color = kPalette[k % 10];
         std::string d;
@@ -372,9 +375,14 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
         for (const Piece& piece : curves[k])
             for (size_t i = 0; i < piece.size(); ++i, ++points)
                 d += (i > 0 ? " L" : d.empty() ? "M" : " M") + num(area.x(piece[i])) + " " + num(area.y(piece[i]));
-        if (points > 1)
+        if (points > 1) {
             svg += "<path class=\"series\" d=\"" + d + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
-        else if (points == 1)
+            if (points <= kMarkedPoints)
+                for (const Piece& piece : curves[k])
+                    for (const auto& p : piece)
+                        svg += "<circle class=\"point\" cx=\"" + num(area.x(p)) + "\" cy=\"" + num(area.y(p)) +
+                               "\" r=\"3\" fill=\"" + color + "\"/>\n";
+        } else if (points == 1)
             svg += "<circle class=\"series\" cx=\"" + num(area.x(curves[k][0][0])) + "\" cy=\"" +
                    num(area.y(curves[k][0][0])) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
     }
