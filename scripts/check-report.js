@@ -41,6 +41,7 @@
     if (!root.querySelector(".explorer-picture svg, .explorer-picture canvas")) fail(name, "has no picture");
     const canvas = root.querySelector(".explorer-picture canvas");
     if (canvas && blank(canvas)) fail(name, "drew an empty image");
+    if (!root.querySelector(".explorer-picture svg.explorer-scale")) fail(name, "has no colour scale");
     const rows = () => Array.from(root.querySelectorAll(".explorer-row"));
     if (rows().length === 0) fail(name, "has no output token to click");
     for (let i = rows().length - 1; i >= 0; --i) {

@@ -144,6 +144,7 @@ const char* explorer_style() {
 .explorer-axis { color: #666; }
 .explorer-picture { margin: .4em 0; }
 .explorer-picture text { cursor: pointer; font-family: sans-serif; }
+.explorer-picture .explorer-scale text { cursor: default; }
 .explorers { display: flex; flex-wrap: wrap; gap: 1em; }
 )";
 }
@@ -201,6 +202,23 @@ const char* explorer_script() {
     });
     make("svg:rect", {x: left - 1, y: top + CELL * chosen - 1, width: CELL * cols.length + 2, height: CELL + 2,
                       fill: "none", stroke: "#1f77b4", "stroke-width": 2, class: "explorer-chosen"}, svg);
+  }
+
+  // The colour scale under a map: from no colour at weight 0 to the report's
+  // orange at `peak`, the largest weight drawn (at the opacity `strength`
+  // the map gives it). A heatmap without one cannot be read as numbers.
+  let scales = 0;  // each scale's gradient needs an id of its own on the page
+  function drawScale(parent, peak, strength) {
+    const id = "explorer-scale-" + (++scales);
+    const row = make("div", {class: "explorer-scale-row"}, parent);
+    const svg = make("svg:svg", {width: 200, height: 30, viewBox: "0 0 200 30", class: "explorer-scale"}, row);
+    const gradient = make("svg:linearGradient", {id}, make("svg:defs", {}, svg));
+    make("svg:stop", {offset: 0, "stop-color": "rgb(255,127,14)", "stop-opacity": 0}, gradient);
+    make("svg:stop", {offset: 1, "stop-color": "rgb(255,127,14)", "stop-opacity": strength || 1}, gradient);
+    make("svg:rect", {x: 10, y: 3, width: 120, height: 10, fill: `url(#${id})`, stroke: "#bbb"}, svg);
+    make("svg:text", {x: 10, y: 26, "font-size": 11, "text-anchor": "middle"}, svg, "0");
+    make("svg:text", {x: 130, y: 26, "font-size": 11, "text-anchor": "middle"}, svg, peak.toFixed(2));
+    make("svg:text", {x: 138, y: 12, "font-size": 11}, svg, "weight");
   }
 
   // Rows on the left, columns on the right, a line for each weight (as
@@ -311,6 +329,7 @@ const char* explorer_script() {
       const weights = map.weights.map(r => r.map(w => (w === null ? 0 : w)));
       if (data.image) {
         drawImage(picture, data.image, weights[state.row], map.marks ? map.marks[state.row] : -1);
+        drawScale(picture, peakOf(weights[state.row]), 0.7);
         make("span", {class: "explorer-axis"}, colLine,
              `word ${state.row + 1} of ${rows.length}, "${rows[state.row]}": ` +
              `the largest weight ${peakOf(weights[state.row]).toFixed(2)}` +
@@ -318,6 +337,7 @@ const char* explorer_script() {
         return;
       }
       (state.view === "lines" ? drawLines : drawHeatmap)(picture, rows, frame.cols, weights, state.row, choose);
+      if (state.view === "heatmap") drawScale(picture, peakOf(weights.map(peakOf)));
       make("span", {class: "explorer-axis"}, colLine, `${data.cols_label} as "${rows[state.row]}" sees it: `);
       const peak = peakOf(weights[state.row]);
       frame.cols.forEach((t, j) => {
