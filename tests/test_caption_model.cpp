@@ -25,6 +25,160 @@ bool has_parameter(const Module& m, const std::string& name) {
 }
 }  // namespace
 
+// ---- the soft captioner written out from Xu et al. (2015), §3, in plain loops ----------
+
+namespace {
+
+using Vec = std::vector<double>;
+
+// A parameter's values in double, flat, in its row-major layout.
+Vec param(const Module& m, const std::string& name) {
+    for (const auto& [n, v] : m.named_parameters())
+        if (n == name) return Vec(v.value().data(), v.value().data() + v.value().numel());
+    FAIL("no parameter " << name);
+    return {};
+}
+
+// y = W x + b for W stored rows × x.size() (out × in, PyTorch's layout).
+Vec affine(const Vec& W, const Vec& b, const Vec& x) {
+    Vec y(b);
+    for (size_t r = 0; r < y.size(); ++r)
+        for (size_t c = 0; c < x.size(); ++c) y[r] += W[r * x.size() + c] * x[c];
+    return y;
+}
+double sigma(double a) { return 1 / (1 + std::exp(-a)); }
+Vec join(Vec a, const Vec& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+// conv 3×3 (padding 1) → ReLU → max-pool 2×2 over maps C_in×H×W → C_out×H/2×W/2.
+Vec conv_relu_pool(const Module& m, const std::string& conv, const Vec& x, int64_t C_in, int64_t H, int64_t W) {
+    const Vec w = param(m, conv + ".weight"), bias = param(m, conv + ".bias");
+    const auto C_out = static_cast<int64_t>(bias.size());
+    Vec y(static_cast<size_t>(C_out * H * W));
+    for (int64_t o = 0; o < C_out; ++o)
+        for (int64_t i = 0; i < H; ++i)
+            for (int64_t j = 0; j < W; ++j) {
+                double s = bias[static_cast<size_t>(o)];
+                for (int64_t c = 0; c < C_in; ++c)
+                    for (int64_t di = -1; di <= 1; ++di)
+                        for (int64_t dj = -1; dj <= 1; ++dj) {
+                            if (i + di < 0 || i + di >= H || j + dj < 0 || j + dj >= W) continue;
+                            s += w[static_cast<size_t>(((o * C_in + c) * 3 + di + 1) * 3 + dj + 1)] *
+                                 x[static_cast<size_t>((c * H + i + di) * W + j + dj)];
+                        }
+                y[static_cast<size_t>((o * H + i) * W + j)] = std::max(0.0, s);
+            }
+    Vec pooled(static_cast<size_t>(C_out * (H / 2) * (W / 2)));
+    for (int64_t o = 0; o < C_out; ++o)
+        for (int64_t i = 0; i < H / 2; ++i)
+            for (int64_t j = 0; j < W / 2; ++j) {
+                double best = -1e300;
+                for (int64_t di = 0; di < 2; ++di)
+                    for (int64_t dj = 0; dj < 2; ++dj)
+                        best = std::max(best, y[static_cast<size_t>((o * H + 2 * i + di) * W + 2 * j + dj)]);
+                pooled[static_cast<size_t>((o * (H / 2) + i) * (W / 2) + j)] = best;
+            }
+    return pooled;
+}
+
+}  // namespace
+
+TEST_CASE("caption model: soft attention's forward is Xu et al.'s model written out from its equations") {
+    // Annotations a_i: two conv 3×3 → ReLU → pool 2×2 blocks, one row per grid
+    // location, plus the location's sinusoidal code (rows then columns,
+    // ω_k = 100^(−k/(D/4))). Then for each word, from h_0 = W_h ā + b, c_0 = W_c ā + b:
+    //   e_ti = vᵀ tanh(W_a a_i + b_a + W_h h_{t−1}),  α_t = softmax(e_t),
+    //   β_t = σ(w_βᵀ h_{t−1} + b_β),  ẑ_t = β_t Σ_i α_ti a_i,
+    //   LSTM (gates i, f, g, o) on [E y_{t−1}; ẑ_t],  logits = W_o [h_t; ẑ_t; E y_{t−1}] + b_o.
+    // Every weight is redrawn from N(0, 0.5²), so that a transposed matrix, a
+    // swapped gate or a part of the deep output left out changes the answer.
+    Generator gen(8);
+    Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 5}, gen);
+    for (auto& [name, p] : model.named_parameters()) {
+        Tensor w = p.value();
+        for (int64_t i = 0; i < w.numel(); ++i) w[i] = static_cast<real>(gen.normal(0, 0.5));
+    }
+    model.eval();
+    const int64_t B = 2, H = 8, W = 12, T = 4, D = 4, L = (H / 4) * (W / 4), d_h = 6, V = 5;
+    const Tensor images = Tensor::uniform(Shape{B, 1, H, W}, 0, 1, gen);
+    const Tensor captions = Tensor::from({2, 3, 4, 1, 4, 4, 2, 1}, Shape{B, T});
+    Captioner::Forward f;
+    {
+        NoGradGuard no_grad;
+        f = model.forward(images, captions);
+    }
+    const Vec E = param(model, "embed.weight"), W1 = param(model, "attention.score.W_1"),
+              W2 = param(model, "attention.score.W_2"), ba = param(model, "attention.score.b"),
+              v = param(model, "attention.score.w"), w_beta = param(model, "attention.w_beta"),
+              b_beta = param(model, "attention.b_beta");
+    const Vec no_bias(5, 0.0);
+    for (int64_t b = 0; b < B; ++b) {
+        CAPTURE(b);
+        const Vec pixels(images.data() + b * H * W, images.data() + (b + 1) * H * W);
+        const Vec x1 = conv_relu_pool(model, "conv1", pixels, 1, H, W);
+        const Vec x2 = conv_relu_pool(model, "conv2", x1, 2, H / 2, W / 2);  // D × H/4 × W/4
+        std::vector<Vec> a(static_cast<size_t>(L), Vec(D));
+        for (int64_t y = 0; y < H / 4; ++y)
+            for (int64_t x = 0; x < W / 4; ++x) {
+                Vec& ai = a[static_cast<size_t>(y * (W / 4) + x)];
+                for (int64_t c = 0; c < D; ++c) ai[static_cast<size_t>(c)] = x2[static_cast<size_t>((c * (H / 4) + y) * (W / 4) + x)];
+                for (int64_t k = 0; k < D / 4; ++k) {
+                    const double omega = std::pow(100.0, -static_cast<double>(k) / (D / 4));
+                    ai[static_cast<size_t>(2 * k)] += std::sin(static_cast<double>(y) * omega);
+                    ai[static_cast<size_t>(2 * k + 1)] += std::cos(static_cast<double>(y) * omega);
+                    ai[static_cast<size_t>(D / 2 + 2 * k)] += std::sin(static_cast<double>(x) * omega);
+                    ai[static_cast<size_t>(D / 2 + 2 * k + 1)] += std::cos(static_cast<double>(x) * omega);
+                }
+            }
+        Vec mean_a(D, 0);
+        for (const Vec& ai : a)
+            for (int64_t c = 0; c < D; ++c) mean_a[static_cast<size_t>(c)] += ai[static_cast<size_t>(c)] / static_cast<double>(L);
+        Vec h = affine(param(model, "init_h.weight"), param(model, "init_h.bias"), mean_a);
+        Vec c = affine(param(model, "init_c.weight"), param(model, "init_c.bias"), mean_a);
+        int64_t previous = CaptionVocab::start;
+        for (int64_t t = 0; t < T; ++t) {
+            CAPTURE(t);
+            const Vec wh = affine(W1, no_bias, h);
+            Vec alpha(static_cast<size_t>(L));
+            double top = -1e300, z_sum = 0;
+            for (int64_t i = 0; i < L; ++i) {
+                const Vec u = affine(W2, ba, a[static_cast<size_t>(i)]);
+                double e = 0;
+                for (size_t k = 0; k < u.size(); ++k) e += v[k] * std::tanh(u[k] + wh[k]);
+                alpha[static_cast<size_t>(i)] = e, top = std::max(top, e);
+            }
+            for (double& e : alpha) z_sum += (e = std::exp(e - top));
+            for (double& e : alpha) e /= z_sum;
+            const double beta = sigma(affine(w_beta, b_beta, h)[0]);
+            Vec z(D, 0);
+            for (int64_t i = 0; i < L; ++i)
+                for (int64_t k = 0; k < D; ++k)
+                    z[static_cast<size_t>(k)] += beta * alpha[static_cast<size_t>(i)] * a[static_cast<size_t>(i)][static_cast<size_t>(k)];
+            const Vec ey(E.begin() + previous * 3, E.begin() + (previous + 1) * 3);
+            const Vec gates_x = affine(param(model, "cell.weight_ih"), param(model, "cell.bias_ih"), join(ey, z));
+            const Vec gates_h = affine(param(model, "cell.weight_hh"), param(model, "cell.bias_hh"), h);
+            Vec h_next(d_h), c_next(d_h);
+            for (int64_t j = 0; j < d_h; ++j) {
+                const auto g = [&](int64_t gate) {
+                    return gates_x[static_cast<size_t>(gate * d_h + j)] + gates_h[static_cast<size_t>(gate * d_h + j)];
+                };
+                const double in = sigma(g(0)), forget = sigma(g(1)), cell = std::tanh(g(2)), out = sigma(g(3));
+                c_next[static_cast<size_t>(j)] = forget * c[static_cast<size_t>(j)] + in * cell;
+                h_next[static_cast<size_t>(j)] = out * std::tanh(c_next[static_cast<size_t>(j)]);
+            }
+            h = h_next, c = c_next;
+            const Vec logits = affine(param(model, "out.weight"), param(model, "out.bias"), join(join(h, z), ey));
+            for (int64_t k = 0; k < V; ++k)
+                CHECK(f.logits.value()[(b * T + t) * V + k] == doctest::Approx(logits[static_cast<size_t>(k)]).epsilon(1e-4));
+            for (int64_t i = 0; i < L; ++i)
+                CHECK(f.alphas.value()[(b * T + t) * L + i] == doctest::Approx(alpha[static_cast<size_t>(i)]).epsilon(1e-4));
+            previous = static_cast<int64_t>(captions[b * T + t]);
+        }
+    }
+}
+
 TEST_CASE("caption model: the W4 sizes give 496,017 parameters") {
     Generator gen(1);
     Captioner model(CaptionerConfig{}, gen);
