@@ -254,3 +254,13 @@ TEST_CASE("--dump-reference: each trainer's file holds the inputs, the logits an
         CHECK(unknown);
     }
 }
+
+TEST_CASE("seq2seq --predict: an input longer than kMaxPredictSymbols is refused, naming it") {
+    const seq2seq::Seq2SeqSetup setup = tiny_seq2seq();
+    CHECK(seq2seq::predict_source_ids("12 3", 0, setup) == setup.source_vocab.encode({"1", "2", " ", "3"}));
+    const std::string longest(seq2seq::kMaxPredictSymbols, '7');
+    CHECK(seq2seq::predict_source_ids(longest, 0, setup).size() == seq2seq::kMaxPredictSymbols);
+    CHECK_THROWS_WITH_AS(seq2seq::predict_source_ids(longest + "7", 1, setup),
+                         doctest::Contains("--predict: input 2 has 1001 symbols; at most 1000 are decoded"),
+                         std::invalid_argument);
+}

@@ -85,4 +85,12 @@ TEST_CASE("input lines: the non-empty lines, without '\\r' or a byte-order mark"
     std::istringstream plain("a\nb\n");
     CHECK(input_lines(plain) == std::vector<std::string>{"a", "b"});
     CHECK(arguments_or_stdin_lines({"given"}) == std::vector<std::string>{"given"});
+    // A line of exactly the limit is read; one byte more is refused, naming the line.
+    std::istringstream at_limit("x\n" + std::string(kMaxInputLine, 'a') + "\ny");
+    const std::vector<std::string> read = input_lines(at_limit);
+    REQUIRE(read.size() == 3);
+    CHECK(read[1].size() == kMaxInputLine);
+    std::istringstream over("x\n\n" + std::string(kMaxInputLine + 1, 'a'));
+    CHECK_THROWS_WITH_AS(input_lines(over), "standard input, line 3: longer than 1048576 bytes (one input per line)",
+                         std::runtime_error);
 }

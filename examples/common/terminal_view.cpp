@@ -22,13 +22,30 @@ std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>
     return input_lines(std::cin);
 }
 
-std::vector<std::string> input_lines(std::istream& in) {
+std::vector<std::string> input_lines(std::istream& in, const std::string& what) {
     std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) {
-        if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    std::string line;
+    int64_t number = 1;
+    const auto finish = [&] {
+        if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (!line.empty()) lines.push_back(line);
+        line.clear();
+        ++number;
+    };
+    // A character at a time, so that a line without end is refused at
+    // kMaxInputLine bytes rather than read whole (std::getline would).
+    for (int c; (c = in.get()) != std::char_traits<char>::eof();) {
+        if (c == '\n') {
+            finish();
+        } else if (line.size() == kMaxInputLine) {
+            throw std::runtime_error(what + ", line " + std::to_string(number) + ": longer than " +
+                                     std::to_string(kMaxInputLine) + " bytes (one input per line)");
+        } else {
+            line += static_cast<char>(c);
+        }
     }
+    if (!line.empty()) finish();
     return lines;
 }
 

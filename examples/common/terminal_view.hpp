@@ -27,8 +27,11 @@ bool stdout_is_terminal();
 std::vector<std::string> arguments_or_stdin_lines(const std::vector<std::string>& arguments);
 // The non-empty lines of `in`, without a Windows line's '\r' and without a
 // byte-order mark before the first (each once became part of the input, and
-// changed the answer).
-std::vector<std::string> input_lines(std::istream& in);
+// changed the answer). A line longer than kMaxInputLine bytes is refused,
+// naming `what` ("standard input") and the line, before more of it is read:
+// `--predict < /dev/zero` once grew without bound.
+constexpr size_t kMaxInputLine = size_t{1} << 20;
+std::vector<std::string> input_lines(std::istream& in, const std::string& what = "standard input");
 
 struct TextViewOptions {
     bool colour = false;

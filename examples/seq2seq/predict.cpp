@@ -147,6 +147,17 @@ std::vector<std::string> prediction_warnings(const std::string& text, const std:
     return warnings;
 }
 
+std::vector<int64_t> predict_source_ids(const std::string& text, size_t k, const Seq2SeqSetup& setup) {
+    const std::vector<std::string> symbols = source_symbols(text, setup.g2p);
+    if (symbols.size() > kMaxPredictSymbols)
+        throw std::invalid_argument("--predict: input " + std::to_string(k + 1) + " has " +
+                                    std::to_string(symbols.size()) + " symbols; at most " +
+                                    std::to_string(kMaxPredictSymbols) +
+                                    " are decoded (the answer grows with the input, each symbol attending over all "
+                                    "of it; the model was trained on inputs of a few dozen)");
+    return setup.source_vocab.encode(symbols);
+}
+
 int predict_transliterations(const Seq2SeqPredictOptions& o) {
     Seq2SeqSetup setup;
     Generator gen(0);
@@ -157,7 +168,7 @@ int predict_transliterations(const Seq2SeqPredictOptions& o) {
     const bool draw = o.show || stdout_is_terminal();
     for (size_t k = 0; k < inputs.size(); ++k) {
         const std::string& text = inputs[k];
-        const auto ids = setup.source_vocab.encode(source_symbols(text, setup.g2p));
+        const auto ids = predict_source_ids(text, k, setup);
         const auto hyp = beam_decode(*model, ids, std::max<int64_t>(1, o.beam), o.length_penalty);
         const std::string answer = join(setup.target_vocab.decode(hyp.tokens), setup.g2p ? " " : "");
         // The answer's probability under the model: the product of each

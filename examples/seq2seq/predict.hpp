@@ -50,6 +50,13 @@ std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, S
 // training input holds its day and year in digits); and for any input, an
 // answer the model itself gives a probability below 0.5 (`probability`, the
 // product of its symbols' probabilities under the model, </s> included).
+// The ids --predict decodes for one input (the k-th, from 0), refusing an
+// input of more than kMaxPredictSymbols symbols: the decoder writes up to
+// 2n + 5 symbols, each attending over all n, so a pasted book would run for
+// hours; no training input of either task is longer than a few dozen.
+constexpr size_t kMaxPredictSymbols = 1000;
+std::vector<int64_t> predict_source_ids(const std::string& text, size_t k, const Seq2SeqSetup& setup);
+
 std::vector<std::string> prediction_warnings(const std::string& text, const std::vector<int64_t>& ids,
                                              const Seq2SeqSetup& setup, double probability);
 
