@@ -22,7 +22,7 @@ h2 { margin-top: 2em; border-bottom: 1px solid #eee; }
 table { border-collapse: collapse; margin: 1em 0; }
 .table-wrap { max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ddd; padding: .3em .7em; }
-td { overflow-wrap: anywhere; }
+td { overflow-wrap: break-word; }
 th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: #f6f6f6; padding: .7em; overflow-x: auto; }
@@ -130,9 +130,8 @@ HtmlReport& HtmlReport::figure_row(const std::vector<std::string>& svgs, const s
 }
 
 HtmlReport& HtmlReport::table(const std::vector<std::string>& header, const std::vector<std::vector<Cell>>& rows) {
-    // In a box of the page's width that scrolls sideways if it must, and with
-    // long unbroken words (catalog ids joined by commas) allowed to wrap: a
-    // wide table no longer runs off the page.
+    // In a box of the page's width that scrolls sideways if it must: a wide
+    // table no longer runs off the page.
     std::string t = "<div class=\"table-wrap\"><table>\n<tr>";
     for (const std::string& h : header) t += "<th>" + html_escape(h) + "</th>";
     t += "</tr>\n";

@@ -52,6 +52,13 @@ const std::vector<std::pair<std::string, std::string>>& families() {
 const std::vector<std::string> kCatalogGroups = {"F",  "FM", "FL", "FR", "GS", "GA", "GD", "QT",
                                                  "QM", "TR", "KR", "SV", "CV", "SP", "RO"};
 
+// "a,b" → "a, b": the summary table's cells wrap at spaces only.
+std::string with_spaces_after_commas(const std::string& ids) {
+    std::string out;
+    for (char c : ids) out += c == ',' ? std::string(", ") : std::string(1, c);
+    return out;
+}
+
 size_t family_rank(const std::string& code) {
     const auto& f = families();
     for (size_t i = 0; i < f.size(); ++i)
@@ -148,7 +155,7 @@ int main(int argc, char** argv) try {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         ++run;
         if (!r.reached()) ++missed;
-        rows.push_back({t.family, t.mechanism, t.task, r.metric, r.value, r.target, r.verdict(),
+        rows.push_back({t.family, with_spaces_after_commas(t.mechanism), t.task, r.metric, r.value, r.target, r.verdict(),
                         r.steps, seconds, r.baseline});
         Json line = Json::object({{"family", t.family}, {"mechanism", t.mechanism}, {"task", t.task},
                                   {"metric", r.metric}, {"value", r.value}, {"target", r.target},
