@@ -277,12 +277,21 @@ $(TEST_MAIN_OBJ): OPT = $(TEST_OPT)
 FAST_MATH_TEST_OBJ := $(call obj_f,tests/test_fast_math.cpp)
 $(FAST_MATH_TEST_OBJ): OPT = $(FAST_OPT)
 
+# The test binaries link their libraries first, whole. An inline function
+# that both a test file (-O0) and the library (-O2) compile, a std::string or
+# std::vector member say, is kept from the first object on the line that
+# defines it and dropped from the others: with the test files first, the
+# optimised library called their -O0 copies wherever it did not inline
+# them (drawing a 60,000-node graph, 6.3 s instead of 4.8; the whole unit
+# suite 35.9 s instead of 29.8). The libraries' archives hold nothing a
+# test binary does not use.
+libraries_first = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive $(filter-out %.a,$^)
 $(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
 # make grade: the coursework grader (course/grade.cpp), in the double build
 # beside the gradient tests, whose files register the cases it runs.
@@ -293,7 +302,7 @@ GRADE_BIN := $(B)/course/grade
 GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp $(wildcard course/hidden/*.cpp))
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); exit $$status
