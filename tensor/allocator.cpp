@@ -1,12 +1,17 @@
 #include "tensor/allocator.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 // Under AddressSanitizer a cached block is poisoned while it waits in a free
@@ -63,12 +68,29 @@ Cache& cache() {
     return *c;
 }
 
+size_t physical_memory_bytes() {
+    static const size_t bytes = [] {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        // Unknown: no limit of our own (the C library still decides).
+        return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
+    }();
+    return bytes;
+}
+
 bool env_flag(const char* name) {
     const char* v = std::getenv(name);
     return v && *v && *v != '0';
 }
 
 void* fresh_block(size_t bytes) {
+    // A request larger than the machine's memory (a size from a mistyped
+    // flag or a corrupt file) is refused with what was asked for, before
+    // the C library is asked: its answer would be a bare std::bad_alloc,
+    // and under AddressSanitizer an abort.
+    if (bytes > physical_memory_bytes())
+        throw std::length_error("tensor storage: " + std::to_string(bytes) +
+                                " bytes asked for, more than this machine's memory (" +
+                                std::to_string(physical_memory_bytes()) + " bytes)");
     void* p = std::aligned_alloc(64, bytes);
     if (!p) throw std::bad_alloc();
     return p;

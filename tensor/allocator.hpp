@@ -41,7 +41,9 @@
 
 namespace attn {
 
-// `bytes` (a multiple of 64) aligned to 64 bytes; throws std::bad_alloc.
+// `bytes` (a multiple of 64) aligned to 64 bytes. Throws std::length_error,
+// with the size, for more bytes than the machine has memory, and
+// std::bad_alloc when the C library has none to give.
 void* storage_allocate(size_t bytes);
 // Gives back a block of storage_allocate(bytes), same `bytes`.
 void storage_release(void* p, size_t bytes);

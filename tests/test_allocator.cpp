@@ -128,3 +128,17 @@ TEST_CASE("allocator: four threads allocating and freeing at once") {
     for (auto& th : threads) th.join();
     for (int b : bad) CHECK(b == 0);
 }
+
+TEST_CASE("allocator: more than the machine's memory is refused with the size asked for, before the C library is asked") {
+    // 2^50 bytes (a petabyte): no machine this runs on has it, and under
+    // AddressSanitizer the C library's refusal would abort the test.
+    CHECK_THROWS_WITH_AS(storage_allocate(size_t{1} << 50),
+                         doctest::Contains("tensor storage: 1125899906842624 bytes asked for, more than this machine's memory"),
+                         std::length_error);
+    // Through a tensor: 2^20 × 2^20 floats, 4 TiB.
+    CHECK_THROWS_AS(Tensor::empty(Shape{int64_t{1} << 20, int64_t{1} << 20}), std::length_error);
+    // The cache's accounting is unchanged: a small block still comes and goes.
+    void* p = storage_allocate(128);
+    CHECK(p != nullptr);
+    storage_release(p, 128);
+}

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "examples/common/data_file.hpp"
 #include "examples/docclass/predict.hpp"
 
 using namespace attn;
@@ -48,6 +49,16 @@ TEST_CASE("docclass predict: the setup survives a checkpoint's metadata; a broke
     CHECK_THROWS_WITH(load_setup(bad, "x.safetensors"), doctest::Contains("is not seven positive whole numbers"));
     CHECK_THROWS_WITH(Vocabulary::from_words({"a", "b", "a"}), doctest::Contains("'a' appears twice"));
     CHECK_THROWS_WITH(Vocabulary::from_words({"<unk>"}), doctest::Contains("appears twice"));
+
+    // Sizes each within bounds whose product is not: a GRU of 2^20 × 2^20
+    // weights (12 TiB) is refused naming the file, not with a bare bad_alloc.
+    Generator gen(1);
+    const DocModelConfig huge{.vocab_size = 5, .embed_dim = 1 << 20, .word_hidden = 1 << 20, .word_attention = 4,
+                              .sentence_hidden = 3, .sentence_attention = 2, .num_classes = 2};
+    CHECK_THROWS_WITH_AS(model_of_file("big.safetensors", [&] { return make_doc_model("han", huge, gen); }),
+                         doctest::Contains("big.safetensors: the model its metadata describes does not fit in this "
+                                           "machine's memory (tensor storage: "),
+                         std::runtime_error);
 }
 
 namespace {

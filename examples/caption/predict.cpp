@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.hpp"
+#include "examples/common/data_file.hpp"
 #include "examples/common/image.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
@@ -143,7 +144,8 @@ int predict_captions(const CaptionPredictOptions& o) {
     const SafetensorsFile file = load_safetensors(o.checkpoint);
     const CaptionSetup setup = load_caption_setup(file.metadata, o.checkpoint);
     Generator gen(0);
-    Captioner model(setup.config, gen);
+    const auto built = model_of_file(o.checkpoint, [&] { return std::make_unique<Captioner>(setup.config, gen); });
+    Captioner& model = *built;
     load_model(o.checkpoint, model);
     model.eval();
     const int64_t gh = setup.height / 4, gw = setup.width / 4;  // the attention grid
@@ -221,7 +223,8 @@ void dump_caption_reference(const std::string& model_path, const std::string& ou
     const SafetensorsFile file = load_safetensors(model_path);
     const CaptionSetup setup = load_caption_setup(file.metadata, model_path);
     Generator gen(0);
-    Captioner model(setup.config, gen);
+    const auto built = model_of_file(model_path, [&] { return std::make_unique<Captioner>(setup.config, gen); });
+    Captioner& model = *built;
     load_model(model_path, model);
     NoGradGuard no_grad;
     EvalMode eval(model);

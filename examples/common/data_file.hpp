@@ -2,9 +2,28 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 namespace attn {
+
+// Runs make(), which builds a model of the sizes that the file at `path`
+// gave in its metadata. A model larger than this machine's memory (a corrupt
+// or hand-edited file: the sizes are whole numbers within bounds, but their
+// products are not checked) is refused naming the file, where it once ended
+// in a bare std::bad_alloc.
+template <class Make>
+auto model_of_file(const std::string& path, Make make) -> decltype(make()) {
+    try {
+        return make();
+    } catch (const std::length_error& e) {  // tensor storage larger than the machine's memory
+        throw std::runtime_error(path + ": the model its metadata describes does not fit in this machine's memory (" +
+                                 e.what() + ")");
+    } catch (const std::bad_alloc&) {
+        throw std::runtime_error(path + ": the model its metadata describes does not fit in this machine's memory");
+    }
+}
 
 // The bytes of the file at `path`, which must be a regular file of at most
 // `max_bytes` (a GiB by default); else std::runtime_error naming the path and

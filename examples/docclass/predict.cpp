@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.hpp"
+#include "examples/common/data_file.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
 #include "io/checkpoint.hpp"
@@ -188,7 +189,8 @@ int predict_documents(const PredictOptions& o) {
     const SafetensorsFile file = load_safetensors(o.checkpoint);
     const DocclassSetup setup = load_setup(file.metadata, o.checkpoint);
     Generator gen(0);
-    std::unique_ptr<DocModel> model = make_doc_model(setup.model_name, setup.config, gen);
+    std::unique_ptr<DocModel> model =
+        model_of_file(o.checkpoint, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
     load_model(o.checkpoint, *model);
     const std::vector<std::string> inputs = arguments_or_stdin_lines(o.inputs);
     const bool draw = o.show || stdout_is_terminal();
@@ -222,7 +224,8 @@ void dump_docclass_reference(const std::string& model_path, const std::string& o
     const SafetensorsFile file = load_safetensors(model_path);
     const DocclassSetup setup = load_setup(file.metadata, model_path);
     Generator gen(0);
-    std::unique_ptr<DocModel> model = make_doc_model(setup.model_name, setup.config, gen);
+    std::unique_ptr<DocModel> model =
+        model_of_file(model_path, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
     load_model(model_path, *model);
     NoGradGuard no_grad;
     EvalMode eval(*model);

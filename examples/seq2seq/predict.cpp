@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "examples/common/data_file.hpp"
 #include "examples/common/svg.hpp"
 #include "examples/common/terminal_view.hpp"
 #include "examples/seq2seq/ensemble.hpp"
@@ -74,7 +75,7 @@ namespace {
 // masks, which evaluation never does); it must outlive the model.
 std::unique_ptr<Translator> load_trained(const std::string& path, Seq2SeqSetup& setup, Generator& gen) {
     setup = load_setup(load_safetensors(path).metadata, path);
-    auto model = make_model(setup, gen);
+    auto model = model_of_file(path, [&] { return make_model(setup, gen); });
     load_model(path, *model);
     model->eval();
     return model;
