@@ -85,22 +85,29 @@ Vec conv_relu_pool(const Module& m, const std::string& conv, const Vec& x, int64
 
 }  // namespace
 
-TEST_CASE("caption model: soft attention's forward is Xu et al.'s model written out from its equations") {
+TEST_CASE("caption model: soft attention's forward, and hard attention's at test time, are Xu et al.'s model written out") {
     // Annotations a_i: two conv 3×3 → ReLU → pool 2×2 blocks, one row per grid
     // location, plus the location's sinusoidal code (rows then columns,
     // ω_k = 100^(−k/(D/4))). Then for each word, from h_0 = W_h ā + b, c_0 = W_c ā + b:
     //   e_ti = vᵀ tanh(W_a a_i + b_a + W_h h_{t−1}),  α_t = softmax(e_t),
     //   β_t = σ(w_βᵀ h_{t−1} + b_β),  ẑ_t = β_t Σ_i α_ti a_i,
     //   LSTM (gates i, f, g, o) on [E y_{t−1}; ẑ_t],  logits = W_o [h_t; ẑ_t; E y_{t−1}] + b_o.
+    // Hard attention at test time (--hard-eval argmax) reads the one most
+    // likely location instead: ẑ_t = β_t a_{argmax α_t}.
     // Every weight is redrawn from N(0, 0.5²), so that a transposed matrix, a
     // swapped gate or a part of the deep output left out changes the answer.
+    for (const bool hard : {false, true}) {
+    CAPTURE(hard);
     Generator gen(8);
-    Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 5}, gen);
+    Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 5,
+                     .hard = hard},
+                    gen);
     for (auto& [name, p] : model.named_parameters()) {
         Tensor w = p.value();
         for (int64_t i = 0; i < w.numel(); ++i) w[i] = static_cast<real>(gen.normal(0, 0.5));
     }
     model.eval();
+    model.set_hard_eval_expected(false);  // (soft attention ignores it)
     const int64_t B = 2, H = 8, W = 12, T = 4, D = 4, L = (H / 4) * (W / 4), d_h = 6, V = 5;
     const Tensor images = Tensor::uniform(Shape{B, 1, H, W}, 0, 1, gen);
     const Tensor captions = Tensor::from({2, 3, 4, 1, 4, 4, 2, 1}, Shape{B, T});
@@ -153,9 +160,19 @@ TEST_CASE("caption model: soft attention's forward is Xu et al.'s model written 
             for (double& e : alpha) e /= z_sum;
             const double beta = sigma(affine(w_beta, b_beta, h)[0]);
             Vec z(D, 0);
-            for (int64_t i = 0; i < L; ++i)
-                for (int64_t k = 0; k < D; ++k)
-                    z[static_cast<size_t>(k)] += beta * alpha[static_cast<size_t>(i)] * a[static_cast<size_t>(i)][static_cast<size_t>(k)];
+            if (!hard) {
+                for (int64_t i = 0; i < L; ++i)
+                    for (int64_t k = 0; k < D; ++k)
+                        z[static_cast<size_t>(k)] +=
+                            beta * alpha[static_cast<size_t>(i)] * a[static_cast<size_t>(i)][static_cast<size_t>(k)];
+            } else {
+                const auto chosen = static_cast<size_t>(std::max_element(alpha.begin(), alpha.end()) - alpha.begin());
+                Vec others(alpha);
+                others[chosen] = -1;
+                // far from a tie, so that rounding cannot choose another location
+                REQUIRE(alpha[chosen] - *std::max_element(others.begin(), others.end()) > 1e-3);
+                for (int64_t k = 0; k < D; ++k) z[static_cast<size_t>(k)] = beta * a[chosen][static_cast<size_t>(k)];
+            }
             const Vec ey(E.begin() + previous * 3, E.begin() + (previous + 1) * 3);
             const Vec gates_x = affine(param(model, "cell.weight_ih"), param(model, "cell.bias_ih"), join(ey, z));
             const Vec gates_h = affine(param(model, "cell.weight_hh"), param(model, "cell.bias_hh"), h);
@@ -176,6 +193,7 @@ TEST_CASE("caption model: soft attention's forward is Xu et al.'s model written 
                 CHECK(f.alphas.value()[(b * T + t) * L + i] == doctest::Approx(alpha[static_cast<size_t>(i)]).epsilon(1e-4));
             previous = static_cast<int64_t>(captions[b * T + t]);
         }
+    }
     }
 }
 
