@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "nn/module.hpp"
 #include "tensor/tensor.hpp"
@@ -109,6 +111,34 @@ inline void check_same_gradients(const Module& a, const Module& b, double rel = 
         CHECK(scale > 0);
         for (int64_t i = 0; i < ga.numel(); ++i) CHECK(std::abs(double(gb[i]) - double(ga[i])) <= rel * scale + 1e-6);
     }
+}
+
+// ---- plain loops over doubles, for a model written out from its paper's equations ----
+// (tests/test_caption_model.cpp, tests/test_docclass_models.cpp): no library op.
+using Vec = std::vector<double>;
+
+// A parameter's values, flat, in its row-major layout.
+inline Vec parameter_values(const Module& m, const std::string& name) {
+    for (const auto& [n, v] : m.named_parameters())
+        if (n == name) return Vec(v.value().data(), v.value().data() + v.value().numel());
+    FAIL("no parameter " << name);
+    return {};
+}
+// Row r of a row-major matrix of `cols` columns.
+inline Vec row_of(const Vec& W, size_t cols, size_t r) {
+    return Vec(W.begin() + static_cast<std::ptrdiff_t>(r * cols), W.begin() + static_cast<std::ptrdiff_t>((r + 1) * cols));
+}
+// W x + b, W stored b.size() × x.size() (out × in, PyTorch's layout).
+inline Vec affine(const Vec& W, const Vec& b, const Vec& x) {
+    Vec y(b);
+    for (size_t r = 0; r < y.size(); ++r)
+        for (size_t c = 0; c < x.size(); ++c) y[r] += W[r * x.size() + c] * x[c];
+    return y;
+}
+inline double sigma(double a) { return 1 / (1 + std::exp(-a)); }
+inline Vec join(Vec a, const Vec& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
 }
 
 }  // namespace attn::testing

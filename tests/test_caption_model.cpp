@@ -29,32 +29,11 @@ bool has_parameter(const Module& m, const std::string& name) {
 
 namespace {
 
-using Vec = std::vector<double>;
-
-// A parameter's values in double, flat, in its row-major layout.
-Vec param(const Module& m, const std::string& name) {
-    for (const auto& [n, v] : m.named_parameters())
-        if (n == name) return Vec(v.value().data(), v.value().data() + v.value().numel());
-    FAIL("no parameter " << name);
-    return {};
-}
-
-// y = W x + b for W stored rows × x.size() (out × in, PyTorch's layout).
-Vec affine(const Vec& W, const Vec& b, const Vec& x) {
-    Vec y(b);
-    for (size_t r = 0; r < y.size(); ++r)
-        for (size_t c = 0; c < x.size(); ++c) y[r] += W[r * x.size() + c] * x[c];
-    return y;
-}
-double sigma(double a) { return 1 / (1 + std::exp(-a)); }
-Vec join(Vec a, const Vec& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
+using attn::testing::affine, attn::testing::join, attn::testing::parameter_values, attn::testing::sigma, attn::testing::Vec;
 
 // conv 3×3 (padding 1) → ReLU → max-pool 2×2 over maps C_in×H×W → C_out×H/2×W/2.
 Vec conv_relu_pool(const Module& m, const std::string& conv, const Vec& x, int64_t C_in, int64_t H, int64_t W) {
-    const Vec w = param(m, conv + ".weight"), bias = param(m, conv + ".bias");
+    const Vec w = parameter_values(m, conv + ".weight"), bias = parameter_values(m, conv + ".bias");
     const auto C_out = static_cast<int64_t>(bias.size());
     Vec y(static_cast<size_t>(C_out * H * W));
     for (int64_t o = 0; o < C_out; ++o)
@@ -116,10 +95,10 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
         NoGradGuard no_grad;
         f = model.forward(images, captions);
     }
-    const Vec E = param(model, "embed.weight"), W1 = param(model, "attention.score.W_1"),
-              W2 = param(model, "attention.score.W_2"), ba = param(model, "attention.score.b"),
-              v = param(model, "attention.score.w"), w_beta = param(model, "attention.w_beta"),
-              b_beta = param(model, "attention.b_beta");
+    const Vec E = parameter_values(model, "embed.weight"), W1 = parameter_values(model, "attention.score.W_1"),
+              W2 = parameter_values(model, "attention.score.W_2"), ba = parameter_values(model, "attention.score.b"),
+              v = parameter_values(model, "attention.score.w"), w_beta = parameter_values(model, "attention.w_beta"),
+              b_beta = parameter_values(model, "attention.b_beta");
     const Vec no_bias(5, 0.0);
     for (int64_t b = 0; b < B; ++b) {
         CAPTURE(b);
@@ -142,8 +121,8 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
         Vec mean_a(D, 0);
         for (const Vec& ai : a)
             for (int64_t c = 0; c < D; ++c) mean_a[static_cast<size_t>(c)] += ai[static_cast<size_t>(c)] / static_cast<double>(L);
-        Vec h = affine(param(model, "init_h.weight"), param(model, "init_h.bias"), mean_a);
-        Vec c = affine(param(model, "init_c.weight"), param(model, "init_c.bias"), mean_a);
+        Vec h = affine(parameter_values(model, "init_h.weight"), parameter_values(model, "init_h.bias"), mean_a);
+        Vec c = affine(parameter_values(model, "init_c.weight"), parameter_values(model, "init_c.bias"), mean_a);
         int64_t previous = CaptionVocab::start;
         for (int64_t t = 0; t < T; ++t) {
             CAPTURE(t);
@@ -174,8 +153,8 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
                 for (int64_t k = 0; k < D; ++k) z[static_cast<size_t>(k)] = beta * a[chosen][static_cast<size_t>(k)];
             }
             const Vec ey(E.begin() + previous * 3, E.begin() + (previous + 1) * 3);
-            const Vec gates_x = affine(param(model, "cell.weight_ih"), param(model, "cell.bias_ih"), join(ey, z));
-            const Vec gates_h = affine(param(model, "cell.weight_hh"), param(model, "cell.bias_hh"), h);
+            const Vec gates_x = affine(parameter_values(model, "cell.weight_ih"), parameter_values(model, "cell.bias_ih"), join(ey, z));
+            const Vec gates_h = affine(parameter_values(model, "cell.weight_hh"), parameter_values(model, "cell.bias_hh"), h);
             Vec h_next(d_h), c_next(d_h);
             for (int64_t j = 0; j < d_h; ++j) {
                 const auto g = [&](int64_t gate) {
@@ -186,7 +165,7 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
                 h_next[static_cast<size_t>(j)] = out * std::tanh(c_next[static_cast<size_t>(j)]);
             }
             h = h_next, c = c_next;
-            const Vec logits = affine(param(model, "out.weight"), param(model, "out.bias"), join(join(h, z), ey));
+            const Vec logits = affine(parameter_values(model, "out.weight"), parameter_values(model, "out.bias"), join(join(h, z), ey));
             for (int64_t k = 0; k < V; ++k)
                 CHECK(f.logits.value()[(b * T + t) * V + k] == doctest::Approx(logits[static_cast<size_t>(k)]).epsilon(1e-4));
             for (int64_t i = 0; i < L; ++i)

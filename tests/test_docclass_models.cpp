@@ -14,6 +14,7 @@
 #include "examples/docclass/docclass_models.hpp"
 #include "nn/optim.hpp"
 #include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -34,52 +35,25 @@ std::vector<Document> ragged_docs() {
 
 // ---- HAN written out from Yang et al. (2016), §2, in plain loops over doubles ----------
 
-using Vec = std::vector<double>;
-using Mat = std::vector<Vec>;  // rows
-
-// A parameter as a matrix (rows × the size of its last axis); a vector is one row.
-Mat matrix(Module& m, const std::string& name) {
-    Tensor t;
-    for (const auto& [n, p] : m.named_parameters())
-        if (n == name) t = p.value();
-    REQUIRE_MESSAGE(t.defined(), "no parameter " << name);
-    const int64_t cols = t.size(-1), rows = t.numel() / cols;
-    Mat out(static_cast<size_t>(rows), Vec(static_cast<size_t>(cols)));
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(r)][static_cast<size_t>(c)] = t[r * cols + c];
-    return out;
-}
-Vec vector_of(Module& m, const std::string& name) { return matrix(m, name)[0]; }
-
-// Rows first_row … first_row + rows − 1 of W x + b.
-Vec affine(const Mat& W, const Vec& x, const Vec& b, size_t first_row, size_t rows) {
-    Vec y(rows);
-    for (size_t r = 0; r < rows; ++r) {
-        y[r] = b[first_row + r];
-        for (size_t c = 0; c < x.size(); ++c) y[r] += W[first_row + r][c] * x[c];
-    }
-    return y;
-}
-double sigma(double a) { return 1 / (1 + std::exp(-a)); }
+using attn::testing::affine, attn::testing::parameter_values, attn::testing::row_of, attn::testing::sigma, attn::testing::Vec;
 
 // One direction of a GRU over xs (PyTorch's gate order r, z, n), h₀ = 0:
 //   r = σ(W_ir x + b_ir + W_hr h + b_hr),  z = σ(W_iz x + b_iz + W_hz h + b_hz),
 //   n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
-std::vector<Vec> gru_direction(Module& m, const std::string& rnn, const std::string& suffix,
+std::vector<Vec> gru_direction(const Module& m, const std::string& rnn, const std::string& suffix,
                                const std::vector<Vec>& xs, bool reverse) {
-    const Mat Wi = matrix(m, rnn + ".weight_ih_l0" + suffix), Wh = matrix(m, rnn + ".weight_hh_l0" + suffix);
-    const Vec bi = vector_of(m, rnn + ".bias_ih_l0" + suffix), bh = vector_of(m, rnn + ".bias_hh_l0" + suffix);
-    const size_t H = Wh[0].size();
+    const Vec Wi = parameter_values(m, rnn + ".weight_ih_l0" + suffix), Wh = parameter_values(m, rnn + ".weight_hh_l0" + suffix);
+    const Vec bi = parameter_values(m, rnn + ".bias_ih_l0" + suffix), bh = parameter_values(m, rnn + ".bias_hh_l0" + suffix);
+    const size_t H = bh.size() / 3;
     std::vector<Vec> out(xs.size());
     Vec h(H, 0);
     for (size_t k = 0; k < xs.size(); ++k) {
         const size_t t = reverse ? xs.size() - 1 - k : k;
-        std::vector<Vec> gi, gh;
-        for (size_t g = 0; g < 3; ++g) gi.push_back(affine(Wi, xs[t], bi, g * H, H)), gh.push_back(affine(Wh, h, bh, g * H, H));
+        const Vec gi = affine(Wi, bi, xs[t]), gh = affine(Wh, bh, h);  // the gates r, z, n: rows [0, H), [H, 2H), [2H, 3H)
         Vec next(H);
         for (size_t j = 0; j < H; ++j) {
-            const double r = sigma(gi[0][j] + gh[0][j]), z = sigma(gi[1][j] + gh[1][j]);
-            const double n = std::tanh(gi[2][j] + r * gh[2][j]);
+            const double r = sigma(gi[j] + gh[j]), z = sigma(gi[H + j] + gh[H + j]);
+            const double n = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
             next[j] = (1 - z) * n + z * h[j];
         }
         h = next;
@@ -89,7 +63,7 @@ std::vector<Vec> gru_direction(Module& m, const std::string& rnn, const std::str
 }
 
 // The bi-GRU's states [→h_t; ←h_t] over a sequence of its own length (no padding).
-std::vector<Vec> bi_gru(Module& m, const std::string& rnn, const std::vector<Vec>& xs) {
+std::vector<Vec> bi_gru(const Module& m, const std::string& rnn, const std::vector<Vec>& xs) {
     const std::vector<Vec> f = gru_direction(m, rnn, "", xs, false), b = gru_direction(m, rnn, "_reverse", xs, true);
     std::vector<Vec> h(xs.size());
     for (size_t t = 0; t < xs.size(); ++t) {
@@ -100,12 +74,12 @@ std::vector<Vec> bi_gru(Module& m, const std::string& rnn, const std::vector<Vec
 }
 
 // u_t = tanh(W h_t + b), α_t = exp(u_tᵀ u_w) / Σ_k exp(u_kᵀ u_w), out = Σ_t α_t h_t.
-std::pair<Vec, Vec> attend(Module& m, const std::string& level, const std::vector<Vec>& hs) {
-    const Mat W = matrix(m, "attention." + level + ".W");
-    const Vec b = vector_of(m, "attention." + level + ".b"), uw = vector_of(m, "attention." + level + ".w");
+std::pair<Vec, Vec> attend(const Module& m, const std::string& level, const std::vector<Vec>& hs) {
+    const Vec W = parameter_values(m, "attention." + level + ".W"), b = parameter_values(m, "attention." + level + ".b"),
+              uw = parameter_values(m, "attention." + level + ".w");
     Vec alpha;
     for (const Vec& h : hs) {
-        const Vec u = affine(W, h, b, 0, W.size());
+        const Vec u = affine(W, b, h);
         double e = 0;
         for (size_t j = 0; j < u.size(); ++j) e += std::tanh(u[j]) * uw[j];
         alpha.push_back(e);
@@ -143,8 +117,8 @@ TEST_CASE("docclass HAN: forward is Yang et al.'s model written out from its equ
         NoGradGuard no_grad;
         out = model.forward(batch);
     }
-    const Mat E = matrix(model, "embedding.weight"), Wc = matrix(model, "classifier.weight");
-    const Vec bc = vector_of(model, "classifier.bias");
+    const Vec E = parameter_values(model, "embedding.weight"), Wc = parameter_values(model, "classifier.weight"),
+              bc = parameter_values(model, "classifier.bias");
     const int64_t S = batch.ids.size(1), W = batch.ids.size(2);
     for (int64_t b = 0; b < 3; ++b) {
         CAPTURE(b);
@@ -152,7 +126,7 @@ TEST_CASE("docclass HAN: forward is Yang et al.'s model written out from its equ
         std::vector<Vec> sentences;
         for (size_t i = 0; i < d.sentences.size(); ++i) {
             std::vector<Vec> xs;
-            for (const std::string& word : d.sentences[i]) xs.push_back(E[static_cast<size_t>(vocab.id(word))]);
+            for (const std::string& word : d.sentences[i]) xs.push_back(row_of(E, static_cast<size_t>(model.embedding.embedding_dim()), static_cast<size_t>(vocab.id(word))));
             const auto [s_i, alpha] = attend(model, "word", bi_gru(model, "word_rnn", xs));
             sentences.push_back(s_i);
             for (size_t t = 0; t < alpha.size(); ++t)
@@ -162,7 +136,7 @@ TEST_CASE("docclass HAN: forward is Yang et al.'s model written out from its equ
         const auto [v, beta] = attend(model, "sentence", bi_gru(model, "sentence_rnn", sentences));
         for (size_t i = 0; i < beta.size(); ++i)
             CHECK(out.sentence_weights[b * S + static_cast<int64_t>(i)] == doctest::Approx(beta[i]).epsilon(1e-4));
-        const Vec logits = affine(Wc, v, bc, 0, Wc.size());
+        const Vec logits = affine(Wc, bc, v);
         for (int64_t c = 0; c < 3; ++c)
             CHECK(out.logits.value()[b * 3 + c] == doctest::Approx(logits[static_cast<size_t>(c)]).epsilon(1e-4));
     }
