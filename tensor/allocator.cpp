@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -46,6 +47,16 @@ struct Cache {
     // already needed at once beyond what it holds now. So live + cached never
     // exceeds the largest live set + the limit.
     size_t bound() const { return storage_cache_limit() + (largest_live - static_cast<size_t>(live)); }
+    // Frees every cached block.
+    void release_cached() {
+        for (auto& [size, blocks] : free_lists)
+            for (void* p : blocks) {
+                ASAN_UNPOISON_MEMORY_REGION(p, size);
+                std::free(p);
+            }
+        free_lists.clear();
+        cached_bytes = 0;
+    }
     // Frees cached blocks, largest first, until the cache is within bound().
     void evict() {
         while (cached_bytes > bound() && !free_lists.empty()) {
@@ -83,18 +94,12 @@ bool env_flag(const char* name) {
 }
 
 void* fresh_block(size_t bytes) {
-    // A request larger than the machine's memory (a size from a mistyped
-    // flag or a corrupt file) is refused with what was asked for, before
-    // the C library is asked: its answer would be a bare std::bad_alloc,
-    // and under AddressSanitizer an abort.
-    if (bytes > physical_memory_bytes())
-        throw std::length_error("tensor storage: " + std::to_string(bytes) +
-                                " bytes asked for, more than this machine's memory (" +
-                                std::to_string(physical_memory_bytes()) + " bytes)");
     void* p = std::aligned_alloc(64, bytes);
     if (!p) throw std::bad_alloc();
     return p;
 }
+
+std::atomic<size_t> memory_limit{0};  // 0: the machine's memory (set_storage_memory_limit)
 
 }  // namespace
 
@@ -137,6 +142,21 @@ void* storage_allocate(size_t bytes) {
         // A new block: the program may now hold more than it ever did, and
         // what is cached must not add to that.
         c.evict();
+        // All the program's tensors together (counting this one, and what is
+        // cached) must fit in the machine's memory. Sizes from a mistyped
+        // flag or a corrupt file can each be modest and still add up to more:
+        // refused here, with the sizes, before the C library is asked. Its
+        // answer would be a bare std::bad_alloc (under AddressSanitizer an
+        // abort), or, since Linux hands out memory it does not have, the
+        // out-of-memory killer once the tensors are filled in.
+        const size_t limit = storage_memory_limit();
+        if (static_cast<size_t>(c.live) + c.cached_bytes > limit) c.release_cached();
+        if (static_cast<size_t>(c.live) > limit) {
+            c.live -= static_cast<int64_t>(size);
+            throw std::length_error("tensor storage: " + std::to_string(size) + " bytes asked for, with " +
+                                    std::to_string(c.live) + " already in use: more than this machine's memory (" +
+                                    std::to_string(limit) + " bytes)");
+        }
     }
     try {
         return fresh_block(size);
@@ -180,13 +200,17 @@ void reset_peak_live_bytes() {
 void empty_storage_cache() {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    for (auto& [size, blocks] : c.free_lists)
-        for (void* p : blocks) {
-            ASAN_UNPOISON_MEMORY_REGION(p, size);
-            std::free(p);
-        }
-    c.free_lists.clear();
-    c.cached_bytes = 0;
+    c.release_cached();
+}
+
+size_t storage_memory_limit() {
+    const size_t set = memory_limit.load();
+    return set ? set : physical_memory_bytes();
+}
+
+size_t set_storage_memory_limit(size_t bytes) {
+    const size_t before = memory_limit.exchange(bytes);
+    return before ? before : physical_memory_bytes();
 }
 
 }  // namespace attn

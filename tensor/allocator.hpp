@@ -42,14 +42,25 @@
 namespace attn {
 
 // `bytes` (a multiple of 64) aligned to 64 bytes. Throws std::length_error,
-// with the size, for more bytes than the machine has memory, and
-// std::bad_alloc when the C library has none to give.
+// with the sizes, when the program's storage would then pass
+// storage_memory_limit(), and std::bad_alloc when the C library has none to
+// give.
 void* storage_allocate(size_t bytes);
 // Gives back a block of storage_allocate(bytes), same `bytes`.
 void storage_release(void* p, size_t bytes);
 
 // The size class of a request: the bytes a block for it really has.
 size_t storage_size_class(size_t bytes);
+
+// The most bytes of storage the program may hold at once, in use and cached
+// together: the machine's memory, unless set. A request past it is refused
+// (a std::length_error naming the sizes) before any memory is taken, so a
+// model whose sizes add up to more than the machine has fails with a message
+// instead of being killed when its tensors are filled in.
+size_t storage_memory_limit();
+// Sets that limit (0: the machine's memory again); returns the one before.
+// For tests, and for a user who wants a run bounded below the machine.
+size_t set_storage_memory_limit(size_t bytes);
 
 struct AllocatorStats {
     int64_t hits = 0;          // requests served from a free list

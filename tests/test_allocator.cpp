@@ -133,7 +133,7 @@ TEST_CASE("allocator: more than the machine's memory is refused with the size as
     // 2^50 bytes (a petabyte): no machine this runs on has it, and under
     // AddressSanitizer the C library's refusal would abort the test.
     CHECK_THROWS_WITH_AS(storage_allocate(size_t{1} << 50),
-                         doctest::Contains("tensor storage: 1125899906842624 bytes asked for, more than this machine's memory"),
+                         doctest::Contains("tensor storage: 1125899906842624 bytes asked for, with "),
                          std::length_error);
     // Through a tensor: 2^20 × 2^20 floats, 4 TiB.
     CHECK_THROWS_AS(Tensor::empty(Shape{int64_t{1} << 20, int64_t{1} << 20}), std::length_error);
@@ -141,4 +141,52 @@ TEST_CASE("allocator: more than the machine's memory is refused with the size as
     void* p = storage_allocate(128);
     CHECK(p != nullptr);
     storage_release(p, 128);
+}
+
+// A restorer of the limit, so that a failing check cannot leave it set for
+// the other tests.
+namespace {
+struct MemoryLimit {
+    size_t before;
+    explicit MemoryLimit(size_t bytes) : before(set_storage_memory_limit(bytes)) {}
+    ~MemoryLimit() { set_storage_memory_limit(before); }
+};
+}  // namespace
+
+TEST_CASE("allocator: tensors each within the machine's memory but together beyond it are refused, naming the sizes") {
+    // Sizes that add up: the limit is what is in use now + 1 MiB, and two
+    // blocks of 640 KiB (each a size class of its own: 655360 bytes) fit one
+    // at a time but not together.
+    empty_storage_cache();
+    const size_t in_use = static_cast<size_t>(allocator_stats().live_bytes);
+    const MemoryLimit limit(in_use + (size_t{1} << 20));
+    const size_t block = 640 << 10;
+    void* a = storage_allocate(block);
+    CHECK_THROWS_WITH_AS(storage_allocate(block),
+                         ("tensor storage: 655360 bytes asked for, with " + std::to_string(in_use + block) +
+                          " already in use: more than this machine's memory (" + std::to_string(in_use + (1 << 20)) +
+                          " bytes)")
+                             .c_str(),
+                         std::length_error);
+    // The refused request is not counted as in use.
+    CHECK(allocator_stats().live_bytes == static_cast<int64_t>(in_use + block));
+    storage_release(a, block);
+
+    // What is cached counts too, and is given back to make room: with a's
+    // block in the cache, a block of another size class (768 KiB) fits only
+    // once the cache is emptied, and it is.
+    const size_t other = 768 << 10;
+    if (storage_cache_enabled()) CHECK(allocator_stats().cached_bytes >= static_cast<int64_t>(block));
+    void* b = storage_allocate(other);
+    CHECK(b != nullptr);
+    CHECK(allocator_stats().cached_bytes == 0);
+    storage_release(b, other);
+
+    // Through tensors, as a model is built: the third 256×256 float matrix
+    // (256 KiB each) passes a limit of 640 KiB beyond what was in use.
+    empty_storage_cache();
+    const size_t now = static_cast<size_t>(allocator_stats().live_bytes);
+    set_storage_memory_limit(now + (640 << 10));
+    const Tensor w1 = Tensor::zeros(Shape{256, 256}), w2 = Tensor::zeros(Shape{256, 256});
+    CHECK_THROWS_AS(Tensor::zeros(Shape{256, 256}), std::length_error);
 }

@@ -8,6 +8,7 @@
 
 #include "examples/common/data_file.hpp"
 #include "examples/docclass/predict.hpp"
+#include "tensor/allocator.hpp"
 
 using namespace attn;
 
@@ -55,10 +56,34 @@ TEST_CASE("docclass predict: the setup survives a checkpoint's metadata; a broke
     Generator gen(1);
     const DocModelConfig huge{.vocab_size = 5, .embed_dim = 1 << 20, .word_hidden = 1 << 20, .word_attention = 4,
                               .sentence_hidden = 3, .sentence_attention = 2, .num_classes = 2};
-    CHECK_THROWS_WITH_AS(model_of_file("big.safetensors", [&] { return make_doc_model("han", huge, gen); }),
-                         doctest::Contains("big.safetensors: the model its metadata describes does not fit in this "
-                                           "machine's memory (tensor storage: "),
+    CHECK_THROWS_WITH_AS(model_of_file("big.safetensors", "\"docclass.sizes\"", [&] { return make_doc_model("han", huge, gen); }),
+                         doctest::Contains("big.safetensors: the model that its metadata \"docclass.sizes\" describes "
+                                           "does not fit in this machine's memory (tensor storage: "),
                          std::runtime_error);
+
+    // Sizes whose tensors each fit but together do not: with the memory
+    // limited to 1 MiB beyond what is in use, a HAN of width 128 (each GRU
+    // weight 384×128 floats, 192 KiB; about 2 MiB in all) is refused the same
+    // way, before the tensor that would pass the limit is made.
+    empty_storage_cache();
+    const size_t in_use = static_cast<size_t>(allocator_stats().live_bytes);
+    const size_t before = set_storage_memory_limit(in_use + (size_t{1} << 20));
+    const DocModelConfig wide{.vocab_size = 5, .embed_dim = 128, .word_hidden = 128, .word_attention = 4,
+                              .sentence_hidden = 128, .sentence_attention = 2, .num_classes = 2};
+    std::string refused;
+    try {
+        model_of_file("wide.safetensors", "\"docclass.sizes\"", [&] { return make_doc_model("han", wide, gen); });
+    } catch (const std::runtime_error& e) {
+        refused = e.what();
+    }
+    set_storage_memory_limit(before);
+    CHECK(refused.find("wide.safetensors: the model that its metadata \"docclass.sizes\" describes does not fit in "
+                       "this machine's memory (tensor storage: ") == 0);
+    CHECK(refused.find("already in use") != std::string::npos);
+    CHECK(allocator_stats().live_bytes == static_cast<int64_t>(in_use));  // nothing of the refused model is left
+    // Within the machine's own memory, the same model is made.
+    CHECK(model_of_file("wide.safetensors", "\"docclass.sizes\"", [&] { return make_doc_model("han", wide, gen); })
+              ->num_parameters() > 0);
 }
 
 namespace {

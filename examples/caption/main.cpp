@@ -335,6 +335,10 @@ void test_and_report(const Settings& s, const CaptionDataset& data, Captioner& m
 
 }  // namespace
 
+// The flags whose values set how much memory a run takes (named when it
+// needs more than the machine has).
+constexpr const char* kCaptionSizeFlags = "--batch, --hidden, --embedding, --attention-dim, --channels1, --channels2";
+
 int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("caption", "Trains a Show-Attend-Tell captioner (soft or hard attention) on drawn scenes.");
@@ -395,8 +399,10 @@ int main(int argc, char** argv) try {
     test_and_report(s, data, model, trained, options.dir, run_name, flags);
     return 0;
 } catch (const std::bad_alloc&) {
-    std::cerr << "caption: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
-                 "need more memory than this machine can give\n";
+    std::cerr << out_of_memory_message("caption", kCaptionSizeFlags, "") << "\n";
+    return 1;
+} catch (const std::length_error& e) {  // the allocator's refusal, with the bytes, or a shape too large to count
+    std::cerr << out_of_memory_message("caption", kCaptionSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
     std::cerr << "caption: " << e.what() << "\n";

@@ -16,6 +16,9 @@
 
 namespace attn {
 
+// The metadata that sets the model's sizes (named when they do not fit in memory).
+const char* const kSizeKeys = "\"caption.config\"";
+
 void save_setup(const CaptionSetup& s, std::map<std::string, std::string>& m) {
     const CaptionerConfig& c = s.config;
     std::ostringstream os;
@@ -144,7 +147,7 @@ int predict_captions(const CaptionPredictOptions& o) {
     const SafetensorsFile file = load_safetensors(o.checkpoint);
     const CaptionSetup setup = load_caption_setup(file.metadata, o.checkpoint);
     Generator gen(0);
-    const auto built = model_of_file(o.checkpoint, [&] { return std::make_unique<Captioner>(setup.config, gen); });
+    const auto built = model_of_file(o.checkpoint, kSizeKeys, [&] { return std::make_unique<Captioner>(setup.config, gen); });
     Captioner& model = *built;
     load_model(o.checkpoint, model);
     model.eval();
@@ -223,7 +226,7 @@ void dump_caption_reference(const std::string& model_path, const std::string& ou
     const SafetensorsFile file = load_safetensors(model_path);
     const CaptionSetup setup = load_caption_setup(file.metadata, model_path);
     Generator gen(0);
-    const auto built = model_of_file(model_path, [&] { return std::make_unique<Captioner>(setup.config, gen); });
+    const auto built = model_of_file(model_path, kSizeKeys, [&] { return std::make_unique<Captioner>(setup.config, gen); });
     Captioner& model = *built;
     load_model(model_path, model);
     NoGradGuard no_grad;

@@ -9,19 +9,22 @@
 namespace attn {
 
 // Runs make(), which builds a model of the sizes that the file at `path`
-// gave in its metadata. A model larger than this machine's memory (a corrupt
-// or hand-edited file: the sizes are whole numbers within bounds, but their
-// products are not checked) is refused naming the file, where it once ended
-// in a bare std::bad_alloc.
+// gave in its metadata `keys` ("\"caption.config\""). A model larger than
+// this machine's memory (a corrupt or hand-edited file: the sizes are whole
+// numbers within bounds, but not their products) is refused naming the file
+// and the keys, where it once ended in a bare std::bad_alloc. The allocator
+// refuses the first tensor that would pass the machine's memory, counting
+// those already made, before its memory is taken.
 template <class Make>
-auto model_of_file(const std::string& path, Make make) -> decltype(make()) {
+auto model_of_file(const std::string& path, const std::string& keys, Make make) -> decltype(make()) {
+    const std::string refused = path + ": the model that its metadata " + keys +
+                                " describes does not fit in this machine's memory";
     try {
         return make();
-    } catch (const std::length_error& e) {  // tensor storage larger than the machine's memory
-        throw std::runtime_error(path + ": the model its metadata describes does not fit in this machine's memory (" +
-                                 e.what() + ")");
+    } catch (const std::length_error& e) {  // storage past the machine's memory, or a shape past int64_t
+        throw std::runtime_error(refused + " (" + e.what() + ")");
     } catch (const std::bad_alloc&) {
-        throw std::runtime_error(path + ": the model its metadata describes does not fit in this machine's memory");
+        throw std::runtime_error(refused);
     }
 }
 

@@ -142,6 +142,12 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "Without it every layer and the optimiser run their readable versions, the ones a debugger steps into");
 }
 
+std::string out_of_memory_message(const std::string& program, const std::string& size_flags,
+                                  const std::string& detail) {
+    return program + ": out of memory: the sizes asked for (" + size_flags +
+           ", or the data) need more memory than this machine has" + (detail.empty() ? "" : " (" + detail + ")");
+}
+
 std::string kernels_line(bool fast, const std::string& ratio, const std::string& task) {
     const std::string speedup = "about " + ratio + " faster on the " + task + " task (2 cores; docs/performance.md)";
     if (fast)

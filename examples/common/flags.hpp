@@ -65,6 +65,13 @@ struct PredictFlags {
 // and would fail later with an out-of-memory error that names no flag.
 constexpr int64_t kMaxWidth = 16384;
 
+// What a trainer says when the sizes asked for need more memory than the
+// machine has: `size_flags` names the flags that set them ("--batch,
+// --hidden"); `detail` is the refusal's own words (the bytes asked for and
+// in use, from the allocator), empty when the C library refused.
+std::string out_of_memory_message(const std::string& program, const std::string& size_flags,
+                                  const std::string& detail);
+
 // The line a trainer prints first about its kernels: which ones run, and what
 // the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
 // measured on `task`, make run's data, on 2 cores (docs/performance.md).

@@ -124,6 +124,10 @@ void test_and_report(const Settings& s, const Corpus& corpus, const Vocabulary& 
 
 }  // namespace
 
+// The flags whose values set how much memory a run takes (named when it
+// needs more than the machine has).
+constexpr const char* kDocclassSizeFlags = "--batch, --embedding, --hidden, --attention-dim";
+
 int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("docclass", "Trains a hierarchical attention network (or a baseline) to classify documents.");
@@ -207,8 +211,10 @@ int main(int argc, char** argv) try {
     test_and_report(s, corpus, vocab, *model, trained, options.dir, flags, argc, argv);
     return 0;
 } catch (const std::bad_alloc&) {
-    std::cerr << "docclass: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
-                 "need more memory than this machine can give\n";
+    std::cerr << out_of_memory_message("docclass", kDocclassSizeFlags, "") << "\n";
+    return 1;
+} catch (const std::length_error& e) {  // the allocator's refusal, with the bytes, or a shape too large to count
+    std::cerr << out_of_memory_message("docclass", kDocclassSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
     std::cerr << "docclass: " << e.what() << "\n";

@@ -18,6 +18,9 @@
 
 namespace attn {
 
+// The metadata that sets the model's sizes (named when they do not fit in memory).
+const char* const kSizeKeys = "\"docclass.sizes\" and \"docclass.vocabulary\"";
+
 namespace {
 
 std::string lines(const std::vector<std::string>& items) {
@@ -190,7 +193,7 @@ int predict_documents(const PredictOptions& o) {
     const DocclassSetup setup = load_setup(file.metadata, o.checkpoint);
     Generator gen(0);
     std::unique_ptr<DocModel> model =
-        model_of_file(o.checkpoint, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
+        model_of_file(o.checkpoint, kSizeKeys, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
     load_model(o.checkpoint, *model);
     const std::vector<std::string> inputs = arguments_or_stdin_lines(o.inputs);
     const bool draw = o.show || stdout_is_terminal();
@@ -225,7 +228,7 @@ void dump_docclass_reference(const std::string& model_path, const std::string& o
     const DocclassSetup setup = load_setup(file.metadata, model_path);
     Generator gen(0);
     std::unique_ptr<DocModel> model =
-        model_of_file(model_path, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
+        model_of_file(model_path, kSizeKeys, [&] { return make_doc_model(setup.model_name, setup.config, gen); });
     load_model(model_path, *model);
     NoGradGuard no_grad;
     EvalMode eval(*model);

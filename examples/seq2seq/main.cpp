@@ -255,6 +255,10 @@ int evaluate_ensemble(const Settings& s, const TaskData& task, const std::vector
 
 }  // namespace
 
+// The flags whose values set how much memory a run takes (named when it
+// needs more than the machine has).
+constexpr const char* kSeq2seqSizeFlags = "--batch, --embedding, --encoder-hidden, --decoder-hidden, --attention-dim, --d-model, --ffn";
+
 int main(int argc, char** argv) try {
     Settings s;
     FlagParser flags("seq2seq", "Encoder-decoder with attention: date normalisation (--data dates) or "
@@ -336,8 +340,10 @@ int main(int argc, char** argv) try {
     test_and_report(s, task, model, trained, options.dir, flags);
     return 0;
 } catch (const std::bad_alloc&) {
-    std::cerr << "seq2seq: out of memory: the sizes asked for (--batch and the model's widths, or the data) "
-                 "need more memory than this machine can give\n";
+    std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, "") << "\n";
+    return 1;
+} catch (const std::length_error& e) {  // the allocator's refusal, with the bytes, or a shape too large to count
+    std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
     std::cerr << "seq2seq: " << e.what() << "\n";

@@ -19,6 +19,9 @@
 
 namespace attn::seq2seq {
 
+// The metadata that sets the model's sizes (named when they do not fit in memory).
+const char* const kSizeKeys = "\"seq2seq.config\" and the vocabularies";
+
 // ---- the setup in a file's metadata --------------------------------------------------------
 
 void save_setup(const Seq2SeqSetup& s, std::map<std::string, std::string>& m) {
@@ -75,7 +78,7 @@ namespace {
 // masks, which evaluation never does); it must outlive the model.
 std::unique_ptr<Translator> load_trained(const std::string& path, Seq2SeqSetup& setup, Generator& gen) {
     setup = load_setup(load_safetensors(path).metadata, path);
-    auto model = model_of_file(path, [&] { return make_model(setup, gen); });
+    auto model = model_of_file(path, kSizeKeys, [&] { return make_model(setup, gen); });
     load_model(path, *model);
     model->eval();
     return model;
