@@ -64,7 +64,7 @@ Vec conv_relu_pool(const Module& m, const std::string& conv, const Vec& x, int64
 
 }  // namespace
 
-TEST_CASE("caption model: soft attention's forward, and hard attention's at test time, are Xu et al.'s model written out") {
+TEST_CASE("caption model: soft attention's forward, and hard attention's in training and at test time, are Xu et al.'s model written out") {
     // Annotations a_i: two conv 3×3 → ReLU → pool 2×2 blocks, one row per grid
     // location, plus the location's sinusoidal code (rows then columns,
     // ω_k = 100^(−k/(D/4))). Then for each word, from h_0 = W_h ā + b, c_0 = W_c ā + b:
@@ -72,20 +72,32 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
     //   β_t = σ(w_βᵀ h_{t−1} + b_β),  ẑ_t = β_t Σ_i α_ti a_i,
     //   LSTM (gates i, f, g, o) on [E y_{t−1}; ẑ_t],  logits = W_o [h_t; ẑ_t; E y_{t−1}] + b_o.
     // Hard attention at test time (--hard-eval argmax) reads the one most
-    // likely location instead: ẑ_t = β_t a_{argmax α_t}.
+    // likely location instead: ẑ_t = β_t a_{argmax α_t}. In training it reads
+    // a sampled location s_t, ẑ_t = β_t a_{s_t}, or with probability 1/2 the
+    // expected context (§4.1); it reports log α_t[s_t] for REINFORCE (0 where
+    // the expected context was used) and the entropy H(α_t) = −Σ_i α_ti log α_ti.
+    // Where the model drew s_t is taken from it: which draws a generator
+    // gives is the sampler's own test.
     // Every weight is redrawn from N(0, 0.5²), so that a transposed matrix, a
     // swapped gate or a part of the deep output left out changes the answer.
-    for (const bool hard : {false, true}) {
-    CAPTURE(hard);
+    enum class Mode { soft, hard_argmax, hard_sampled };
+    for (const Mode mode : {Mode::soft, Mode::hard_argmax, Mode::hard_sampled}) {
+    CAPTURE(static_cast<int>(mode));
+    const bool hard = mode != Mode::soft, sampled = mode == Mode::hard_sampled;
     Generator gen(8);
     Captioner model({.channels1 = 2, .channels2 = 4, .hidden = 6, .embedding = 3, .attention = 5, .vocab = 5,
-                     .hard = hard},
+                     .hard = hard, .soft_probability = 0.5},
                     gen);
     for (auto& [name, p] : model.named_parameters()) {
         Tensor w = p.value();
         for (int64_t i = 0; i < w.numel(); ++i) w[i] = static_cast<real>(gen.normal(0, 0.5));
     }
-    model.eval();
+    if (sampled) {
+        model.train();
+        model.seed_sampler(3);
+    } else {
+        model.eval();
+    }
     model.set_hard_eval_expected(false);  // (soft attention ignores it)
     const int64_t B = 2, H = 8, W = 12, T = 4, D = 4, L = (H / 4) * (W / 4), d_h = 6, V = 5;
     const Tensor images = Tensor::uniform(Shape{B, 1, H, W}, 0, 1, gen);
@@ -100,6 +112,7 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
               v = parameter_values(model, "attention.score.w"), w_beta = parameter_values(model, "attention.w_beta"),
               b_beta = parameter_values(model, "attention.b_beta");
     const Vec no_bias(5, 0.0);
+    bool drew_expected = false, drew_location = false;  // in training: both kinds of step are checked
     for (int64_t b = 0; b < B; ++b) {
         CAPTURE(b);
         const Vec pixels(images.data() + b * H * W, images.data() + (b + 1) * H * W);
@@ -139,11 +152,16 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
             for (double& e : alpha) e /= z_sum;
             const double beta = sigma(affine(w_beta, b_beta, h)[0]);
             Vec z(D, 0);
-            if (!hard) {
+            const bool expected = sampled && f.soft[b * T + t] == 1;  // this step drew the expected context
+            if (!hard || expected) {
                 for (int64_t i = 0; i < L; ++i)
                     for (int64_t k = 0; k < D; ++k)
                         z[static_cast<size_t>(k)] +=
                             beta * alpha[static_cast<size_t>(i)] * a[static_cast<size_t>(i)][static_cast<size_t>(k)];
+            } else if (sampled) {
+                const auto chosen = static_cast<size_t>(f.locations[b * T + t]);
+                REQUIRE(chosen < static_cast<size_t>(L));
+                for (int64_t k = 0; k < D; ++k) z[static_cast<size_t>(k)] = beta * a[chosen][static_cast<size_t>(k)];
             } else {
                 const auto chosen = static_cast<size_t>(std::max_element(alpha.begin(), alpha.end()) - alpha.begin());
                 Vec others(alpha);
@@ -170,9 +188,18 @@ TEST_CASE("caption model: soft attention's forward, and hard attention's at test
                 CHECK(f.logits.value()[(b * T + t) * V + k] == doctest::Approx(logits[static_cast<size_t>(k)]).epsilon(1e-4));
             for (int64_t i = 0; i < L; ++i)
                 CHECK(f.alphas.value()[(b * T + t) * L + i] == doctest::Approx(alpha[static_cast<size_t>(i)]).epsilon(1e-4));
+            if (sampled) {
+                double entropy = 0;
+                for (const double p : alpha) entropy -= p * std::log(p);
+                const double log_prob = expected ? 0.0 : std::log(alpha[static_cast<size_t>(f.locations[b * T + t])]);
+                CHECK(f.log_probs.value()[b * T + t] == doctest::Approx(log_prob).epsilon(1e-4));
+                CHECK(f.entropies.value()[b * T + t] == doctest::Approx(entropy).epsilon(1e-4));
+                (expected ? drew_expected : drew_location) = true;
+            }
             previous = static_cast<int64_t>(captions[b * T + t]);
         }
     }
+    if (sampled) CHECK((drew_expected && drew_location));
     }
 }
 

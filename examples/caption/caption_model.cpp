@@ -119,6 +119,7 @@ Captioner::Step Captioner::step(const DoublyStochasticSoftAttention::Memory& mem
         s.log_prob = squeeze(sample.log_prob, 1);
         s.entropy = squeeze(sample.entropy, 1);
         s.location = sample.indices.reshape(Shape{words.numel()});
+        s.soft = sample.soft.reshape(Shape{words.numel()});
     } else {
         // gumbel: s_t = argmax(log α_t + g) (argmax α_t in eval), ẑ_t = β_t a_{s_t};
         // the gradient reaches α_t through softmax((log α_t + g)/τ)
@@ -143,6 +144,7 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
     const auto memory = attention.precompute(annotations);
     LSTMState state = initial_state(annotations);
     std::vector<Var> logits, alphas, log_probs, entropies;
+    std::vector<Tensor> locations, soft;
     Tensor words = Tensor::full(Shape{B}, static_cast<real>(CaptionVocab::start));
     for (int64_t t = 0; t < T; ++t) {
         const Step s = step(memory, words, state);
@@ -153,6 +155,8 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
             log_probs.push_back(s.log_prob);
             entropies.push_back(s.entropy);
         }
+        if (s.location.defined()) locations.push_back(s.location);
+        if (s.soft.defined()) soft.push_back(s.soft);
         for (int64_t b = 0; b < B; ++b) words[b] = captions[b * T + t];  // teacher forcing
     }
     Forward f;
@@ -162,6 +166,8 @@ Captioner::Forward Captioner::forward(const Tensor& images, const Tensor& captio
         f.log_probs = stack(log_probs, 1);
         f.entropies = stack(entropies, 1);
     }
+    if (!locations.empty()) f.locations = stack(locations, 1);
+    if (!soft.empty()) f.soft = stack(soft, 1);
     return f;
 }
 

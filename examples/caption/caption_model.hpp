@@ -101,6 +101,7 @@ public:
         Var log_prob;  // hard: log α_t[s_t]  B (0 where the expected context was used); else undefined
         Var entropy;   // hard: H(α_t)  B; else undefined
         Tensor location;  // hard, gumbel: s_t  B (the sampled, or in eval the most likely, location)
+        Tensor soft;      // hard, training: B, 1 where the expected context was used instead of s_t
         LSTMState state;
     };
     Step step(const DoublyStochasticSoftAttention::Memory& memory, const Tensor& words, const LSTMState& state);
@@ -111,6 +112,8 @@ public:
         Var alphas;     // B×T×L
         Var log_probs;  // hard: B×T (undefined when evaluating with the expected context)
         Var entropies;  // hard: B×T
+        Tensor locations;  // hard, gumbel: B×T, each step's s_t (undefined where Step::location is)
+        Tensor soft;       // hard, training: B×T, 1 where a step used the expected context
     };
     Forward forward(const Tensor& images, const Tensor& captions);
 
