@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -49,12 +50,80 @@ inline void check_greedy_is_teacher_forcing_argmax(seq2seq::Translator& model,
         double log_prob = 0;
         for (size_t t = 0; t < written; ++t) {
             const real* row = lp.data() + static_cast<int64_t>(t) * V;
-            const int64_t argmax = std::max_element(row, row + V) - row;
+            int64_t argmax = seq2seq::kEos;  // over the ids decoding writes: all but <pad> and <s>
+            for (int64_t v = 0; v < V; ++v)
+                if (v != seq2seq::kPad && v != seq2seq::kBos && row[v] > row[argmax]) argmax = v;
             CHECK(argmax == (t < greedy[i].tokens.size() ? greedy[i].tokens[t] : seq2seq::kEos));
             log_prob += row[argmax];
         }
         CHECK(greedy[i].log_prob == doctest::Approx(log_prob).epsilon(1e-4));
     }
+}
+
+// Beam search against every output: with V = 6 target ids, three of which
+// decoding writes besides </s> (3, 4, 5: never <pad> or <s>), and a
+// 1-symbol source, decoding stops after decode_limit(1) = 7 steps. Every
+// output beam search can produce is then one of: m ∈ [0, 7) written ids
+// followed by </s>, or 7 of them cut off by the limit: Σ_{m<7} 3^m + 3^7 =
+// 3,280 outputs. A beam of 10^6 keeps them all, so it must return the best of
+// them under its score, log p / (m + 1)^lp. Here every output's log p is
+// summed from one teacher-forced forward pass over all of them, the way
+// training computes it, for each length penalty of `penalties`.
+// Returns the length of the best output under each penalty, so that a test
+// can require a case where the penalty matters (a score that counted the
+// length wrongly, or ignored the penalty, would pick another output).
+inline std::vector<size_t> check_beam_finds_best_of_all_outputs(seq2seq::Translator& model,
+                                                                const std::vector<double>& penalties) {
+    using seq2seq::kEos;
+    const std::vector<int64_t> source{5};
+    const int64_t L = seq2seq::decode_limit(1), V = 6;
+    REQUIRE(L == 7);
+    std::vector<seq2seq::Pair> outputs;
+    std::vector<bool> finished;
+    std::vector<std::vector<int64_t>> prefixes{{}};
+    for (int64_t m = 0; m <= L; ++m) {
+        for (const auto& prefix : prefixes) {
+            outputs.push_back({source, prefix});
+            finished.push_back(m < L);
+        }
+        std::vector<std::vector<int64_t>> longer;
+        for (const auto& prefix : prefixes)
+            for (int64_t v : {3, 4, 5}) {
+                longer.push_back(prefix);
+                longer.back().push_back(v);
+            }
+        prefixes = std::move(longer);
+    }
+    REQUIRE(outputs.size() == 3280);
+    const seq2seq::Batch b = all_pairs(outputs);  // target_in <s> y…, target_out y… </s>
+    Tensor log_p;
+    {
+        NoGradGuard no_grad;
+        log_p = attn::log_softmax(model.forward(b).value(), -1);  // 3280×(L+1)×V
+    }
+    REQUIRE(log_p.size(2) == V);
+    const int64_t T = log_p.size(1);
+    std::vector<size_t> best_lengths;
+    for (const double penalty : penalties) {
+        double best = -1e300;
+        size_t best_i = 0;
+        for (size_t i = 0; i < outputs.size(); ++i) {
+            const std::vector<int64_t>& y = outputs[i].target;
+            const auto r = static_cast<int64_t>(i);
+            double lp = 0;
+            for (size_t t = 0; t < y.size(); ++t) lp += log_p[(r * T + static_cast<int64_t>(t)) * V + y[t]];
+            if (finished[i]) lp += log_p[(r * T + static_cast<int64_t>(y.size())) * V + kEos];
+            const double score = lp / std::pow(static_cast<double>(y.size() + 1), penalty);
+            if (score > best) best = score, best_i = i;
+        }
+        const seq2seq::Hypothesis found = seq2seq::beam_decode(model, source, 1000000, penalty);
+        const double found_score = found.log_prob / std::pow(static_cast<double>(found.tokens.size() + 1), penalty);
+        INFO("length penalty " << penalty << ", best output of " << outputs[best_i].target.size() << " ids");
+        CHECK(found.tokens == outputs[best_i].target);
+        CHECK(found_score == doctest::Approx(best).epsilon(1e-5));
+        best_lengths.push_back(outputs[best_i].target.size());
+    }
+    return best_lengths;
 }
 
 }  // namespace attn::testing

@@ -19,6 +19,7 @@
 
 using namespace attn;
 using namespace attn::seq2seq;
+using attn::testing::check_beam_finds_best_of_all_outputs;
 using attn::testing::toy_pairs;
 
 namespace {
@@ -290,73 +291,39 @@ TEST_CASE("seq2seq decoding: beam search of width 1 equals greedy decoding") {
 }
 
 TEST_CASE("seq2seq decoding: a beam wide enough to prune nothing finds the best output of all, by teacher forcing") {
-    // V = 4 output ids (<pad>, <s>, </s> and one symbol) and a 1-symbol
-    // source, so decoding stops after decode_limit(1) = 7 steps. Every
-    // output beam search can produce is then one of: m ∈ [0, 7) ids other
-    // than </s> followed by </s>, or 7 such ids cut off by the limit:
-    // Σ_{m<7} 3^m + 3^7 = 3,280 outputs. A beam of 10^6 keeps them all, so
-    // it must return the best of them under its score, log p / (m + 1)^lp.
-    // Here every output's log p is summed from one teacher-forced forward
-    // pass over all of them, the way training computes it.
-    // (Seed and scale chosen so that the best output is the empty one for
-    // some length penalties and a 7-id one for others: a score that counted
-    // the length wrongly, or ignored the penalty, picks another.)
+    // (check_beam_finds_best_of_all_outputs: all 3,280 outputs of V = 6.)
+    // Weights scaled up for uneven probabilities; seed and scale chosen so
+    // that the best output is a short one for some length penalties and a
+    // long one for others.
     Generator gen(3);
     ModelConfig config = tiny("additive");
-    config.target_vocab = 4;
+    config.target_vocab = 6;
     Seq2SeqModel model(config, gen);
-    for (const auto& [name, p] : model.named_parameters()) {  // weights large enough for uneven probabilities
+    for (const auto& [name, p] : model.named_parameters()) {
         Tensor w = p.value();
         for (int64_t i = 0; i < w.numel(); ++i) w[i] *= 3;
     }
     model.eval();
-    const std::vector<int64_t> source{5};
-    const int64_t L = decode_limit(1), V = 4;
-    REQUIRE(L == 7);
-    std::vector<Pair> outputs;
-    std::vector<bool> finished;
-    std::vector<std::vector<int64_t>> prefixes{{}};
-    for (int64_t m = 0; m <= L; ++m) {
-        for (const auto& prefix : prefixes) {
-            outputs.push_back({source, prefix});
-            finished.push_back(m < L);
-        }
-        std::vector<std::vector<int64_t>> longer;
-        for (const auto& prefix : prefixes)
-            for (int64_t v : {kPad, kBos, int64_t{3}}) {
-                longer.push_back(prefix);
-                longer.back().push_back(v);
-            }
-        prefixes = std::move(longer);
-    }
-    REQUIRE(outputs.size() == 3280);
-    std::vector<size_t> all(outputs.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    const Batch b = make_batch(outputs, all);  // target_in <s> y…, target_out y… </s>
-    Tensor log_p;
-    {
-        NoGradGuard no_grad;
-        log_p = log_softmax(model.forward(b).value(), -1);  // B×(L+1)×V
-    }
-    const int64_t T = log_p.size(1);
-    for (double penalty : {0.0, 0.5, 1.0, 2.0, 4.0}) {
-        double best = -1e300;
-        size_t best_i = 0;
-        for (size_t i = 0; i < outputs.size(); ++i) {
-            const std::vector<int64_t>& y = outputs[i].target;
-            const int64_t r = static_cast<int64_t>(i);
-            double lp = 0;
-            for (size_t t = 0; t < y.size(); ++t) lp += log_p[(r * T + static_cast<int64_t>(t)) * V + y[t]];
-            if (finished[i]) lp += log_p[(r * T + static_cast<int64_t>(y.size())) * V + kEos];
-            const double score = lp / std::pow(static_cast<double>(y.size() + 1), penalty);
-            if (score > best) best = score, best_i = i;
-        }
-        const Hypothesis found = beam_decode(model, source, 1000000, penalty);
-        const double found_score = found.log_prob / std::pow(static_cast<double>(found.tokens.size() + 1), penalty);
-        INFO("length penalty " << penalty << ", best output of " << outputs[best_i].target.size() << " ids");
-        CHECK(found.tokens == outputs[best_i].target);
-        CHECK(found_score == doctest::Approx(best).epsilon(1e-5));
-    }
+    const std::vector<size_t> lengths = check_beam_finds_best_of_all_outputs(model, {0.0, 0.5, 1.0, 2.0, 4.0});
+    MESSAGE("best output lengths under the penalties: " << lengths[0] << " " << lengths[1] << " " << lengths[2] << " "
+                                                        << lengths[3] << " " << lengths[4]);
+    CHECK(*std::min_element(lengths.begin(), lengths.end()) < *std::max_element(lengths.begin(), lengths.end()));
+}
+
+TEST_CASE("seq2seq decoding: <pad> and <s> are never written, however likely") {
+    // A model whose every step gives <pad> and <s> the most probability:
+    // greedy and beam search write the most likely of the other ids.
+    Generator gen(4);
+    ModelConfig config = tiny("additive");
+    config.target_vocab = 6;
+    Seq2SeqModel model(config, gen);
+    model.eval();
+    Tensor bias = model.output.bias.value();
+    bias[kPad] = 50, bias[kBos] = 40, bias[4] = 20;  // then 4, every step: never </s>
+    const Batch b = make_batch({{{5, 6}, {}}}, {0});
+    const Hypothesis g = greedy_decode(model, b.source, b.source_lengths)[0];
+    CHECK(g.tokens == std::vector<int64_t>(static_cast<size_t>(decode_limit(2)), 4));
+    CHECK(beam_decode(model, {5, 6}, 3).tokens == g.tokens);
 }
 
 TEST_CASE("seq2seq decoding: each row of a batch stops at its own length's limit") {

@@ -5,6 +5,7 @@
 // tiny model overfitting, and a model file loaded back from its metadata.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -23,6 +24,7 @@ using namespace attn;
 using namespace attn::seq2seq;
 using attn::testing::all_pairs;
 using attn::testing::check_greedy_is_teacher_forcing_argmax;
+using attn::testing::check_beam_finds_best_of_all_outputs;
 using attn::testing::toy_pairs;
 
 namespace {
@@ -136,7 +138,7 @@ TEST_CASE("seq2seq transformer: the configuration string round-trips; bad values
                          std::runtime_error);
     CHECK_THROWS_WITH_AS(TransformerConfig::parse("attention=bahdanau"), doctest::Contains("unknown key 'attention'"),
                          std::runtime_error);
-    Generator gen(2);
+    Generator gen(4);
     CHECK_THROWS_WITH_AS(TransformerSeq2Seq(TransformerConfig{.d_model = 10, .heads = 4}, gen),
                          doctest::Contains("divisible by --heads 4"), std::invalid_argument);
 }
@@ -210,6 +212,28 @@ TEST_CASE("seq2seq transformer: beam width 1 equals greedy; padding in a batch c
             log_p += lp[static_cast<int64_t>(t) * V + (t < wide.tokens.size() ? wide.tokens[t] : kEos)];
         CHECK(wide.log_prob == doctest::Approx(log_p).epsilon(1e-4));
     }
+}
+
+TEST_CASE("seq2seq transformer: a beam wide enough to prune nothing finds the best output of all, by teacher forcing") {
+    // (check_beam_finds_best_of_all_outputs: all 3,280 outputs of V = 6.)
+    // The Transformer decodes by running its decoder over all the tokens
+    // written so far at every step: its step-by-step decoding must score each
+    // output as the teacher-forced pass over the whole batch does, where most
+    // rows are padded. Weights scaled up for uneven probabilities; seed and
+    // scale chosen so that the best output's length depends on the penalty.
+    Generator gen(4);
+    TransformerConfig config = tiny();
+    config.target_vocab = 6;
+    TransformerSeq2Seq model(config, gen);
+    for (const auto& [name, p] : model.named_parameters()) {
+        Tensor w = p.value();
+        for (int64_t i = 0; i < w.numel(); ++i) w[i] *= 2;
+    }
+    model.eval();
+    const std::vector<size_t> lengths = check_beam_finds_best_of_all_outputs(model, {0.0, 0.5, 1.0, 2.0, 4.0});
+    MESSAGE("best output lengths under the penalties: " << lengths[0] << " " << lengths[1] << " " << lengths[2] << " "
+                                                        << lengths[3] << " " << lengths[4]);
+    CHECK(*std::min_element(lengths.begin(), lengths.end()) < *std::max_element(lengths.begin(), lengths.end()));
 }
 
 TEST_CASE("seq2seq transformer: the fused paths give the composed values; dropout only while training") {

@@ -15,6 +15,8 @@ Var Translator::loss(const Batch& batch, double label_smoothing) {
 
 int64_t decode_limit(int64_t source_length) { return 2 * source_length + 5; }
 
+bool writable(int64_t id) { return id != kPad && id != kBos; }
+
 std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, const std::vector<int64_t>& lengths) {
     NoGradGuard no_grad;
     const std::unique_ptr<DecodingSession> session = model.start(source, lengths);
@@ -31,7 +33,9 @@ std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, c
         bool all_done = true;
         for (int64_t b = 0; b < B; ++b) {
             const real* row = lp.data() + b * V;
-            const int64_t best = std::max_element(row, row + V) - row;  // the first maximum
+            int64_t best = -1;  // the first maximum of the writable ids
+            for (int64_t v = 0; v < V; ++v)
+                if (writable(v) && (best < 0 || row[v] > row[best])) best = v;
             previous[b] = static_cast<real>(best);
             auto& h = hyps[static_cast<size_t>(b)];
             if (done[static_cast<size_t>(b)]) continue;
@@ -78,7 +82,7 @@ Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, in
         std::vector<Candidate> cands;
         for (int64_t k = 0; k < K; ++k)
             for (int64_t v = 0; v < V; ++v)
-                cands.push_back({alive[static_cast<size_t>(k)].log_prob + lp[k * V + v], lp[k * V + v], k, v});
+                if (writable(v)) cands.push_back({alive[static_cast<size_t>(k)].log_prob + lp[k * V + v], lp[k * V + v], k, v});
         const size_t keep = std::min(cands.size(), static_cast<size_t>(beam));
         std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end(),
                           [](const Candidate& a, const Candidate& b) {

@@ -67,8 +67,14 @@ struct Hypothesis {
 // stops it: 2n + 5 (dates grow from 8 to 10 characters; a G2P output is
 // rarely longer than its word).
 int64_t decode_limit(int64_t source_length);
-// Greedy decoding of a batch (argmax at every step); row b stops at </s> or
-// after decode_limit(lengths[b]) steps.
+// Decoding writes every id but <pad> and <s>: they are no symbol of any
+// output (training never has them as targets), and a Transformer reads a
+// <pad> it was fed as padding, so an output with one would be scored
+// differently by teacher forcing than it was written. (An untrained model
+// gives them as much probability as any other id.)
+bool writable(int64_t id);
+// Greedy decoding of a batch (argmax over the writable ids at every step);
+// row b stops at </s> or after decode_limit(lengths[b]) steps.
 std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, const std::vector<int64_t>& lengths);
 // Beam search for one source (ids), keeping `beam` hypotheses; a finished
 // hypothesis scores log p / len^length_penalty (len counts </s>); the best one
