@@ -406,14 +406,16 @@ TEST_CASE("graph_svg: thousands of nodes in linear time") {
     // still fails it. CPU times of this thread, best of several tries
     // taken in turn, and a ratio rather than a time limit, so that a slow
     // or busy machine or an emulator (the aarch64 tests run under qemu)
-    // measures the same.
+    // measures the same. The large graph is drawn a second time only if the
+    // first time fails the check (under the sanitizers one drawing of it
+    // takes half a minute).
     const Var small_chain = scalar_chain(2000), large_chain = scalar_chain(20000);
     double small = 1e30, large = 1e30;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        small = std::min(small, seconds_to_draw(small_chain));
+        for (int k = 0; k < 3; ++k) small = std::min(small, seconds_to_draw(small_chain));
         large = std::min(large, seconds_to_draw(large_chain));
+        if (large / small < 40) break;
     }
-    small = std::min(small, seconds_to_draw(small_chain));
     MESSAGE("6,002 nodes drawn in " << small << " s, 60,002 in " << large << " s: " << large / small << "×");
     CHECK(large / small < 40);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -211,9 +212,13 @@ DocBatch make_doc_batch(const std::vector<Document>& docs, const std::vector<int
 
 namespace {
 
-const std::vector<std::string> kTopicNames{"sports", "music",   "cooking", "weather",   "space",
-                                           "finance", "health", "computing", "gardening", "travel"};
-const std::vector<std::vector<std::string>> kTopicWords{
+// The word lists are plain arrays of literals, made into vectors at start-up
+// by one loop each: a vector<string> written as a braced list of literals
+// compiles to one long function of string constructions, slow to compile
+// (35 s under the sanitizers) for nothing.
+constexpr const char* kTopicNameList[] = {"sports", "music",  "cooking",   "weather",   "space",
+                                          "finance", "health", "computing", "gardening", "travel"};
+constexpr const char* kTopicWordLists[][8] = {
     {"goal", "match", "team", "coach", "league", "striker", "referee", "stadium"},
     {"guitar", "melody", "concert", "album", "chorus", "drummer", "lyrics", "tempo"},
     {"oven", "recipe", "flour", "sauce", "simmer", "garlic", "pastry", "skillet"},
@@ -224,8 +229,8 @@ const std::vector<std::vector<std::string>> kTopicWords{
     {"compiler", "server", "keyboard", "software", "bug", "kernel", "database", "laptop"},
     {"tulip", "soil", "compost", "seedling", "hedge", "prune", "orchard", "weeds"},
     {"airport", "passport", "luggage", "hotel", "ticket", "journey", "tourist", "ferry"}};
-const std::vector<std::string> kCueWords{"notably", "crucially", "importantly", "above", "mainly"};
-const std::vector<std::string> kFiller{
+constexpr const char* kCueWordList[] = {"notably", "crucially", "importantly", "above", "mainly"};
+constexpr const char* kFillerList[] = {
     "the",    "a",      "of",    "and",    "to",     "in",     "it",     "was",   "is",     "that",
     "we",     "they",   "he",    "she",    "this",   "with",   "on",     "for",   "as",     "at",
     "by",     "from",   "but",   "or",     "not",    "then",   "there",  "some",  "many",   "few",
@@ -235,6 +240,20 @@ const std::vector<std::string> kFiller{
     "good",   "new",    "old",   "long",   "small",  "large",  "early",  "late",  "other",  "same",
     "story",  "letter", "note",  "paper",  "page",   "word",   "time",   "place", "thing",  "way",
     "red",    "blue",   "green", "quiet",  "loud",   "slow",   "quick",  "warm",  "cold",   "bright"};
+
+template <size_t N>
+std::vector<std::string> words_of(const char* const (&list)[N]) {
+    return {std::begin(list), std::end(list)};
+}
+
+const std::vector<std::string> kTopicNames = words_of(kTopicNameList);
+const std::vector<std::vector<std::string>> kTopicWords = [] {
+    std::vector<std::vector<std::string>> topics;
+    for (const auto& list : kTopicWordLists) topics.push_back(words_of(list));
+    return topics;
+}();
+const std::vector<std::string> kCueWords = words_of(kCueWordList);
+const std::vector<std::string> kFiller = words_of(kFillerList);
 
 std::string pick(const std::vector<std::string>& words, Generator& gen) {
     return words[gen.randint(words.size())];
