@@ -128,9 +128,9 @@ void* storage_allocate(size_t bytes) {
     Cache& c = cache();
     {
         std::lock_guard<std::mutex> lock(c.mutex);
-        c.count_out(size);
         auto it = c.free_lists.find(size);
         if (it != c.free_lists.end() && !it->second.empty()) {
+            c.count_out(size);
             void* p = it->second.back();
             it->second.pop_back();
             c.cached_bytes -= size;
@@ -139,24 +139,24 @@ void* storage_allocate(size_t bytes) {
             return p;
         }
         ++c.misses;
+        // All the program's tensors together (this one, and what is cached,
+        // included) must fit in the machine's memory. Sizes from a mistyped
+        // flag or a corrupt file can each be modest and still add up to more:
+        // refused here, with the sizes, before the C library is asked (its
+        // answer would be a bare std::bad_alloc, under AddressSanitizer an
+        // abort, or, since Linux hands out memory it does not have, the
+        // out-of-memory killer once the tensors are filled in). A refused
+        // request is not counted: the peaks stay what the program really held.
+        const size_t limit = storage_memory_limit(), live = static_cast<size_t>(c.live);
+        if (size > limit || live > limit - size || c.cached_bytes > limit - size - live) c.release_cached();
+        if (size > limit || live > limit - size)
+            throw std::length_error("tensor storage: " + std::to_string(size) + " bytes asked for, with " +
+                                    std::to_string(live) + " already in use: more than this machine's memory (" +
+                                    std::to_string(limit) + " bytes)");
+        c.count_out(size);
         // A new block: the program may now hold more than it ever did, and
         // what is cached must not add to that.
         c.evict();
-        // All the program's tensors together (counting this one, and what is
-        // cached) must fit in the machine's memory. Sizes from a mistyped
-        // flag or a corrupt file can each be modest and still add up to more:
-        // refused here, with the sizes, before the C library is asked. Its
-        // answer would be a bare std::bad_alloc (under AddressSanitizer an
-        // abort), or, since Linux hands out memory it does not have, the
-        // out-of-memory killer once the tensors are filled in.
-        const size_t limit = storage_memory_limit();
-        if (static_cast<size_t>(c.live) + c.cached_bytes > limit) c.release_cached();
-        if (static_cast<size_t>(c.live) > limit) {
-            c.live -= static_cast<int64_t>(size);
-            throw std::length_error("tensor storage: " + std::to_string(size) + " bytes asked for, with " +
-                                    std::to_string(c.live) + " already in use: more than this machine's memory (" +
-                                    std::to_string(limit) + " bytes)");
-        }
     }
     try {
         return fresh_block(size);

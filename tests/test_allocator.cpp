@@ -132,11 +132,13 @@ TEST_CASE("allocator: four threads allocating and freeing at once") {
 TEST_CASE("allocator: more than the machine's memory is refused with the size asked for, before the C library is asked") {
     // 2^50 bytes (a petabyte): no machine this runs on has it, and under
     // AddressSanitizer the C library's refusal would abort the test.
+    const int64_t largest = allocator_stats().largest_live_bytes;
     CHECK_THROWS_WITH_AS(storage_allocate(size_t{1} << 50),
                          doctest::Contains("tensor storage: 1125899906842624 bytes asked for, with "),
                          std::length_error);
     // Through a tensor: 2^20 × 2^20 floats, 4 TiB.
     CHECK_THROWS_AS(Tensor::empty(Shape{int64_t{1} << 20, int64_t{1} << 20}), std::length_error);
+    CHECK(allocator_stats().largest_live_bytes == largest);  // a refused request is no peak
     // The cache's accounting is unchanged: a small block still comes and goes.
     void* p = storage_allocate(128);
     CHECK(p != nullptr);
@@ -162,14 +164,19 @@ TEST_CASE("allocator: tensors each within the machine's memory but together beyo
     const MemoryLimit limit(in_use + (size_t{1} << 20));
     const size_t block = 640 << 10;
     void* a = storage_allocate(block);
+    const int64_t largest_before = allocator_stats().largest_live_bytes, peak_before = allocator_stats().peak_live_bytes;
     CHECK_THROWS_WITH_AS(storage_allocate(block),
                          ("tensor storage: 655360 bytes asked for, with " + std::to_string(in_use + block) +
                           " already in use: more than this machine's memory (" + std::to_string(in_use + (1 << 20)) +
                           " bytes)")
                              .c_str(),
                          std::length_error);
-    // The refused request is not counted as in use.
+    // The refused request is not counted: not as in use, nor in the peaks
+    // (which bound the cache: a peak of a request never made would let the
+    // cache keep everything).
     CHECK(allocator_stats().live_bytes == static_cast<int64_t>(in_use + block));
+    CHECK(allocator_stats().largest_live_bytes == largest_before);
+    CHECK(allocator_stats().peak_live_bytes == peak_before);
     storage_release(a, block);
 
     // What is cached counts too, and is given back to make room: with a's
