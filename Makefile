@@ -9,6 +9,8 @@
 #                     then run only that file's checks (its catalog entries
 #                     and the test files that include its header)
 #   make debug        the library, tests and programs at -O0 -g in build/debug/
+#   make bug SEED=n OUT=dir   a tree with one deliberate mistake to find
+#                     (docs/course/find-the-bug.md); make bug-grade there
 #   make check-arm    the tests built for aarch64, run under qemu-aarch64
 #   make check-libcxx the tests built with clang and libc++ (macOS's library)
 #   make run          train the example models on built-in data; out/report.html
@@ -199,7 +201,7 @@ FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
 .PHONY: grade grade-student progress exercise check-exercises fingerprints
-.PHONY: all test debug check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test debug bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -325,6 +327,18 @@ exercise:
 		else python3 scripts/exercises.py list; fi
 check-exercises:
 	@python3 scripts/exercises.py check $(EX)
+	@if [ -z "$(EX)" ]; then python3 scripts/bugs.py check; fi
+
+# make bug SEED=n OUT=dir: a student's tree with one deliberate mistake of
+# tests/mutations/ in it, chosen by the seed (LAYER=tensor|autograd|nn|
+# attention|examples: one of that layer); make bug alone: how many each layer
+# has. make bug-grade, in that tree: every file as it was and make test
+# passing. (scripts/bugs.py; docs/course/find-the-bug.md.)
+bug:
+	@if [ -n "$(SEED)" ]; then python3 scripts/bugs.py tree "$(SEED)" "$(OUT)" "$(LAYER)"; \
+		else python3 scripts/bugs.py list "$(LAYER)"; fi
+bug-grade:
+	@python3 scripts/bugs.py grade
 fingerprints:
 	@python3 scripts/exercises.py fingerprints $(EX)
 

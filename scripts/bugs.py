@@ -1,0 +1,260 @@
+"""Find the bug: a student's tree with one deliberate mistake in it, and its
+grader.
+
+    python3 scripts/bugs.py list [LAYER]            (make bug: how many mistakes each layer has)
+    python3 scripts/bugs.py tree SEED OUT [LAYER]   (make bug SEED=n OUT=dir [LAYER=attention])
+    python3 scripts/bugs.py grade                   (make bug-grade, in the student's tree)
+    python3 scripts/bugs.py check                   (part of make check-exercises)
+
+The mistakes are the mutation lists' (tests/mutations/*.txt): each one is a
+line or two of the library changed so that some test of `make test` fails
+(make mutation-check proves it of every one). The seed chooses one, among
+those of LAYER if given (tensor, autograd, nn, attention, examples); the tree
+is the project's tracked files with that mistake made and its entry left out
+of its list, so that the lists do not say where it is. The kernels written
+for one instruction set (*_avx2.cpp, *_avx512.cpp, *_neon.cpp) are left out:
+a CPU without it never runs them.
+
+course/bug.txt records the seed, the layer and one SHA-256 over every file
+of the library and the programs as they were before the mistake was made
+(course/bug-files.txt lists them): one sum, so that it says whether they are
+all as they were, not which file differs. `grade` compares the tree with it, then runs `make test`: the
+mistake is found when both agree. It then says which mistake it was.
+"""
+import base64
+import hashlib
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MUTATIONS = ROOT / "tests" / "mutations"
+RECORD = "course/bug.txt"
+MANIFEST = "course/bug-files.txt"  # the files the sum covers, one path a line
+# Where the mistakes are, and what the sum covers: the library and the programs.
+LAYERS = ("tensor", "autograd", "nn", "io", "attention", "examples")
+ONE_ISA = re.compile(r"_(avx2|avx512|neon)\.cpp$")
+
+
+def read_mistakes():
+    """Every mutation of tests/mutations/ as a dict (title, file, find,
+    replace, list, line), in a fixed order: by list, then by line."""
+    mistakes, current = [], None
+    for path in sorted(MUTATIONS.glob("*.txt")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("## "):
+                current = {"title": line[3:].strip(), "list": path.relative_to(ROOT).as_posix(), "line": number}
+                mistakes.append(current)
+            elif current is not None and line and not line.startswith("#"):
+                key, _, value = line.partition(":")
+                current[key.strip()] = value[1:] if value.startswith(" ") else value
+    return [m for m in mistakes if not ONE_ISA.search(m.get("file", ""))]
+
+
+def layer_of(path):
+    return path.split("/")[0]
+
+
+def candidates(layer):
+    mistakes = read_mistakes()
+    if layer:
+        if layer not in LAYERS:
+            sys.exit(f"LAYER={layer}: not a layer (one of {', '.join(LAYERS)})")
+        mistakes = [m for m in mistakes if layer_of(m["file"]) == layer]
+        if not mistakes:
+            sys.exit(f"LAYER={layer}: the mutation lists have no mistake there")
+    return mistakes
+
+
+def choose(mistakes, seed):
+    """The seed's mistake: the same for the same seed and lists on any machine."""
+    digest = hashlib.sha256(f"find the bug {seed}".encode()).digest()
+    return mistakes[int.from_bytes(digest[:8], "big") % len(mistakes)]
+
+
+def unescape(text):
+    return text.replace("\\n", "\n")
+
+
+def tracked_files(root):
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    return sorted(f for f in out.decode().split("\0") if f and not f.startswith("course/hidden/"))
+
+
+def summed(files):
+    """One SHA-256 over {path: bytes} of the library's and the programs' files."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        if layer_of(path) in LAYERS:
+            h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
+    return h.hexdigest()
+
+
+def without_entry(text, title):
+    """A mutation list with the entry of this title left out."""
+    kept, skipping = [], False
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            skipping = line[3:].strip() == title
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def bug_tree(seed, layer):
+    """{path: bytes} of the student's tree for this seed, and the mistake."""
+    mistake = choose(candidates(layer), seed)
+    files = {path: (ROOT / path).read_bytes() for path in tracked_files(ROOT)}
+    original = summed(files)
+    path, find, replace = mistake["file"], unescape(mistake["find"]), unescape(mistake["replace"])
+    text = files[path].decode()
+    if text.count(find) != 1:
+        sys.exit(f"{mistake['list']}:{mistake['line']}: its find: occurs {text.count(find)} times in {path}, "
+                 "not once (make mutation-check says more)")
+    files[path] = text.replace(find, replace).encode()
+    files[mistake["list"]] = without_entry(files[mistake["list"]].decode(), mistake["title"]).encode()
+    files[MANIFEST] = "".join(p + "\n" for p in sorted(files) if layer_of(p) in LAYERS).encode()
+    answer = base64.b64encode(f"{path}: {mistake['title']}".encode()).decode()
+    files[RECORD] = (
+        "# Find the bug (docs/course/find-the-bug.md). One deliberate mistake was made in\n"
+        "# this tree's library or programs. make test shows what it breaks; make\n"
+        "# bug-grade says when every file is as it was and the suite passes, then which\n"
+        "# mistake it was.\n"
+        f"seed: {seed}\n"
+        f"layer: {layer or 'any'}\n"
+        f"sum: {original}\n"
+        "# The answer, in base64 so that it is not read by accident:\n"
+        f"answer: {answer}\n").encode()
+    return files, mistake
+
+
+def make_tree(seed, out, layer):
+    if not re.fullmatch(r"\d+", seed or ""):
+        sys.exit("make bug SEED=<a whole number> OUT=<dir> [LAYER=...]: SEED chooses the mistake")
+    if not out:
+        sys.exit("make bug SEED=<n> OUT=<dir>: OUT names the folder to write the student's tree to")
+    out = pathlib.Path(out).expanduser()
+    if out.exists() and any(out.iterdir()):
+        sys.exit(f"{out} exists and is not empty: choose a new folder (nothing a student saved is overwritten)")
+    files, _ = bug_tree(seed, layer)
+    for path, data in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        source = ROOT / path
+        if source.exists() and source.stat().st_mode & 0o111:
+            target.chmod(0o755)
+    where = f"the {layer} layer" if layer else "the library or the programs"
+    print(f"wrote {out}: {len(files)} files, one deliberate mistake somewhere in {where}")
+    print(f"  cd {out} && make test        # what it breaks (the first build takes a few minutes)")
+    print(f"  make bug-grade                 # when you have mended it")
+    print(f"  read docs/course/find-the-bug.md first")
+
+
+def record_of(root):
+    path = root / RECORD
+    if not path.exists():
+        sys.exit(f"{RECORD} is missing: make bug-grade grades a tree made by make bug SEED=n OUT=dir")
+    fields = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition(": ")
+            fields[key] = value
+    for key in ("seed", "sum", "answer"):
+        if key not in fields:
+            sys.exit(f"{RECORD}: no '{key}:' line (the file was edited?)")
+    return fields
+
+
+def files_of_tree(root):
+    """The tree's files that the sum covers (course/bug-files.txt): those the
+    tree was made with. A file missing counts as changed; files the student
+    added are not looked at."""
+    manifest = root / MANIFEST
+    if not manifest.exists():
+        sys.exit(f"{MANIFEST} is missing: make bug-grade grades a tree made by make bug SEED=n OUT=dir")
+    files = {}
+    for path in manifest.read_text().split():
+        files[path] = (root / path).read_bytes() if (root / path).exists() else b"(missing)"
+    return files
+
+
+def grade(root=ROOT):
+    record = record_of(root)
+    print(f"find the bug, seed {record['seed']} ({record.get('layer', 'any')}):")
+    if summed(files_of_tree(root)) != record["sum"]:
+        print("  NOT YET  some file of the library or the programs still differs from the tree before the "
+              "mistake.\n           make test shows what the mistake breaks; mend it, and undo anything else "
+              "you changed there\n           (debugging prints included): every file must be as it was.")
+        return 1
+    print("  every file of the library and the programs is as it was; make test:")
+    r = subprocess.run(["make", "--no-print-directory", "test"], cwd=root)
+    if r.returncode != 0:
+        print("  NOT YET  make test fails (above)")
+        return 1
+    answer = base64.b64decode(record["answer"]).decode()
+    print(f"  FOUND    the mistake was {answer}")
+    return 0
+
+
+def check():
+    """Trees of several seeds and layers, without building them: each differs
+    from this tree in its mistake's file (by exactly that change) and its
+    list (by exactly that entry), and mending the file restores the sum."""
+    here = {path: (ROOT / path).read_bytes() for path in tracked_files(ROOT)}
+    total = summed(here)
+    count = 0
+    for layer in (None,) + LAYERS:
+        if layer and not any(layer_of(m["file"]) == layer for m in read_mistakes()):
+            continue
+        for seed in range(1, 6):
+            files, mistake = bug_tree(str(seed), layer)
+            changed = sorted(p for p in files if p not in (RECORD, MANIFEST) and files[p] != here.get(p))
+            want = sorted({mistake["file"], mistake["list"]})
+            if changed != want:
+                sys.exit(f"find the bug, seed {seed} {layer or ''}: changed {changed}, expected {want}")
+            if layer and layer_of(mistake["file"]) != layer:
+                sys.exit(f"find the bug, seed {seed}: LAYER={layer} chose {mistake['file']}")
+            if f"## {mistake['title']}\n" in files[mistake["list"]].decode():
+                sys.exit(f"find the bug, seed {seed}: {mistake['list']} still names the mistake")
+            if summed(files) == total:
+                sys.exit(f"find the bug, seed {seed}: the sum does not see the mistake in {mistake['file']}")
+            files[mistake["file"]] = here[mistake["file"]]
+            if summed(files) != total:
+                sys.exit(f"find the bug, seed {seed}: the mended tree's sum differs")
+            if choose(candidates(layer), str(seed)) is None or bug_tree(str(seed), layer)[1] != mistake:
+                sys.exit(f"find the bug, seed {seed}: the same seed chose another mistake")
+            count += 1
+    print(f"find the bug: {count} trees checked (seeds 1-5, every layer with mistakes); "
+          f"{len(read_mistakes())} mistakes to choose from")
+
+
+def list_layers(layer):
+    mistakes = candidates(layer)
+    counts = {}
+    for m in mistakes:
+        counts[layer_of(m["file"])] = counts.get(layer_of(m["file"]), 0) + 1
+    for name in LAYERS:
+        if name in counts:
+            print(f"{name:10} {counts[name]:4} mistakes")
+    print(f"{'all':10} {len(mistakes):4}")
+    print("\nmake bug SEED=<n> OUT=<dir> [LAYER=<layer>]   a tree with one of them in it")
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0] == "list":
+        list_layers(args[1] if len(args) > 1 and args[1] else None)
+    elif args[0] == "tree" and len(args) in (3, 4):
+        make_tree(args[1], args[2], args[3] if len(args) == 4 and args[3] else None)
+    elif args[0] == "grade" and len(args) == 1:
+        sys.exit(grade())
+    elif args[0] == "check" and len(args) == 1:
+        check()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
