@@ -338,7 +338,7 @@ bug:
 	@if [ -n "$(SEED)" ]; then python3 scripts/bugs.py tree "$(SEED)" "$(OUT)" "$(LAYER)"; \
 		else python3 scripts/bugs.py list "$(LAYER)"; fi
 bug-grade:
-	@python3 scripts/bugs.py grade
+	+@python3 scripts/bugs.py grade
 fingerprints:
 	@python3 scripts/exercises.py fingerprints $(EX)
 

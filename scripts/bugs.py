@@ -147,9 +147,10 @@ def make_tree(seed, out, layer):
             target.chmod(0o755)
     where = f"the {layer} layer" if layer else "the library or the programs"
     print(f"wrote {out}: {len(files)} files, one deliberate mistake somewhere in {where}")
-    print(f"  cd {out} && make test        # what it breaks (the first build takes a few minutes)")
-    print(f"  make bug-grade                 # when you have mended it")
-    print(f"  read docs/course/find-the-bug.md first")
+    for command, why in ((f"cd {out} && make test", "what it breaks (the first build takes a few minutes)"),
+                         ("make bug-grade", "when you have mended it")):
+        print(f"  {command:<{len(str(out)) + 16}}  # {why}")
+    print("  read docs/course/find-the-bug.md first")
 
 
 def record_of(root):
