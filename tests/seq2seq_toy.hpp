@@ -68,13 +68,20 @@ inline void check_greedy_is_teacher_forcing_argmax(seq2seq::Translator& model,
 // 3,280 outputs. A beam of 10^6 keeps them all, so it must return the best of
 // them under its score, log p / (m + 1)^lp. Here every output's log p is
 // summed from one teacher-forced forward pass over all of them, the way
-// training computes it, for each length penalty of `penalties`.
-// Returns the length of the best output under each penalty, so that a test
-// can require a case where the penalty matters (a score that counted the
-// length wrongly, or ignored the penalty, would pick another output).
-inline std::vector<size_t> check_beam_finds_best_of_all_outputs(seq2seq::Translator& model,
-                                                                const std::vector<double>& penalties) {
+// training computes it, under length penalties 0, ½, 1, 2 and 4.
+// The model's weights are first multiplied by `weight_scale`, for uneven
+// probabilities; the test's seed and scale must make a case where the penalty
+// matters (the best output's length differs between penalties), which is
+// checked: a score that counted the length wrongly, or ignored the penalty,
+// would then pick another output.
+inline void check_beam_finds_best_of_all_outputs(seq2seq::Translator& model, real weight_scale) {
     using seq2seq::kEos;
+    for (const auto& [name, p] : model.named_parameters()) {
+        Tensor w = p.value();
+        for (int64_t i = 0; i < w.numel(); ++i) w[i] *= weight_scale;
+    }
+    model.eval();
+    const std::vector<double> penalties{0.0, 0.5, 1.0, 2.0, 4.0};
     const std::vector<int64_t> source{5};
     const int64_t L = seq2seq::decode_limit(1), V = 6;
     REQUIRE(L == 7);
@@ -123,7 +130,11 @@ inline std::vector<size_t> check_beam_finds_best_of_all_outputs(seq2seq::Transla
         CHECK(found_score == doctest::Approx(best).epsilon(1e-5));
         best_lengths.push_back(outputs[best_i].target.size());
     }
-    return best_lengths;
+    MESSAGE("best output lengths under the penalties: " << best_lengths[0] << " " << best_lengths[1] << " "
+                                                        << best_lengths[2] << " " << best_lengths[3] << " "
+                                                        << best_lengths[4]);
+    CHECK(*std::min_element(best_lengths.begin(), best_lengths.end()) <
+          *std::max_element(best_lengths.begin(), best_lengths.end()));
 }
 
 }  // namespace attn::testing

@@ -299,15 +299,7 @@ TEST_CASE("seq2seq decoding: a beam wide enough to prune nothing finds the best 
     ModelConfig config = tiny("additive");
     config.target_vocab = 6;
     Seq2SeqModel model(config, gen);
-    for (const auto& [name, p] : model.named_parameters()) {
-        Tensor w = p.value();
-        for (int64_t i = 0; i < w.numel(); ++i) w[i] *= 3;
-    }
-    model.eval();
-    const std::vector<size_t> lengths = check_beam_finds_best_of_all_outputs(model, {0.0, 0.5, 1.0, 2.0, 4.0});
-    MESSAGE("best output lengths under the penalties: " << lengths[0] << " " << lengths[1] << " " << lengths[2] << " "
-                                                        << lengths[3] << " " << lengths[4]);
-    CHECK(*std::min_element(lengths.begin(), lengths.end()) < *std::max_element(lengths.begin(), lengths.end()));
+    check_beam_finds_best_of_all_outputs(model, 3);
 }
 
 TEST_CASE("seq2seq decoding: <pad> and <s> are never written, however likely") {
