@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nn/module.hpp"
+#include "tensor/allocator.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attn::testing {
@@ -140,5 +141,16 @@ inline Vec join(Vec a, const Vec& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
 }
+
+// Lowers the allocator's memory limit (set_storage_memory_limit) for a
+// scope, and restores the one before whatever happens, so that a failing
+// check cannot leave it set for the other tests.
+struct MemoryLimit {
+    size_t before;
+    explicit MemoryLimit(size_t bytes) : before(set_storage_memory_limit(bytes)) {}
+    ~MemoryLimit() { set_storage_memory_limit(before); }
+    MemoryLimit(const MemoryLimit&) = delete;
+    MemoryLimit& operator=(const MemoryLimit&) = delete;
+};
 
 }  // namespace attn::testing

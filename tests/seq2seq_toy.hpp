@@ -50,9 +50,9 @@ inline void check_greedy_is_teacher_forcing_argmax(seq2seq::Translator& model,
         double log_prob = 0;
         for (size_t t = 0; t < written; ++t) {
             const real* row = lp.data() + static_cast<int64_t>(t) * V;
-            int64_t argmax = seq2seq::kEos;  // over the ids decoding writes: all but <pad> and <s>
+            int64_t argmax = seq2seq::kEos;  // over the ids decoding writes
             for (int64_t v = 0; v < V; ++v)
-                if (v != seq2seq::kPad && v != seq2seq::kBos && row[v] > row[argmax]) argmax = v;
+                if (seq2seq::writable(v) && row[v] > row[argmax]) argmax = v;
             CHECK(argmax == (t < greedy[i].tokens.size() ? greedy[i].tokens[t] : seq2seq::kEos));
             log_prob += row[argmax];
         }

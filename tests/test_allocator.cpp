@@ -10,6 +10,7 @@
 
 #include "tensor/allocator.hpp"
 #include "tensor/tensor.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -145,23 +146,13 @@ TEST_CASE("allocator: more than the machine's memory is refused with the size as
     storage_release(p, 128);
 }
 
-// A restorer of the limit, so that a failing check cannot leave it set for
-// the other tests.
-namespace {
-struct MemoryLimit {
-    size_t before;
-    explicit MemoryLimit(size_t bytes) : before(set_storage_memory_limit(bytes)) {}
-    ~MemoryLimit() { set_storage_memory_limit(before); }
-};
-}  // namespace
-
 TEST_CASE("allocator: tensors each within the machine's memory but together beyond it are refused, naming the sizes") {
     // Sizes that add up: the limit is what is in use now + 1 MiB, and two
     // blocks of 640 KiB (each a size class of its own: 655360 bytes) fit one
     // at a time but not together.
     empty_storage_cache();
     const size_t in_use = static_cast<size_t>(allocator_stats().live_bytes);
-    const MemoryLimit limit(in_use + (size_t{1} << 20));
+    const attn::testing::MemoryLimit limit(in_use + (size_t{1} << 20));
     const size_t block = 640 << 10;
     void* a = storage_allocate(block);
     const int64_t largest_before = allocator_stats().largest_live_bytes, peak_before = allocator_stats().peak_live_bytes;

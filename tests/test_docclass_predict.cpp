@@ -9,6 +9,7 @@
 #include "examples/common/data_file.hpp"
 #include "examples/docclass/predict.hpp"
 #include "tensor/allocator.hpp"
+#include "tests/helpers.hpp"
 
 using namespace attn;
 
@@ -67,16 +68,17 @@ TEST_CASE("docclass predict: the setup survives a checkpoint's metadata; a broke
     // way, before the tensor that would pass the limit is made.
     empty_storage_cache();
     const size_t in_use = static_cast<size_t>(allocator_stats().live_bytes);
-    const size_t before = set_storage_memory_limit(in_use + (size_t{1} << 20));
     const DocModelConfig wide{.vocab_size = 5, .embed_dim = 128, .word_hidden = 128, .word_attention = 4,
                               .sentence_hidden = 128, .sentence_attention = 2, .num_classes = 2};
     std::string refused;
-    try {
-        model_of_file("wide.safetensors", "\"docclass.sizes\"", [&] { return make_doc_model("han", wide, gen); });
-    } catch (const std::runtime_error& e) {
-        refused = e.what();
+    {
+        const attn::testing::MemoryLimit limit(in_use + (size_t{1} << 20));
+        try {
+            model_of_file("wide.safetensors", "\"docclass.sizes\"", [&] { return make_doc_model("han", wide, gen); });
+        } catch (const std::runtime_error& e) {
+            refused = e.what();
+        }
     }
-    set_storage_memory_limit(before);
     CHECK(refused.find("wide.safetensors: the model that its metadata \"docclass.sizes\" describes does not fit in "
                        "this machine's memory (tensor storage: ") == 0);
     CHECK(refused.find("already in use") != std::string::npos);
