@@ -45,11 +45,6 @@ std::pair<Var, Var> pool(const std::string& who, const Var& e, const Var& featur
     return {squeeze(attend(a, features), 1), squeeze(a, 1)};
 }
 
-// f with its padded rows zeroed, by selection (f itself if the mask is
-// undefined or f is finite): every forward below starts with it, so a NaN or
-// an inf at a padded position reaches no score, output or gradient.
-Var hide_padding(const Var& f, const Tensor& mask) { return mask.defined() ? hide_unseen_keys(f, key_mask(mask)) : f; }
-
 // The keep mask of an n1×n2 matrix: mask1_i · mask2_j  (B×n1×n2; undefined if neither mask is).
 Tensor outer_keep(const Tensor& mask1, const Tensor& mask2, int64_t B, int64_t n1, int64_t n2) {
     if (!mask1.defined() && !mask2.defined()) return {};
@@ -87,8 +82,8 @@ AlternatingCoAttentionOutput AlternatingCoAttention::forward(const Var& features
     check_same_batch(id(), "features1", features1_in, "features2", features2_in);
     check_key_mask(id(), "mask1", mask1, features1_in);
     check_key_mask(id(), "mask2", mask2, features2_in);
-    const Var features1 = hide_padding(features1_in, mask1);
-    const Var features2 = hide_padding(features2_in, mask2);
+    const Var features1 = hide_padded_rows(id(), features1_in, mask1);
+    const Var features2 = hide_padded_rows(id(), features2_in, mask2);
     AlternatingCoAttentionOutput out;
     // 1. c^(0) = A_1(F1; 0): a zero guide, so W_q g = 0   B×d1
     const Var no_guide(Tensor::zeros(Shape{features1.size(0), 1, score1.W_1.size(1)}));
@@ -133,8 +128,8 @@ CoAttentionOutput InteractiveCoAttention::forward(const Var& features1_in, const
     check_same_batch(id(), "features1", features1_in, "features2", features2_in);
     check_key_mask(id(), "mask1", mask1, features1_in);
     check_key_mask(id(), "mask2", mask2, features2_in);
-    const Var features1 = hide_padding(features1_in, mask1);
-    const Var features2 = hide_padding(features2_in, mask2);
+    const Var features1 = hide_padded_rows(id(), features1_in, mask1);
+    const Var features2 = hide_padded_rows(id(), features2_in, mask2);
     // k̄^(i): the mean of the unmasked rows              B×1×d_i
     const Var mean1 = masked_mean(features1, mask1);
     const Var mean2 = masked_mean(features2, mask2);
@@ -233,8 +228,8 @@ CoAttentionOutput ParallelCoAttention::forward(const Var& features1_in, const Va
     check_same_batch(id(), "features1", features1_in, "features2", features2_in);
     check_key_mask(id(), "mask1", mask1, features1_in);
     check_key_mask(id(), "mask2", mask2, features2_in);
-    const Var features1 = hide_padding(features1_in, mask1);
-    const Var features2 = hide_padding(features2_in, mask2);
+    const Var features1 = hide_padded_rows(id(), features1_in, mask1);
+    const Var features2 = hide_padded_rows(id(), features2_in, mask2);
     const int64_t B = features1.size(0), n1 = features1.size(1), n2 = features2.size(1);
     CoAttentionOutput out;
     // A = tanh(affinity(K1, K2)), padded rows and columns set to 0       B×n1×n2
@@ -278,8 +273,8 @@ CoAttentionOutput max_affinity_co_attention(const Var& affinity, const Var& valu
                                     ": it needs B×n1×n2");
     check_key_mask(who, "mask1", mask1, values1_in);
     check_key_mask(who, "mask2", mask2, values2_in);
-    const Var values1 = hide_padding(values1_in, mask1);
-    const Var values2 = hide_padding(values2_in, mask2);
+    const Var values1 = hide_padded_rows(who, values1_in, mask1);
+    const Var values2 = hide_padded_rows(who, values2_in, mask2);
     CoAttentionOutput out;
     out.affinity = affinity;
     // masked entries of A become −∞, so they never win a max
@@ -324,8 +319,8 @@ MultiGrainedCoAttentionOutput MultiGrainedCoAttention::forward(const Var& contex
     check_same_batch(id(), "context", context_in, "aspect", aspect_in);
     check_key_mask(id(), "context mask", context_mask, context_in);
     check_key_mask(id(), "aspect mask", aspect_mask, aspect_in);
-    const Var context = hide_padding(context_in, context_mask);
-    const Var aspect = hide_padding(aspect_in, aspect_mask);
+    const Var context = hide_padded_rows(id(), context_in, context_mask);
+    const Var aspect = hide_padded_rows(id(), aspect_in, aspect_mask);
     MultiGrainedCoAttentionOutput out;
     // coarse: C-A2C and C-C2A are entry 4 with bilinear scores      B×d each
     const CoAttentionOutput coarse = coarse_->forward(context, aspect, context_mask, aspect_mask);
@@ -380,9 +375,9 @@ RotatoryAttentionOutput RotatoryAttention::forward(const Var& left_in, const Var
     check_key_mask(id(), "left mask", left_mask, left_in);
     check_key_mask(id(), "target mask", target_mask, target_in);
     check_key_mask(id(), "right mask", right_mask, right_in);
-    const Var left = hide_padding(left_in, left_mask);
-    const Var target = hide_padding(target_in, target_mask);
-    const Var right = hide_padding(right_in, right_mask);
+    const Var left = hide_padded_rows(id(), left_in, left_mask);
+    const Var target = hide_padded_rows(id(), target_in, target_mask);
+    const Var right = hide_padded_rows(id(), right_in, right_mask);
     // Attn(q; F) = Σ_i softmax_i(tanh(f_iᵀ W q + b)) f_i;  q B×1×d_q → B×d, B×n
     auto attn = [&](ActivatedGeneralScore& score, const Var& query, const Var& features, const Tensor& mask) {
         return pool(id(), score.score(query, features), features, mask);

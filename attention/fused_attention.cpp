@@ -95,7 +95,7 @@ BroadcastMask broadcast_mask(const char* op, const Tensor& mask, const Shape& sc
 
 // What mask_tile applies to a tile of scores: the keep mask, and the keys
 // whose row held a non-finite value (FiniteKeysValues in
-// attention/scaled_dot_product.hpp: K itself then holds 0 there).
+// attention/padding.hpp: K itself then holds 0 there).
 struct ScoreMask {
     BroadcastMask keep;
     Tensor bad_keys;  // …×1×n of 0/1 (batch×n in memory); undefined when every key is finite
@@ -571,7 +571,7 @@ AttentionOutput scaled_dot_product_attention_fused(const Var& queries, const Var
     const Shape scores_shape = qs.with(R - 1, p.n);    // …×m×n
     const Shape output_shape = qs.with(R - 1, p.d_v);  // …×m×d_v
     // Non-finite keys and values are set aside as in the composite (attention/
-    // scaled_dot_product.hpp, FiniteKeysValues): the kernel reads only finite K and V,
+    // padding.hpp, FiniteKeysValues): the kernel reads only finite K and V,
     // mask_tile gives NaN to the scores of bad keys before masking, and the NaN
     // of bad values is put back below, where a query may see them.
     const FiniteKeysValues kv = finite_keys_values(keys, values);

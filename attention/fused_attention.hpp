@@ -35,7 +35,7 @@
 // without being computed, and no mask tensor is built.
 //
 // Non-finite values follow the composite's rules (FiniteKeysValues in
-// attention/scaled_dot_product.hpp): the kernel reads the finite part of K and V, a
+// attention/padding.hpp): the kernel reads the finite part of K and V, a
 // key that held a non-finite value gets NaN scores before the mask is
 // applied, and a row whose scores include a NaN comes out NaN (the running
 // maximum keeps a NaN), never taken for a fully masked row.

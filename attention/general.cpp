@@ -3,11 +3,9 @@
 #include "attention/general.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
-#include <type_traits>
 
 #include "nn/init.hpp"
 #include "tensor/ops.hpp"
@@ -65,64 +63,6 @@ Tensor combine_masks(const Tensor& a, const Tensor& b) {
     if (!a.defined()) return b;
     if (!b.defined()) return a;
     return mul(a, b);
-}
-
-// ±∞ and NaN are the values whose exponent bits are all ones. The test runs
-// over blocks without leaving a block early, so that the compiler vectorises
-// it (a loop that may stop at any element stays scalar); a block of 1024
-// still stops soon after the first bad value.
-bool finite_everywhere(const Tensor& t) {
-    using Bits = std::conditional_t<sizeof(real) == 4, uint32_t, uint64_t>;
-    constexpr Bits exponent = sizeof(real) == 4 ? Bits(0x7F800000u) : Bits(0x7FF0000000000000ull);
-    constexpr int64_t kBlock = 1024;
-    const real* p = t.data();
-    const int64_t n = t.numel();
-    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
-        const int64_t i1 = std::min(n, i0 + kBlock);
-        Bits bad = 0;
-        for (int64_t i = i0; i < i1; ++i) bad |= Bits((std::bit_cast<Bits>(p[i]) & exponent) == exponent);
-        if (bad != 0) return false;
-    }
-    return true;
-}
-
-Var hide_unseen_keys(const Var& x, const Tensor& keep) {
-    if (!keep.defined() || finite_everywhere(x.value())) return x;
-    const std::string shapes = "keys " + x.shape().str() + " and mask " + keep.shape().str();
-    if (x.rank() < 2 || keep.rank() < 1 || keep.rank() > x.rank())
-        throw std::invalid_argument("hide_unseen_keys: " + shapes +
-                                    ": need keys …×n×d and a mask …×m×n of no higher rank");
-    // seen_j = 1 when some query may attend key j: the mask's maximum over the
-    // queries (its axis −2) of keep ≠ 0                                 …×n
-    Tensor seen = sub(Tensor::scalar(1), eq(keep, Tensor::scalar(0)));
-    if (seen.rank() >= 2) seen = max(seen, -2);
-    if (seen.numel() == 0 || min(seen).item() != 0) return x;  // every key is seen by someone
-    // …×n → …×n×1, a column that selects whole rows of x               …×n×1
-    Shape column = seen.shape();
-    column.push_back(1);
-    seen = seen.reshape(column);
-    if (broadcast_shapes(column, x.shape(), "hide_unseen_keys") != x.shape())
-        throw std::invalid_argument("hide_unseen_keys: " + shapes + " do not fit: the mask's key axis must be n");
-    // x_j ← seen_j ? x_j : 0, a selection (0·x_j would keep a NaN)          …×n×d
-    return where(seen, x, Var(Tensor::scalar(0)));
-}
-
-Var hide_fully_masked_queries(const Var& x, const Tensor& keep) {
-    if (!keep.defined() || finite_everywhere(x.value())) return x;
-    const std::string shapes = "queries " + x.shape().str() + " and mask " + keep.shape().str();
-    if (x.rank() < 2 || keep.rank() < 1 || keep.rank() > x.rank())
-        throw std::invalid_argument("hide_fully_masked_queries: " + shapes +
-                                    ": need queries …×m×d and a mask …×m×n of no higher rank");
-    // alive_i = 1 when query i may attend some key: the maximum over the keys
-    // (the mask's last axis) of keep ≠ 0                                  …×m×1
-    Tensor alive = max(sub(Tensor::scalar(1), eq(keep, Tensor::scalar(0))), -1, /*keepdim=*/true);
-    if (alive.rank() == 1) alive = alive.reshape(Shape{1, 1});  // a mask of keys only: one verdict for all
-    if (alive.numel() == 0 || min(alive).item() != 0) return x;  // every query sees some key
-    if (broadcast_shapes(alive.shape(), x.shape(), "hide_fully_masked_queries") != x.shape())
-        throw std::invalid_argument("hide_fully_masked_queries: " + shapes +
-                                    " do not fit: the mask's query axis must be m");
-    // x_i ← alive_i ? x_i : 0, a selection                                 …×m×d
-    return where(alive, x, Var(Tensor::scalar(0)));
 }
 
 // ---- shared pieces -------------------------------------------------------------
@@ -191,11 +131,9 @@ AttentionOutput GeneralAttention::forward(const Var& queries, const Var& feature
 AttentionOutput GeneralAttention::forward(const Var& queries_in, const Var& keys_in, const Var& values_in,
                                           const Tensor& mask) {
     check_qkv(id(), queries_in, keys_in, values_in);
-    // Every score function and alignment shares this line: keys no query may
-    // attend are zeroed (by selection) before the score and the sum read them.
-    // (and a query that may attend no key, likewise)
-    const Var keys = hide_unseen_keys(keys_in, mask), values = hide_unseen_keys(values_in, mask);
-    const Var queries = hide_fully_masked_queries(queries_in, mask);
+    // What the formula may read: keys no query may attend, and queries that
+    // may attend no key, zeroed when they hold NaN or inf (attention/padding.hpp)
+    const auto [queries, keys, values] = visible(queries_in, keys_in, values_in, mask);
     const Var scores = score_->score(queries, keys);                        // e = score(q, K)   B×m×n
     const Var weights = align_->align({scores, mask, queries, Tensor()});  // a = align(e)      B×m×n
     return {attend(weights, values), weights};                             // c = A V           B×m×d_v

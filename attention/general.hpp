@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/padding.hpp"
 #include "autograd/ops.hpp"
 #include "nn/module.hpp"
 
@@ -92,34 +93,6 @@ Tensor band_mask(int64_t n, int64_t r);
 // The product of two keep masks (either may be undefined, meaning "keep all").
 Tensor combine_masks(const Tensor& a, const Tensor& b);
 
-// ---- what a masked key may hold ------------------------------------------------
-// A mask is applied to the scores by selection (a masked score becomes −∞, so
-// its weight is exactly 0), never by adding −∞ (NaN + (−∞) = NaN). But the
-// products after it still read every key and value: a weight of 0 times a
-// NaN or an inf is NaN (IEEE), and so is the gradient that multiplies it.
-// So the rows of the keys that NO query may attend (padding) are replaced by
-// zeros, by selection, before any product reads them; selection's backward
-// sends them exactly 0. Then a padded position holding NaN or inf changes no
-// output and no gradient, and receives a zero gradient.
-//
-// A non-finite value a query may see is not hidden: it propagates as NaN or
-// inf (IEEE, as in PyTorch), and the trainers stop on the non-finite loss
-// (examples/common/finite_guard.hpp). docs/attention/general.md, "Masks".
-//
-// x …×n×d (keys, values, or the features they are projected from), keep a
-// keep mask broadcastable to …×m×n (undefined = keep all; with a causal rule
-// as well, pass the combined mask). Returns x with the rows of the keys whose
-// mask column is 0 for every query set to 0; x itself when there are none,
-// or when x is all finite (a finite row already contributes exactly 0·x = 0).
-Var hide_unseen_keys(const Var& x, const Tensor& keep);
-// Its twin for the queries: x …×m×d (queries, or the features they are
-// projected from) with the rows of queries that may attend no key (fully
-// masked rows) set to 0, when x holds a non-finite value. Such a query gets
-// zero weights and a zero output whatever it holds; without this its NaN
-// would still reach the keys' gradient, dK = dSᵀQ with dS = 0.
-Var hide_fully_masked_queries(const Var& x, const Tensor& keep);
-// Whether every value of t is finite (no NaN, no ±inf).
-bool finite_everywhere(const Tensor& t);
 
 // ---- override point 1: the score function -----------------------------------
 // queries B×m×d_q, keys B×n×d_k → scores B×m×n. Subclasses: attention/scores.hpp.

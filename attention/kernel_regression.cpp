@@ -17,17 +17,6 @@ void check_points(const std::string& who, const Var& queries, const Var& keys, c
                                     " need the same number of coordinates");
 }
 
-// The points of entries 51 and 52 with the padded ones hidden (attention/general.hpp):
-// a NaN or an inf at a padded point reaches no score, output or gradient.
-struct Points {
-    Var queries, keys, values;
-};
-Points hide_padding(const std::string& who, const Var& queries, const Var& keys, const Var& values,
-                    const Tensor& mask) {
-    const Tensor keep = scores_keep_mask(who, mask, keys.size(0), keys.size(1));
-    return {hide_fully_masked_queries(queries, keep), hide_unseen_keys(keys, keep), hide_unseen_keys(values, keep)};
-}
-
 // Σ_i softmax_i(e_i) y_i: the pooling shared by entries 51 and 52.
 AttentionOutput pool(const std::string& who, const Var& scores, const Var& values, const Tensor& mask) {
     const Tensor keep = scores_keep_mask(who, mask, values.size(0), values.size(1));
@@ -49,7 +38,8 @@ Var gaussian_kernel_scores(const Var& queries, const Var& keys) {
 AttentionOutput nadaraya_watson_pooling(const Var& queries, const Var& keys, const Var& values, const Tensor& mask) {
     const std::string who = "nadaraya_watson_pooling";
     check_points(who, queries, keys, values);
-    const Points p = hide_padding(who, queries, keys, values, mask);
+    // the padded points hidden (attention/padding.hpp)
+    const VisibleInputs p = visible(queries, keys, values, scores_keep_mask(who, mask, keys.size(0), keys.size(1)));
     return pool(who, gaussian_kernel_scores(p.queries, p.keys), p.values, mask);
 }
 
@@ -60,7 +50,8 @@ ParametricNadarayaWatsonPooling::ParametricNadarayaWatsonPooling(real initial_w)
 AttentionOutput ParametricNadarayaWatsonPooling::forward(const Var& queries, const Var& keys, const Var& values,
                                                          const Tensor& mask) {
     check_points(id(), queries, keys, values);
-    const Points p = hide_padding(id(), queries, keys, values, mask);
+    // the padded points hidden (attention/padding.hpp)
+    const VisibleInputs p = visible(queries, keys, values, scores_keep_mask(id(), mask, keys.size(0), keys.size(1)));
     // −½ ((x − x_i) w)² = w² · (−½ ‖x − x_i‖²)                B×m×n
     const Var scores = mul(gaussian_kernel_scores(p.queries, p.keys), square(w));
     return pool(id(), scores, p.values, mask);

@@ -27,9 +27,8 @@ AttentionOutput MultiDimensionalAttention::forward(const Var& queries_in, const 
                                     " need widths d_q = " + std::to_string(W_1.size(1)) + ", d_k = " +
                                     std::to_string(W_2.size(1)) + ", d_v = " + std::to_string(W_d.size(1)));
     // keys no query may attend, and queries that may attend none, zeroed (by
-    // selection) before the products read them (attention/general.hpp)
-    const Var keys = hide_unseen_keys(keys_in, mask), values = hide_unseen_keys(values_in, mask);
-    const Var queries = hide_fully_masked_queries(queries_in, mask);
+    // selection) before the products read them (attention/padding.hpp)
+    const auto [queries, keys, values] = visible(queries_in, keys_in, values_in, mask);
     const Var Wq = matmul(queries, W_1, false, true);          // W_1 q    B×m×d_w
     const Var Wk = matmul(keys, W_2, false, true);             // W_2 k_l  B×n×d_w
     const Var H = additive_features(Wq, Wk, b, act_);          // act(W_1 q + W_2 k_l + b)   B×m×n×d_w

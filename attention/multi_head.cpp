@@ -21,23 +21,6 @@ Taxonomy multi_head_taxonomy() {
     return t;
 }
 
-// The keep mask as the inputs see it before the split into heads, for
-// hide_unseen_keys and hide_fully_masked_queries: a per-head mask (rank 4)
-// keeps a key for a query when any head does; the causal rule is folded in.
-// Undefined (nothing to hide) when every input is finite: a finite padded
-// row already contributes exactly 0, and the common case builds nothing.
-Tensor input_keep_mask(const Tensor& mask, bool causal, const Var& queries, const Var& keys, const Var& values) {
-    // Self-attention passes one tensor as queries, keys and values: it is read once.
-    const Tensor &q = queries.value(), &k = keys.value(), &v = values.value();
-    auto same = [](const Tensor& a, const Tensor& b) { return a.data() == b.data() && a.numel() == b.numel(); };
-    if (finite_everywhere(q) && (same(k, q) || finite_everywhere(k)) &&
-        (same(v, q) || same(v, k) || finite_everywhere(v)))
-        return {};
-    const Tensor keep =
-        mask.defined() && mask.rank() == 4 ? max(sub(Tensor::scalar(1), eq(mask, Tensor::scalar(0))), 1) : mask;
-    return combine_masks(keep, causal ? causal_mask(queries.size(1), keys.size(1)) : Tensor());
-}
-
 }  // namespace
 
 // ---- entry 40: multi_head_attention ----------------------------------------------------
@@ -77,7 +60,7 @@ Var MultiHeadAttention::project_to_heads(const Var& x, const Var& W, const Var& 
     return split_heads(project(x, W, b), h_);
 }
 
-MultiHeadAttention::Inputs MultiHeadAttention::prepare(const Var& queries, const Var& keys, const Var& values,
+VisibleInputs MultiHeadAttention::prepare(const Var& queries, const Var& keys, const Var& values,
                                                        const Tensor& mask, bool causal) const {
     check_qkv(id(), queries, keys, values);
     if (queries.size(2) != d_model_ || keys.size(2) != d_model_ || values.size(2) != d_model_)
@@ -87,14 +70,13 @@ MultiHeadAttention::Inputs MultiHeadAttention::prepare(const Var& queries, const
     // The rows of keys no query may attend (padding), and of queries that may
     // attend no key, are zeroed before W_K, W_V, W_Q read them: a NaN there
     // would otherwise reach their gradients (X_jᵀ·0 = NaN) and through them
-    // every sequence of the batch (attention/general.hpp).
-    const Tensor keep = input_keep_mask(mask, causal, queries, keys, values);
-    return {hide_fully_masked_queries(queries, keep), hide_unseen_keys(keys, keep), hide_unseen_keys(values, keep)};
+    // every sequence of the batch (attention/padding.hpp).
+    return visible_to_heads(queries, keys, values, mask, causal);
 }
 
 AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
                                           bool causal) const {
-    const Inputs x = prepare(queries, keys, values, mask, causal);
+    const VisibleInputs x = prepare(queries, keys, values, mask, causal);
     // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
     const Var Q = project_to_heads(x.queries, W_Q, b_Q);
     const Var K = project_to_heads(x.keys, W_K, b_K);
@@ -130,7 +112,7 @@ AttentionOutput MultiHeadAttention::forward(const Var& queries, const Var& keys,
     // from the projections B×m×(h·d_k) and writes the heads concatenated,
     // B×m×(h·d_v) (scaled_dot_product_attention_fused_heads): no split, no
     // concatenation, four copies fewer each way.
-    const Inputs x = prepare(queries, keys, values, mask, causal);
+    const VisibleInputs x = prepare(queries, keys, values, mask, causal);
     FusedAttentionOptions fused;
     fused.causal = causal;
     fused.need_weights = options_.need_weights;
@@ -168,8 +150,8 @@ AttentionOutput NarrowWideMultiHeadAttention::heads(const Var& x, const Tensor& 
         return kind_ == Kind::narrow ? split_heads(rows, h_) : unsqueeze(rows, 1);
     };
     // X's padded rows zeroed, as keys and values, and as queries when fully masked (as in entry 40)
-    const Tensor keep = input_keep_mask(mask, causal, x, x, x);
-    const Var X = split(hide_fully_masked_queries(x, keep)), X_kv = split(hide_unseen_keys(x, keep));
+    const VisibleInputs v = visible_to_heads(x, x, x, mask, causal);
+    const Var X = split(v.queries), X_kv = split(v.keys);
     // X_j W^Q_j, X_j W^K_j, X_j W^V_j, batched over the heads            B×h×n×c
     const Var Q = matmul(X, W_Q), K = matmul(X_kv, W_K), V = matmul(X_kv, W_V);
     // head_j = Attn(Q_j, K_j, V_j)                                       B×h×n×c, weights B×h×n×n

@@ -81,10 +81,8 @@ protected:
 
 private:
     // The inputs checked, with the rows no query may use zeroed (prepare).
-    struct Inputs {
-        Var queries, keys, values;
-    };
-    Inputs prepare(const Var& queries, const Var& keys, const Var& values, const Tensor& mask, bool causal) const;
+    VisibleInputs prepare(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
+                          bool causal) const;
 
     int64_t d_model_, h_, d_k_, d_v_;
     Options options_;

@@ -30,11 +30,6 @@ std::vector<int64_t> kept_positions(const Tensor& mask, int64_t b, int64_t n) {
 // B×n mask → B×n×1, to broadcast over the features.
 Tensor per_row(const Tensor& mask) { return reshape(mask, {mask.size(0), mask.size(1), 1}); }
 
-// X B×n×d with its dropped rows replaced by zeros, by selection (X itself
-// without a mask or when X is finite): m_i X_i with m_i = 0 would keep a NaN
-// or an inf (0·NaN = NaN), in the sum and in the gradients.
-Var hide_dropped(const Var& X, const Tensor& mask) { return mask.defined() ? hide_unseen_keys(X, key_mask(mask)) : X; }
-
 // A B×n mask with, for each row, the given positions kept.
 Tensor mask_of(const std::vector<std::vector<int64_t>>& positions, int64_t n) {
     const auto B = static_cast<int64_t>(positions.size());
@@ -51,7 +46,7 @@ Tensor mask_of(const std::vector<std::vector<int64_t>>& positions, int64_t n) {
 Var sum_pooling(const Var& X, const Tensor& mask) {
     check_set("sum_pooling", X, mask);
     // Σ_i m_i X_i, the dropped rows zeroed by selection first            B×d
-    return sum(mask.defined() ? mul(hide_dropped(X, mask), Var(per_row(mask))) : X, 1);
+    return sum(mask.defined() ? mul(hide_padded_rows("sum_pooling", X, mask), Var(per_row(mask))) : X, 1);
 }
 
 Var mean_pooling(const Var& X, const Tensor& mask) {
@@ -255,7 +250,7 @@ Var DeepSetsPooling::forward(const Var& X_in, const Tensor& mask) {
     if (X_in.size(2) != phi1.in_features())
         throw std::invalid_argument(id() + ": set " + X_in.shape().str() + " needs items of width " +
                                     std::to_string(phi1.in_features()));
-    const Var X = hide_dropped(X_in, mask);  // before φ reads them: φ(NaN) is NaN, and so are φ's gradients
+    const Var X = hide_padded_rows(id(), X_in, mask);  // before φ reads them: φ(NaN) is NaN, as are φ's gradients
     // φ(x_i) for every item                                           B×n×h
     const Var phi = relu(phi2.forward(relu(phi1.forward(X))));
     // ⊕_i φ(x_i)                                                      B×h
@@ -280,7 +275,7 @@ DeepSetsEquivariant::DeepSetsEquivariant(int64_t in_dim, int64_t out_dim, Genera
 
 Var DeepSetsEquivariant::forward(const Var& X_in, const Tensor& mask) {
     check_set("deep_sets_equivariant", X_in, mask);
-    const Var X = hide_dropped(X_in, mask);  // before Λ and Γ read them
+    const Var X = hide_padded_rows("deep_sets_equivariant", X_in, mask);  // before Λ and Γ read them
     // X Λ                                                             B×n×d'
     const Var own = matmul(X, Lambda);
     // 1 1ᵀ X Γ: the set's sum (or max) times Γ, added to every row     B×1×d'
@@ -328,7 +323,7 @@ GruGatingOutput GruGating::forward(const Var& X, const Var& h0, const Tensor& ma
                                     mask.shape().str());
     // Masked steps zeroed (by selection) before the gates read them: the state
     // is kept by selection below, but W's gradient would still get x_t·0 = NaN.
-    const Var inputs = hide_dropped(X, mask);
+    const Var inputs = hide_padded_rows(id(), X, mask);
     Var h = h0.defined() ? h0 : Var(Tensor::zeros({B, hidden_dim_}));
     std::vector<Var> states, zs, rs;
     for (int64_t t = 0; t < T; ++t) {

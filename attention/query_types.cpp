@@ -78,7 +78,7 @@ Var BahdanauAttention::scores(const Var& queries, const Memory& memory) {
 }
 
 AttentionOutput BahdanauAttention::forward(const Var& queries, const Memory& memory) {
-    // A query that may attend no key takes no part, whatever it holds (attention/general.hpp).
+    // A query that may attend no key takes no part, whatever it holds (attention/padding.hpp).
     const Var e = scores(hide_fully_masked_queries(queries, memory.keep), memory);  // e_ij   B×m×n
     const Var alpha = masked_softmax(e, memory.keep);  // α_ij = softmax_j B×m×n
     return {attend(alpha, memory.states), alpha};      // c_i = Σ_j α_ij h_j   B×m×d_h
@@ -132,7 +132,7 @@ LuongAttention::Output LuongAttention::forward(const Var& queries, const Var& en
     check_width(id(), "queries", queries, W_c.size(0));
     check_width(id(), "encoder states", encoder_states, W_c.size(1) - W_c.size(0));  // W_c is d_s×(d_h + d_s)
     const Tensor keep = scores_keep_mask(id(), mask, encoder_states.size(0), encoder_states.size(1));
-    // padded states, and queries that may attend no state, zeroed (attention/general.hpp)
+    // padded states, and queries that may attend no state, zeroed (attention/padding.hpp)
     const Var states = hide_unseen_keys(encoder_states, keep);
     const Var h = hide_fully_masked_queries(queries, keep);
     // e_ts = score(h_t, h̄_s)                        B×m×n

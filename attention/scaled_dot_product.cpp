@@ -59,59 +59,6 @@ AttentionOutput scaled_dot_product_attention(const Var& queries, const Var& keys
     return {nan_at_seen_bad_values(matmul(weights, kv.values), mask, causal, kv.bad_values), weights};
 }
 
-// ---- non-finite keys and values ------------------------------------------------------
-
-namespace {
-
-constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
-
-// 1 where x is not finite, 0 elsewhere; undefined when x is all finite.
-Tensor non_finite(const Tensor& x) {
-    if (finite_everywhere(x)) return {};
-    Tensor bad = Tensor::zeros(x.shape());
-    const real* p = x.data();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) bad[i] = std::isfinite(p[i]) ? 0 : 1;
-    return bad;
-}
-
-}  // namespace
-
-FiniteKeysValues finite_keys_values(const Var& keys, const Var& values) {
-    FiniteKeysValues out{keys, values, {}, {}};
-    const Var zero(Tensor::scalar(0));
-    // K ← bad ? 0 : K, a selection: its backward sends the bad entries 0
-    if (const Tensor bad = non_finite(keys.value()); bad.defined()) {
-        out.keys = where(bad, zero, keys);
-        // any over each row: …×n×1, laid out again as …×1×n (the same order in memory)
-        const Tensor any = max(bad, -1, /*keepdim=*/true);
-        const int r = any.rank();
-        out.bad_keys = any.reshape(any.shape().with(r - 2, 1).with(r - 1, any.size(r - 2)));
-    }
-    if (const Tensor bad = non_finite(values.value()); bad.defined()) {
-        out.values = where(bad, zero, values);
-        out.bad_values = bad;
-    }
-    return out;
-}
-
-Var nan_at_bad_keys(const Var& scores, const Tensor& bad_keys) {
-    if (!bad_keys.defined()) return scores;
-    return where(bad_keys, Var(Tensor::scalar(kNaN)), scores);  // e_ij ← NaN for bad key j   …×m×n
-}
-
-Var nan_at_seen_bad_values(const Var& output, const Tensor& mask, bool causal, const Tensor& bad_values) {
-    if (!bad_values.defined()) return output;
-    const int64_t m = output.size(-2), n = bad_values.size(-2);
-    // sees_ij = 1 when query i may attend key j (all ones without a mask)    …×m×n
-    Tensor sees = combine_masks(mask, causal ? causal_mask(m, n) : Tensor());
-    sees = sees.defined() ? sub(Tensor::scalar(1), eq(sees, Tensor::scalar(0))) : Tensor::ones(Shape{m, n});
-    if (sees.rank() == 1) sees = sees.reshape(Shape{1, sees.size(0)});                   // a mask of keys only
-    if (sees.size(-1) != n) sees = expand(sees, sees.shape().with(sees.rank() - 1, n));  // a mask broadcast over keys
-    // hit_ic = Σ_j sees_ij · bad_jc > 0: a product of 0/1 matrices, exact   …×m×d_v
-    const Tensor hit = gt(matmul(sees, bad_values), Tensor::scalar(0));
-    return where(hit, Var(Tensor::scalar(kNaN)), output);
-}
-
 Var split_heads(const Var& x, int64_t heads) {
     return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
 }
@@ -230,7 +177,7 @@ AttentionOutput RelativePositionSelfAttention::forward(const Var& x, const Tenso
         throw std::invalid_argument(id() + ": x " + x.shape().str() + " needs width d = " + std::to_string(d_));
     const int64_t n = x.size(1);
     // padded positions zeroed (by selection) before W^K and W^V read them, and
-    // a position that may attend nothing before W^Q (attention/general.hpp)
+    // a position that may attend nothing before W^Q (attention/padding.hpp)
     const Var x_q = hide_fully_masked_queries(x, mask), x_kv = hide_unseen_keys(x, mask);
     // Q = X W^Q,  K = X W^K,  V = X W^V                                  B×n×d_z
     const Var Q = matmul(x_q, W_Q), K = matmul(x_kv, W_K), V = matmul(x_kv, W_V);

@@ -42,41 +42,11 @@ namespace attn {
 //
 // Non-finite inputs (docs/attention/transformer.md, "Masks and non-finite
 // values"): a masked key takes no part whatever it holds (see
-// FiniteKeysValues below); a non-finite value a query may see makes that
+// FiniteKeysValues in attention/padding.hpp); a non-finite value a query may see makes that
 // query's weights and output NaN (a +inf score, a −inf in a query: IEEE, as
 // PyTorch), never hidden; the trainers stop on the non-finite loss.
 AttentionOutput scaled_dot_product_attention(const Var& queries, const Var& keys, const Var& values,
                                              const Tensor& mask = {}, bool causal = false);
-
-// ---- non-finite keys and values: what both SDPA versions share ---------------
-// The mask is applied to the scores by selection, so a masked key never
-// reaches a query's weights. But the products Q Kᵀ, A V and their gradients
-// read every key and value, and a weight of 0 times a NaN or inf is NaN. So
-// both versions compute with the finite part of K and V (each non-finite
-// entry replaced by 0, by selection) and then give NaN to exactly the
-// queries that may see a non-finite entry:
-//
-//     key row j has a non-finite entry   → NaN score e_ij for every query i   (nan_at_bad_keys;
-//                                          the mask then removes the masked ones)
-//     V_jc is non-finite                 → NaN output O_ic for every query i
-//                                          whose mask keeps key j             (nan_at_seen_bad_values)
-//
-// So a key masked for a query (padding; a later key under the causal mask)
-// changes neither that query's weights, output nor gradients, and a padded
-// key gets a zero gradient; a query that may see a non-finite key or value
-// gets NaN (IEEE would give NaN or ±inf there; we always say NaN).
-struct FiniteKeysValues {
-    Var keys, values;   // K and V with every non-finite entry replaced by 0 (K, V themselves if finite)
-    Tensor bad_keys;    // …×1×n: 1 where row j of K has a non-finite entry; undefined if none does
-    Tensor bad_values;  // …×n×d_v: 1 where V_jc is non-finite; undefined if none is
-};
-FiniteKeysValues finite_keys_values(const Var& keys, const Var& values);
-// scores …×m×n → NaN in the columns of the bad keys (the scores themselves
-// when bad_keys is undefined). Apply before the mask.
-Var nan_at_bad_keys(const Var& scores, const Tensor& bad_keys);
-// output …×m×d_v → NaN where query i may attend (mask and causal rule) a key j
-// whose V_jc is non-finite (the output itself when bad_values is undefined).
-Var nan_at_seen_bad_values(const Var& output, const Tensor& mask, bool causal, const Tensor& bad_values);
 
 // The shapes both SDPA implementations accept: equal ranks ≥ 2, equal leading
 // axes, d_k of queries = d_k of keys, n of keys = n of values. Throws

@@ -65,7 +65,7 @@ AttentionOutput plain_self_attention(const Var& x, const Tensor& mask, bool scal
     const real inv_tau = scaled ? real(1) / std::sqrt(static_cast<real>(d)) : real(1);
     const Tensor M = combine_masks(mask, causal ? causal_mask(n, n) : Tensor());
     // X as the keys and values with the padded rows zeroed (by selection), as
-    // the queries with the rows that may attend nothing zeroed (attention/general.hpp)
+    // the queries with the rows that may attend nothing zeroed (attention/padding.hpp)
     const Var keys = hide_unseen_keys(x, M), queries = hide_fully_masked_queries(x, M);
     // E = X Xᵀ / τ                                                       B×n×n
     const Var scores = matmul(queries, keys, false, true) * inv_tau;

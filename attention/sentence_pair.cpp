@@ -40,15 +40,6 @@ Var keep_rows(const Var& x, const Tensor& mask) {
     return mask.defined() ? mul(x, Var(mask.reshape(Shape{mask.size(0), mask.size(1), 1}))) : x;
 }
 
-// x B×s×d with the rows its mask pads replaced by zeros, by selection (x
-// itself without a mask or when x is finite): every forward below starts with
-// it, so a NaN or an inf at a padded token reaches no score, output or
-// gradient (a product with a zero weight or keep_rows' 0 would keep it).
-Var hide_padding(const std::string& who, const Var& x, const Tensor& mask) {
-    return hide_unseen_keys(x, scores_keep_mask(who, mask, x.size(0), x.size(1)));
-}
-
-
 }  // namespace
 
 // ---- ABCNN ------------------------------------------------------------------------------------------
@@ -56,7 +47,7 @@ Var hide_padding(const std::string& who, const Var& x, const Tensor& mask) {
 Var abcnn_match_scores(const Var& F0_in, const Var& F1_in, const Tensor& mask0, const Tensor& mask1) {
     const std::string who = "abcnn_match_scores";
     check_sentence_pair(who, F0_in, F1_in);
-    const Var F0 = hide_padding(who, F0_in, mask0), F1 = hide_padding(who, F1_in, mask1);
+    const Var F0 = hide_padded_rows(who, F0_in, mask0), F1 = hide_padded_rows(who, F1_in, mask1);
     // F_0[i] − F_1[j] for every pair                       B×s_0×s_1×d
     const Var diff = sub(unsqueeze(F0, 2), unsqueeze(F1, 1));
     // ‖F_0[i] − F_1[j]‖₂                                    B×s_0×s_1
@@ -77,7 +68,7 @@ AbcnnOneAttention::Output AbcnnOneAttention::forward(const Var& F0_in, const Var
     if (F0_in.size(1) != W_0.size(0) || F1_in.size(1) != W_0.size(0) || F0_in.size(2) != W_0.size(1))
         throw std::invalid_argument(id() + ": sentences " + F0_in.shape().str() + " and " + F1_in.shape().str() +
                                     " need the fixed shape B×" + W_0.shape().str() + " (pad to the maximum length)");
-    const Var F0 = hide_padding(id(), F0_in, mask0), F1 = hide_padding(id(), F1_in, mask1);
+    const Var F0 = hide_padded_rows(id(), F0_in, mask0), F1 = hide_padded_rows(id(), F1_in, mask1);
     Output out;
     out.weights = abcnn_match_scores(F0, F1, mask0, mask1);  // A   B×s×s
     out.features0 = matmul(out.weights, W_0);                // F_{0,a} = A W_0    B×s×d
@@ -121,8 +112,8 @@ AbcnnPooled abcnn2_attention(const Var& conv0_in, const Var& conv1_in, int64_t w
                              const Tensor& mask1) {
     check_sentence_pair("abcnn2_attention", conv0_in, conv1_in);
     // padded units zeroed (by selection) before the match scores and the pooling sums read them
-    const Var conv0 = hide_padding("abcnn2_attention", conv0_in, mask0);
-    const Var conv1 = hide_padding("abcnn2_attention", conv1_in, mask1);
+    const Var conv0 = hide_padded_rows("abcnn2_attention", conv0_in, mask0);
+    const Var conv1 = hide_padded_rows("abcnn2_attention", conv1_in, mask1);
     AbcnnPooled out;
     out.weights = abcnn_match_scores(conv0, conv1, mask0, mask1);  // A   B×(s_0+w−1)×(s_1+w−1)
     out.unit0 = sum(out.weights, 2);                               // a_{0,j} = Σ_r A_jr
@@ -166,7 +157,7 @@ AbcnnLayer::AbcnnLayer(Kind kind, int64_t max_length, int64_t dim, int64_t out_d
 AbcnnLayer::Output AbcnnLayer::forward(const Var& F0_in, const Var& F1_in, const Tensor& mask0, const Tensor& mask1) {
     check_sentence_pair(id(), F0_in, F1_in);
     // padded tokens zeroed (by selection) before the input attention and the convolution read them
-    const Var F0 = hide_padding(id(), F0_in, mask0), F1 = hide_padding(id(), F1_in, mask1);
+    const Var F0 = hide_padded_rows(id(), F0_in, mask0), F1 = hide_padded_rows(id(), F1_in, mask1);
     Output out;
     // one channel, padding rows zero: B×1×s×d
     Var x0 = unsqueeze(keep_rows(F0, mask0), 1), x1 = unsqueeze(keep_rows(F1, mask1), 1);
@@ -321,7 +312,7 @@ CodaOutput compositional_de_attention(const Var& A_in, const Var& B_in, real alp
                                       const Tensor& mask_b) {
     const std::string who = "compositional_de_attention";
     check_sentence_pair(who, A_in, B_in);
-    const Var A = hide_padding(who, A_in, mask_a), B = hide_padding(who, B_in, mask_b);
+    const Var A = hide_padded_rows(who, A_in, mask_a), B = hide_padded_rows(who, B_in, mask_b);
     return coda(who, A, B, A, B, A, B, alpha, beta, mask_a, mask_b);
 }
 
@@ -336,7 +327,7 @@ CodaOutput CompositionalDeAttention::forward(const Var& A_in, const Var& B_in, c
                                              const Tensor& mask_b) {
     check_sentence_pair(id(), A_in, B_in);
     // padded tokens zeroed (by selection) before F_E and F_N read them
-    const Var A = hide_padding(id(), A_in, mask_a), B = hide_padding(id(), B_in, mask_b);
+    const Var A = hide_padded_rows(id(), A_in, mask_a), B = hide_padded_rows(id(), B_in, mask_b);
     return coda(id(), F_E.forward(A), F_E.forward(B), F_N.forward(A), F_N.forward(B), A, B, alpha_, beta_, mask_a,
                 mask_b);
 }

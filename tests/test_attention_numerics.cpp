@@ -121,7 +121,7 @@ std::string version(bool fused) { return fused ? "fused" : "composite"; }
 }  // namespace
 
 // The test that decides whether any of the above is needed: it reads the
-// values in blocks of 1024 (attention/general.cpp), so a bad value is put at
+// values in blocks of 1024 (attention/padding.cpp), so a bad value is put at
 // each edge of a block, in the tail, and at the ends, one at a time; the
 // largest finite value and the smallest denormal must count as finite.
 TEST_CASE("attention numerics: finite_everywhere finds one NaN or inf anywhere, at every block edge") {
@@ -151,6 +151,43 @@ TEST_CASE("attention numerics: finite_everywhere finds one NaN or inf anywhere, 
 // Rule 1 for SDPA: padded keys hold NaN, +inf and −inf in K and in V. Before
 // the fix, 0·NaN in A V made every output of the sequence NaN, and in the
 // backward dQ = dS K did the same to the queries' gradient.
+// The padding rule's two entry points, by hand: a 2×3×2 input whose padded
+// rows (mask 0) hold NaN and inf come out zero, every other value untouched;
+// a finite input comes back as itself (no copy); a mask of the wrong shape is
+// refused naming the mechanism and both shapes.
+TEST_CASE("attention numerics: hide_padded_rows and visible zero exactly the rows no query may use") {
+    const real nan = std::numeric_limits<real>::quiet_NaN(), inf = std::numeric_limits<real>::infinity();
+    Tensor x = Tensor::zeros({2, 3, 2});
+    for (int64_t i = 0; i < 12; ++i) x[i] = real(i + 1);
+    x[4] = nan, x[5] = inf;   // sequence 0, row 2: padded
+    x[8] = -inf, x[9] = nan;  // sequence 1, row 1: padded
+    Tensor mask = Tensor::zeros({2, 3});
+    for (const int64_t kept : {0, 1, 3, 5}) mask[kept] = 1;
+    const Tensor hidden = hide_padded_rows("test", Var(x), mask).value();
+    const std::vector<real> expected = {1, 2, 3, 4, 0, 0, 7, 8, 0, 0, 11, 12};
+    for (int64_t i = 0; i < 12; ++i) CHECK(hidden[i] == expected[static_cast<size_t>(i)]);
+
+    const Var finite(Tensor::ones({2, 3, 2}));
+    CHECK(hide_padded_rows("test", finite, mask).value().data() == finite.value().data());
+    CHECK(hide_padded_rows("test", Var(x), Tensor()).value().data() == x.data());
+    CHECK_THROWS_WITH_AS(hide_padded_rows("test", Var(x), Tensor::ones({2, 2})),
+                         "test: mask 2×2 does not fit 2×3×2: it needs B×n, one 0/1 per row of each sequence",
+                         std::invalid_argument);
+
+    // visible: queries 2×2×2 against these keys; query row 1 of sequence 1 sees no key
+    Tensor keep = Tensor::ones({2, 2, 3});
+    for (const int64_t j : {0, 1, 2}) keep[6 + 3 + j] = 0;  // sequence 1, query 1
+    for (const int64_t i : {0, 1}) keep[i * 3 + 2] = 0, keep[6 + i * 3 + 1] = 0;  // the padded keys
+    Tensor q = Tensor::ones({2, 2, 2});
+    q[6] = nan;  // sequence 1, query 1
+    const VisibleInputs v = visible(Var(q), Var(x), Var(x), keep);
+    for (int64_t i = 0; i < 8; ++i) CHECK(v.queries.value()[i] == (i >= 6 ? 0 : 1));
+    for (int64_t i = 0; i < 12; ++i) {
+        CHECK(v.keys.value()[i] == expected[static_cast<size_t>(i)]);
+        CHECK(v.values.value()[i] == expected[static_cast<size_t>(i)]);
+    }
+}
+
 TEST_CASE("attention numerics: NaN and inf in padded keys and values change nothing (SDPA, composite and fused)") {
     struct Config {
         const char* name;
