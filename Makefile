@@ -301,7 +301,7 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 GRADE_BIN := $(B)/course/grade
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp $(wildcard course/hidden/*.cpp))
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp $(wildcard course/hidden/*.cpp))
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)

@@ -76,20 +76,26 @@ VisibleInputs MultiHeadAttention::prepare(const Var& queries, const Var& keys, c
 
 AttentionOutput MultiHeadAttention::heads(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
                                           bool causal) const {
+    if (options_.fused) return heads_fast(queries, keys, values, mask, causal);
     const VisibleInputs x = prepare(queries, keys, values, mask, causal);
     // Q W^Q_j, K W^K_j, V W^V_j for every head j                        B×h×m×d_k, B×h×n×d_k, B×h×n×d_v
     const Var Q = project_to_heads(x.queries, W_Q, b_Q);
     const Var K = project_to_heads(x.keys, W_K, b_K);
     const Var V = project_to_heads(x.values, W_V, b_V);
     // head_j = Attn(Q W^Q_j, K W^K_j, V W^V_j)                          B×h×m×d_v, weights B×h×m×n
-    const Tensor M = mask_for_heads(mask);
-    if (options_.fused) {
-        FusedAttentionOptions fused;
-        fused.causal = causal;
-        fused.need_weights = options_.need_weights;
-        return scaled_dot_product_attention_fused(Q, K, V, M, fused);
-    }
+    const Tensor M = mask_for_heads(mask);  // a B×m×n mask as B×1×m×n: the same for every head
     return scaled_dot_product_attention(Q, K, V, M, causal);
+}
+
+// The fast twin of heads(): the same projections, and the fused kernel for
+// each head's attention (attention/fused_attention.hpp).
+AttentionOutput MultiHeadAttention::heads_fast(const Var& queries, const Var& keys, const Var& values,
+                                               const Tensor& mask, bool causal) const {
+    const VisibleInputs x = prepare(queries, keys, values, mask, causal);
+    const FusedAttentionOptions fused{.causal = causal, .need_weights = options_.need_weights};
+    return scaled_dot_product_attention_fused(project_to_heads(x.queries, W_Q, b_Q),
+                                              project_to_heads(x.keys, W_K, b_K),
+                                              project_to_heads(x.values, W_V, b_V), mask_for_heads(mask), fused);
 }
 
 Var MultiHeadAttention::output_projection(const Var& concatenated) const {

@@ -80,6 +80,9 @@ protected:
     void on_set_fast(bool on) override { options_.fused = on; }  // Module::set_fast
 
 private:
+    // heads() with the fused kernel (options.fused).
+    AttentionOutput heads_fast(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
+                               bool causal) const;
     // The inputs checked, with the rows no query may use zeroed (prepare).
     VisibleInputs prepare(const Var& queries, const Var& keys, const Var& values, const Tensor& mask,
                           bool causal) const;

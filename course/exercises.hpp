@@ -9,7 +9,7 @@
 //     id: sigmoid_backward
 //     cut: autograd/ops_elementwise.cpp | <the line that opens the cut block>
 //     grade: ops sigmoid
-//     read: docs/course/exercises.md#11-the-backward-of-the-sigmoid
+//     read: docs/course/1-autograd.md#11-the-backward-of-the-sigmoid
 //     hint: ...
 #pragma once
 

@@ -48,6 +48,7 @@
 
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
+#include "course/checks.hpp"
 #include "course/exercises.hpp"
 #include "tests/grad/catalog_checks.hpp"
 #include "tensor/gemm/gemm.hpp"
@@ -350,6 +351,17 @@ std::vector<EngineCheck> engine_checks() {
     return checks;
 }
 
+// ---- the grader's own checks (course/checks.cpp) -------------------------------------------------------
+void grade_checks(Report& r, const std::string& name, uint64_t seed) {
+    std::cout << "\n" << name << "\n";
+    for (const attn::course::Check& c : attn::course::named_checks(name, seed)) {
+        const ChildResult run = run_in_child(c.check, 30);
+        if (!run.finished) r.fail(c.what, crash_words(run));
+        else if (run.payload.empty()) r.right(c.what);
+        else r.fail(c.what, run.payload);
+    }
+}
+
 void grade_engine(Report& r) {
     std::cout << "\nthe engine's order\n";
     for (const EngineCheck& c : engine_checks()) {
@@ -547,6 +559,25 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
                     out.push_back(error_mark(error.what()));
                 }
             }
+        } else if (kind == "checks") {
+            words >> name;
+            for (const attn::course::Check& c : attn::course::named_checks(name, seed)) {
+                if (!c.observe) continue;
+                const ChildResult run = run_in_child(
+                    [&] {
+                        std::ostringstream os;
+                        os << std::setprecision(17);
+                        for (double v : c.observe()) os << v << " ";
+                        return os.str();
+                    },
+                    30);
+                if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
+                    out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
+                    continue;
+                }
+                std::istringstream in(run.payload);
+                for (std::string token; in >> token;) out.push_back(std::strtod(token.c_str(), nullptr));
+            }
         } else if (kind == "engine") {
             // each graph in a child of its own: a crash on one still leaves the others' values
             for (const EngineCheck& c : engine_checks()) {
@@ -673,6 +704,8 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
             }
         } else if (kind == "ops") {
             while (words >> name) grade_op(r, name, seed);
+        } else if (kind == "checks") {
+            while (words >> name) grade_checks(r, name, seed);
         } else if (kind == "engine") {
             grade_engine(r);
         } else if (kind == "gemm") {

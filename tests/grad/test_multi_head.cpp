@@ -153,6 +153,32 @@ void heads_checks(Case& c, const HeadsCase& s, bool output_zero_when_empty) {
 
 // ---- entry 40 -----------------------------------------------------------------------------------
 
+// Every parameter reaches the output: the gradient of Σ output reaches each
+// one. A parameter it does not reach is one the code never uses: b_K, whose
+// gradient is 0 whatever the inputs (a shift common to every key moves each
+// query's scores by one constant, which the softmax does not see), shows up
+// in no value and no central difference, only here.
+Property every_parameter_reaches_the_output(bool causal) {
+    return {"every parameter reaches the output (a gradient, zero or not, for each)",
+            [causal](const PropertyContext& ctx) -> std::string {
+                auto& mha = as<MultiHeadAttention>(ctx.module);
+                const auto params = mha.named_parameters();
+                std::vector<Tensor> before;
+                for (const auto& [name, v] : params) before.push_back(v.node()->grad);
+                for (const auto& [name, v] : params) v.node()->grad = Tensor();
+                std::vector<Var> x;
+                for (const Tensor& t : ctx.inputs) x.emplace_back(t, false);
+                const Var &q = x[0], &k = x.size() > 1 ? x[1] : x[0], &v = x.size() > 2 ? x[2] : k;
+                sum(mha.forward(q, k, v, heads_mask(ctx.masks), causal).output).backward();
+                std::string missing;
+                for (size_t i = 0; i < params.size(); ++i) {
+                    if (!params[i].second.grad().defined()) missing += (missing.empty() ? "" : ", ") + params[i].first;
+                    params[i].second.node()->grad = before[i];
+                }
+                return missing.empty() ? "" : "no gradient reaches " + missing + ": the code never uses it";
+            }};
+}
+
 Case multi_head_case(const HeadsCase& s) {
     Case c;
     c.variant = std::string(s.fused ? (s.need_weights ? "fused heads, " : "fused heads without weights, ") : "") +
@@ -175,6 +201,7 @@ Case multi_head_case(const HeadsCase& s) {
         return e;
     };
     heads_checks(c, s, !s.bias);
+    if (s.bias) c.properties.push_back(every_parameter_reaches_the_output(s.causal));
     return c;
 }
 

@@ -1,0 +1,27 @@
+// The grader's own checks for the exercises whose code no catalog entry or
+// op case covers (a grade line "checks NAME" in course/exercises.txt): the
+// tensor layer's plain loops (tensor/reference.cpp) and the layers' formulas
+// (nn/). Each compares the student's code with values worked out by hand, with
+// the library's other implementation of the same thing (written separately:
+// the vectorised tensor ops, the fused kernels), and with central differences.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attn::course {
+
+struct Check {
+    std::string what;                              // one line: what is checked
+    std::function<std::string()> check;            // "" when right, else what was found
+    std::function<std::vector<double>()> observe;  // a few values, for the fingerprints (may be empty)
+};
+
+// The checks of "checks NAME": broadcast, axis_sum, gru_gates, layer_norm, adam.
+// Their random inputs are drawn from `seed`. Throws std::invalid_argument for
+// another name.
+std::vector<Check> named_checks(const std::string& name, uint64_t seed);
+
+}  // namespace attn::course
