@@ -362,6 +362,62 @@ void grade_checks(Report& r, const std::string& name, uint64_t seed) {
     }
 }
 
+// ---- a trainer, run on the code in the tree -----------------------------------------------------------
+// "trainer EXACT FLAGS…": builds the date translator (make), trains it with
+// FLAGS into build/course/trainer/, and reads the test set's exact match from
+// the RESULT line it prints; then looks for the report and its alignments.
+// Every piece of the library the student wrote runs inside it.
+std::string json_number_after(const std::string& text, const std::string& object, const std::string& key) {
+    const size_t at = text.find("\"" + object + "\":{");
+    if (at == std::string::npos) return "";
+    const size_t k = text.find("\"" + key + "\":", at);
+    if (k == std::string::npos) return "";
+    const size_t from = k + key.size() + 3;
+    const size_t to = text.find_first_of(",}", from);
+    return text.substr(from, to - from);
+}
+
+void grade_trainer(Report& r, const std::string& threshold, const std::string& flags) {
+    const std::string out_dir = "build/course/trainer";
+    std::cout << "\nthe date translator, trained on your code: build/examples/seq2seq " << flags << "\n";
+    std::filesystem::create_directories(out_dir);
+    if (std::system(("make --no-print-directory -s build/examples/seq2seq > " + out_dir + "/build.log 2>&1").c_str()) != 0) {
+        r.fail("building build/examples/seq2seq", "make failed: its output is in " + out_dir + "/build.log");
+        return;
+    }
+    std::filesystem::remove_all(out_dir + "/seq2seq");
+    const std::string log = out_dir + "/train.log";
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(("build/examples/seq2seq " + flags + " --out " + out_dir + " > " + log + " 2>&1").c_str());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ifstream in(log);
+    std::string text, line, result, test_line;
+    while (std::getline(in, line)) {
+        if (line.rfind("RESULT ", 0) == 0) result = line;
+        if (line.rfind("test: ", 0) == 0) test_line = line;
+        text += line + "\n";
+    }
+    if (status != 0 || result.empty()) {
+        const size_t tail = text.size() > 600 ? text.size() - 600 : 0;
+        r.fail("training", "the trainer stopped (exit " + std::to_string(status) + "); the end of " + log + ":\n" +
+                               text.substr(tail));
+        return;
+    }
+    r.right("training", "finished in " + std::to_string(static_cast<int>(seconds + 0.5)) + " s; " + test_line);
+    const std::string exact = json_number_after(result, "test", "exact");
+    const double want = std::strtod(threshold.c_str(), nullptr);
+    const std::string what = "exact match on the test dates at least " + threshold;
+    if (exact.empty()) r.fail(what, "the RESULT line has no test score");
+    else if (std::strtod(exact.c_str(), nullptr) >= want) r.right(what, "exact " + exact);
+    else r.fail(what, "exact " + exact + ": lower than a correct library reaches with these flags");
+    const std::string alignments = out_dir + "/seq2seq/attention.jsonl", report = out_dir + "/report.html";
+    if (std::filesystem::exists(report) && std::filesystem::exists(alignments) &&
+        std::filesystem::file_size(alignments) > 0)
+        r.right("the report shows its alignments", "open " + report + ": click an output symbol");
+    else
+        r.fail("the report shows its alignments", report + " or " + alignments + " was not written");
+}
+
 void grade_engine(Report& r) {
     std::cout << "\nthe engine's order\n";
     for (const EngineCheck& c : engine_checks()) {
@@ -706,6 +762,11 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
             while (words >> name) grade_op(r, name, seed);
         } else if (kind == "checks") {
             while (words >> name) grade_checks(r, name, seed);
+        } else if (kind == "trainer") {
+            std::string threshold, flags, word;
+            words >> threshold;
+            while (words >> word) flags += (flags.empty() ? "" : " ") + word;
+            grade_trainer(r, threshold, flags);
         } else if (kind == "engine") {
             grade_engine(r);
         } else if (kind == "gemm") {
@@ -777,6 +838,80 @@ void record_attempt(const Exercise& ex, const Verdict& v) {
     out << "\n";
 }
 
+std::string html_escape(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        if (c == '<') out += "&lt;";
+        else if (c == '>') out += "&gt;";
+        else if (c == '&') out += "&amp;";
+        else if (c == '"') out += "&quot;";
+        else out += c;
+    }
+    return out;
+}
+
+// build/course/progress.html: the course's exercises in order with their
+// status, the mistakes met on the way, and the model trained on the
+// student's code (exercise 6.1) with its attention. A page of its own, read
+// from the files (course/progress.txt, build/course/trainer/), nothing served.
+void write_progress_page(const std::vector<Exercise>& all, const std::vector<std::string>& ids,
+                         std::map<std::string, int>& attempts, std::map<std::string, std::string>& last,
+                         std::map<std::string, std::string>& best,
+                         std::map<std::string, std::vector<std::string>>& mistakes) {
+    const std::string dir = "build/course", page = dir + "/progress.html";
+    std::filesystem::create_directories(dir);
+    std::ofstream out(page);
+    int done = 0;
+    for (const std::string& id : ids) done += best.count(id) ? 1 : 0;
+    out << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Your course</title>\n"
+        << "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+        << "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;"
+        << "text-align:left;vertical-align:top}.done{color:#1a7f37;font-weight:600}.progress{color:#9a6700}"
+        << ".todo{color:#777}.mistake{color:#a40e26;font-size:90%}img{max-width:100%;border:1px solid #eee;"
+        << "margin:.5em 0}</style></head><body>\n"
+        << "<h1>Your course</h1>\n<p>" << done << " of " << ids.size()
+        << " exercises done. The course, in order: <a href=\"../../docs/course/README.md\">docs/course/</a>. "
+        << "Made by <code>make progress</code> from <code>course/progress.txt</code>, where every "
+        << "<code>make grade</code> adds a line.</p>\n"
+        << "<table><tr><th>ex</th><th>exercise</th><th>status</th><th>attempts</th><th>last graded</th></tr>\n";
+    for (const std::string& id : ids) {
+        const Exercise* e = attn::course::find_exercise(all, id);
+        if (!e) continue;
+        const bool is_done = best.count(id) > 0, started = attempts.count(id) > 0;
+        const std::string link = e->read.empty() ? "" : "../../" + e->read[0];
+        out << "<tr><td>" << e->number << "</td><td>";
+        if (!link.empty()) out << "<a href=\"" << html_escape(link) << "\">" << html_escape(e->title) << "</a>";
+        else out << html_escape(e->title);
+        out << " <code>" << id << "</code>";
+        for (const std::string& m : mistakes[id]) out << "<div class=\"mistake\">mistake met: " << html_escape(m) << "</div>";
+        out << "</td><td class=\"" << (is_done ? "done\">done" : started ? "progress\">in progress" : "todo\">not started")
+            << "</td><td>" << attempts[id] << "</td><td>" << (last.count(id) ? last[id] : "-") << "</td></tr>\n";
+    }
+    out << "</table>\n<h2>Your model's attention</h2>\n";
+    const std::string trainer = dir + "/trainer";
+    std::string test_line;
+    {
+        std::ifstream log(trainer + "/train.log");
+        for (std::string line; std::getline(log, line);)
+            if (line.rfind("test: ", 0) == 0) test_line = line;
+    }
+    if (test_line.empty()) {
+        out << "<p>Not trained yet: <code>make grade EX=train_dates</code> trains the date translator on your code "
+            << "(exercise 6.1).</p>\n";
+    } else {
+        out << "<p>The date translator trained on your code by exercise 6.1: <b>" << html_escape(test_line)
+            << "</b>. Every row of a picture is one output symbol, every column one input character; the darker, "
+            << "the more weight. The whole report, with the learning curves and an explorer of every step: "
+            << "<a href=\"trainer/report.html\">trainer/report.html</a>.</p>\n";
+        for (int k = 0; k < 8; ++k) {
+            const std::string svg = "trainer/seq2seq/attention_" + std::to_string(k) + ".svg";
+            if (std::filesystem::exists(dir + "/" + svg)) out << "<img src=\"" << svg << "\" alt=\"attention\">\n";
+        }
+    }
+    out << "</body></html>\n";
+    std::cout << "\nThe same, with your model's attention: " << page << "\n";
+}
+
 int show_progress(const std::vector<Exercise>& all) {
     std::map<std::string, int> attempts;
     std::map<std::string, std::string> last, best;
@@ -811,6 +946,7 @@ int show_progress(const std::vector<Exercise>& all) {
                   << attempts[id] << (last.count(id) ? last[id] : "-") << "\n";
         for (const std::string& m : mistakes[id]) std::cout << "        mistake met: " << m << "\n";
     }
+    write_progress_page(all, ids, attempts, last, best, mistakes);
     return 0;
 }
 

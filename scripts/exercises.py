@@ -361,7 +361,8 @@ def make_tree(names, out):
                 target.chmod(0o755)
     print(f"wrote {out}: {len(files)} files, exercises {', '.join(e.number + ' ' + e.id for e in chosen)}")
     print(f"  cd {out} && make grade      # every exercise's verdict (the first build takes a few minutes)")
-    print(f"  read docs/course/exercises.md first")
+    pages = sorted({e.page().split("#")[0] for e in chosen})
+    print(f"  read docs/course/README.md (the course) and {', '.join(pages)} first")
 
 
 # ---- proving the graders ----------------------------------------------------------------
@@ -506,6 +507,8 @@ def check(names):
     # is about: built without -Werror), each in a copy of the tree.
     jobs, what = [], []
     for e in chosen:
+        if not e.cuts:  # nothing to write (a trainer run on the rest): no stub, no known mistakes
+            continue
         stub = {path: stubbed((ROOT / path).read_text(), blocks, path) for path, blocks in blocks_by_file([e]).items()}
         jobs.append((stub, [e.id], True))
         what.append((e, None))
