@@ -555,6 +555,25 @@ void sample(const Tensor& t, std::vector<double>& out) {
     for (int64_t i = 0; i < k; ++i) out.push_back(t[i * n / k]);
 }
 
+// The values f computes, appended to out, computed in a child process: a
+// crash or a throw (a stub) leaves one value standing for its message.
+void observe_in_child(const std::function<std::vector<double>()>& f, int seconds, std::vector<double>& out) {
+    const ChildResult run = run_in_child(
+        [&] {
+            std::ostringstream os;
+            os << std::setprecision(17);
+            for (double v : f()) os << v << " ";
+            return os.str();
+        },
+        seconds);
+    if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
+        out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
+        return;
+    }
+    std::istringstream in(run.payload);
+    for (std::string token; in >> token;) out.push_back(std::strtod(token.c_str(), nullptr));
+}
+
 std::vector<double> observe(const Exercise& ex, uint64_t seed) {
     std::vector<double> out;
     for (const std::string& line : ex.grade) {
@@ -617,42 +636,12 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
             }
         } else if (kind == "checks") {
             words >> name;
-            for (const attn::course::Check& c : attn::course::named_checks(name, seed)) {
-                if (!c.observe) continue;
-                const ChildResult run = run_in_child(
-                    [&] {
-                        std::ostringstream os;
-                        os << std::setprecision(17);
-                        for (double v : c.observe()) os << v << " ";
-                        return os.str();
-                    },
-                    30);
-                if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
-                    out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
-                    continue;
-                }
-                std::istringstream in(run.payload);
-                for (std::string token; in >> token;) out.push_back(std::strtod(token.c_str(), nullptr));
-            }
+            for (const attn::course::Check& c : attn::course::named_checks(name, seed))
+                if (c.observe) observe_in_child(c.observe, 30, out);
         } else if (kind == "engine") {
             // each graph in a child of its own: a crash on one still leaves the others' values
-            for (const EngineCheck& c : engine_checks()) {
-                if (!c.observe) continue;
-                const ChildResult run = run_in_child(
-                    [&] {
-                        std::ostringstream os;
-                        os << std::setprecision(17);
-                        for (double v : c.observe()) os << v << " ";
-                        return os.str();
-                    },
-                    10);
-                if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
-                    out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
-                    continue;
-                }
-                std::istringstream in(run.payload);
-                for (std::string token; in >> token;) out.push_back(std::strtod(token.c_str(), nullptr));
-            }
+            for (const EngineCheck& c : engine_checks())
+                if (c.observe) observe_in_child(c.observe, 10, out);
         }
     }
     return out;
