@@ -4,6 +4,7 @@
 // for SGD, Adam and AdamW are checked in test_nn_reference.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -52,6 +53,27 @@ TEST_CASE("Adam: three steps equal the formula computed by hand, with L2 weight 
         }
         CHECK(opt.steps(0) == t);
     }
+}
+
+// AMSGrad divides by the largest v so far. With β₂ = 0.5 and a gradient that
+// shrinks (4, 1, 0.25), v falls at once: v = 8, 4.5, 2.28125 while v̂ stays 8,
+// so steps 2 and 3 differ from plain Adam's by a factor √(v̂/v) of 1.3–1.9.
+TEST_CASE("Adam: AMSGrad keeps the largest v so far (v̂ = max(v̂, v)), by hand") {
+    const double lr = 0.1, b1 = 0.9, b2 = 0.5, eps = 1e-8;
+    Var p(Tensor::from({1}), true);
+    Adam opt({p}, AdamOptions{.lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .amsgrad = true});
+    double want = 1, m = 0, v = 0, vmax = 0;
+    for (int t = 1; t <= 3; ++t) {
+        const double g = 4 / std::pow(4.0, t - 1);
+        set_grad(p, Tensor::from({static_cast<real>(g)}));
+        opt.step();
+        m = b1 * m + (1 - b1) * g;
+        v = b2 * v + (1 - b2) * g * g;
+        vmax = std::max(vmax, v);
+        want -= lr * (m / (1 - std::pow(b1, t))) / (std::sqrt(vmax / (1 - std::pow(b2, t))) + eps);
+        CHECK(p.value()[0] == doctest::Approx(want).epsilon(1e-6));
+    }
+    CHECK(v < vmax / 3);  // the case tells v̂ from v
 }
 
 TEST_CASE("Adam: the first step moves every weight by lr·g/(|g| + ε) (about lr against the gradient)") {
