@@ -6,12 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
 #include "autograd/gradcheck.hpp"
+#include "attention/alignments.hpp"
 #include "autograd/ops.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/optim.hpp"
@@ -432,6 +433,154 @@ std::vector<Check> adam_checks(uint64_t seed) {
     return checks;
 }
 
+// ---- reinforce: ReSA's token sampler, attention/alignments.cpp -----------------------------------------
+// Hard selection trained by REINFORCE (Williams 1992): a token l is kept with
+// probability π_l = σ(s_l), z_l ~ Bernoulli(π_l), and for example b
+//   log p(z_b) = Σ_l over real tokens of z log π + (1 − z) log(1 − π)
+//   kept_b = Σ_l z_l / (number of real tokens)
+//   loss = −mean_b (r_b − baseline)·log p(z_b),   r_b = −(L_b + λ·kept_b)
+// Averaged over every selection z, weighted by p(z), its gradient must be the
+// exact gradient of E_z[mean_b (L_b(z) + λ·kept_b)]: small enough here to
+// enumerate (two examples, 3 and 2 real tokens: 32 selections).
+using ReinforceSelection = ReinforcedAlignment::Selection;
+
+const int64_t kRB = 2, kRN = 3;
+const Tensor& reinforce_valid() {
+    static const Tensor valid = Tensor::from({1, 1, 1, 1, 1, 0}, {kRB, kRN});
+    return valid;
+}
+// L_b(z): a fixed cost of each selection, as a task loss would be.
+double task_cost(int64_t b, const std::vector<double>& z) {
+    return b == 0 ? 0.9 - 0.5 * z[0] + 0.8 * z[1] * z[2] + 0.3 * z[2] : 1.1 + 0.6 * z[0] - 0.7 * z[1];
+}
+
+std::vector<Check> reinforce_checks(uint64_t seed) {
+    std::vector<Check> checks;
+    auto logits = [seed] {
+        Generator gen(seed + 30);
+        return Tensor::normal({kRB, kRN}, 0, 1, gen);
+    };
+    const double lambda = 0.3, baseline = 0.75;
+    // s = [0, ln 3, −ln 3] for a real-only example: π = [1/2, 3/4, 1/4].
+    // z = [1, 0, 1]: log p = log ½ + log ¼ + log ¼ = −log 32; kept = 2/3.
+    auto by_hand = [] {
+        const Tensor s = Tensor::from({0, std::log(3.0), -std::log(3.0)}, {1, 3});
+        return ReinforcedAlignment::score_selection(Var(s), Tensor::ones({1, 3}), Tensor::from({1, 0, 1}, {1, 3}));
+    };
+    checks.push_back({"log p(z) and the share kept by hand: π = [1/2 3/4 1/4], z = [1 0 1] → −log 32, 2/3",
+                      [=] {
+                          return caught([&] {
+                              const ReinforceSelection sel = by_hand();
+                              const std::string lp = differs(sel.log_prob.value(), Shape{1}, {-std::log(32.0)}, 1e-12);
+                              if (!lp.empty()) return "log p(z): " + lp;
+                              const std::string kept = differs(sel.kept, Shape{1}, {2.0 / 3}, 1e-12);
+                              return kept.empty() ? kept : "kept: " + kept;
+                          });
+                      },
+                      [=] {
+                          const ReinforceSelection sel = by_hand();
+                          return std::vector<double>{sel.log_prob.value()[0], sel.kept[0]};
+                      }});
+    // One selection of the 2-example batch (the padded token left out of
+    // log p and of the share kept): the loss's value against the formula.
+    const std::vector<double> z1 = {1, 0, 1, 0, 1, 0};
+    auto one_loss = [=] {
+        const Tensor s = logits();
+        const ReinforceSelection sel = ReinforcedAlignment::score_selection(Var(s), reinforce_valid(), Tensor::from(
+            std::vector<real>(z1.begin(), z1.end()), {kRB, kRN}));
+        const Tensor L = Tensor::from({static_cast<real>(task_cost(0, {1, 0, 1})), static_cast<real>(task_cost(1, {0, 1, 0}))});
+        return ReinforcedAlignment::policy_loss(sel, L, lambda, baseline).value();
+    };
+    auto one_loss_by_hand = [=] {
+        const Tensor s = logits();
+        double total = 0;
+        for (int64_t b = 0; b < kRB; ++b) {
+            double log_p = 0, real_tokens = 0, kept = 0;
+            for (int64_t l = 0; l < kRN; ++l) {
+                if (reinforce_valid()[b * kRN + l] == 0) continue;
+                const double pi = 1 / (1 + std::exp(-s[b * kRN + l])), z = z1[static_cast<size_t>(b * kRN + l)];
+                log_p += z ? std::log(pi) : std::log(1 - pi);
+                real_tokens += 1, kept += z;
+            }
+            const double cost = task_cost(b, b == 0 ? std::vector<double>{1, 0, 1} : std::vector<double>{0, 1, 0});
+            const double reward = -(cost + lambda * kept / real_tokens);
+            total += -(reward - baseline) * log_p;
+        }
+        return total / kRB;
+    };
+    checks.push_back({"the loss of one selection, −mean_b (r_b − baseline)·log p(z_b), r_b = −(L_b + λ·kept_b)",
+                      [=] { return caught([&] { return differs(one_loss(), Shape{}, {one_loss_by_hand()}, 1e-10); }); },
+                      [=] { return values(one_loss()); }});
+    // Every selection of the real tokens (2³ · 2² = 32), each loss's gradient
+    // to the logits weighted by p(z): the exact gradient of E[cost], whose
+    // derivative to s_bl is (1/B) Σ_z p(z_b)·cost_b(z_b)·(z_bl − π_bl), the
+    // baseline dropping out.
+    auto expected_gradient = [=] {
+        const Tensor s = logits();
+        std::vector<double> estimate(kRB * kRN, 0);
+        for (int outcome = 0; outcome < 32; ++outcome) {
+            std::vector<real> z(kRB * kRN, 0);
+            const int bits[5] = {0, 1, 2, 3, 4};  // the real tokens, in order
+            for (int k = 0; k < 5; ++k) z[static_cast<size_t>(bits[k])] = static_cast<real>((outcome >> k) & 1);
+            double p = 1;
+            for (int k = 0; k < 5; ++k) {
+                const double pi = 1 / (1 + std::exp(-s[bits[k]]));
+                p *= z[static_cast<size_t>(bits[k])] ? pi : 1 - pi;
+            }
+            Var logit(s.clone(), true);
+            const ReinforceSelection sel = ReinforcedAlignment::score_selection(logit, reinforce_valid(), Tensor::from(z, {kRB, kRN}));
+            const Tensor L = Tensor::from({static_cast<real>(task_cost(0, {z[0], z[1], z[2]})),
+                                           static_cast<real>(task_cost(1, {z[3], z[4], z[5]}))});
+            ReinforcedAlignment::policy_loss(sel, L, lambda, baseline).backward();
+            for (int64_t i = 0; i < kRB * kRN; ++i) estimate[static_cast<size_t>(i)] += p * logit.grad()[i];
+        }
+        return estimate;
+    };
+    auto exact_gradient = [=] {
+        const Tensor s = logits();
+        std::vector<double> exact(kRB * kRN, 0);
+        for (int64_t b = 0; b < kRB; ++b) {
+            const int64_t n_real = b == 0 ? 3 : 2;
+            for (int outcome = 0; outcome < (1 << n_real); ++outcome) {
+                std::vector<double> z(3, 0);
+                double p = 1;
+                for (int64_t l = 0; l < n_real; ++l) {
+                    z[static_cast<size_t>(l)] = (outcome >> l) & 1;
+                    const double pi = 1 / (1 + std::exp(-s[b * kRN + l]));
+                    p *= z[static_cast<size_t>(l)] ? pi : 1 - pi;
+                }
+                double kept = 0;
+                for (int64_t l = 0; l < n_real; ++l) kept += z[static_cast<size_t>(l)];
+                const double cost = task_cost(b, z) + lambda * kept / static_cast<double>(n_real);
+                for (int64_t l = 0; l < n_real; ++l) {
+                    const double pi = 1 / (1 + std::exp(-s[b * kRN + l]));
+                    exact[static_cast<size_t>(b * kRN + l)] += p * cost * (z[static_cast<size_t>(l)] - pi) / kRB;
+                }
+            }
+        }
+        return exact;
+    };
+    checks.push_back({"averaged over all 32 selections, the gradient to the logits is the exact gradient of E[L + λ·kept]",
+                      [=] {
+                          return caught([&] {
+                              const std::vector<double> got = expected_gradient();
+                              return differs(Tensor::from(std::vector<real>(got.begin(), got.end()), {kRB, kRN}),
+                                             Shape{kRB, kRN}, exact_gradient(), 1e-10);
+                          });
+                      },
+                      [=] { return expected_gradient(); }});
+    checks.push_back({"one task loss for two examples is refused with an error",
+                      [=] {
+                          return refuses([&] {
+                              const ReinforceSelection sel = ReinforcedAlignment::score_selection(
+                                  Var(logits()), reinforce_valid(), Tensor::zeros({kRB, kRN}));
+                              ReinforcedAlignment::policy_loss(sel, Tensor::from({1}), lambda, baseline);
+                          });
+                      },
+                      nullptr});
+    return checks;
+}
+
 }  // namespace
 
 std::vector<Check> named_checks(const std::string& name, uint64_t seed) {
@@ -440,8 +589,9 @@ std::vector<Check> named_checks(const std::string& name, uint64_t seed) {
     if (name == "gru_gates") return gru_gates_checks(seed);
     if (name == "layer_norm") return layer_norm_checks(seed);
     if (name == "adam") return adam_checks(seed);
+    if (name == "reinforce") return reinforce_checks(seed);
     throw std::invalid_argument("no checks named '" + name + "' (course/checks.cpp: broadcast, axis_sum, gru_gates, "
-                                "layer_norm, adam)");
+                                "layer_norm, adam, reinforce)");
 }
 
 }  // namespace attn::course

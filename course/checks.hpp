@@ -19,7 +19,7 @@ struct Check {
     std::function<std::vector<double>()> observe;  // a few values, for the fingerprints (may be empty)
 };
 
-// The checks of "checks NAME": broadcast, axis_sum, gru_gates, layer_norm, adam.
+// The checks of "checks NAME": broadcast, axis_sum, gru_gates, layer_norm, adam, reinforce.
 // Their random inputs are drawn from `seed`. Throws std::invalid_argument for
 // another name.
 std::vector<Check> named_checks(const std::string& name, uint64_t seed);
