@@ -23,16 +23,18 @@
 
 namespace attn::course {
 
-namespace {
-
 std::string num(double x) {
     std::ostringstream os;
     os << std::setprecision(6) << x;
     return os.str();
 }
 
-// "" when got has `shape` and every element is want's within tolerance, else
-// the first difference, in words.
+std::string what_threw(const std::exception& e) {
+    const std::string w = e.what();
+    if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
+    return "threw an error: " + w;
+}
+
 std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance) {
     if (!got.defined()) return "nothing was returned (an undefined tensor)";
     if (got.shape() != shape) return "the shape is " + got.shape().str() + ", expected " + shape.str();
@@ -47,9 +49,12 @@ std::string differs(const Tensor& got, const Shape& shape, const std::vector<dou
            std::to_string(first) + ": expected " + num(want[static_cast<size_t>(first)]) + ", got " + num(got[first]);
 }
 
-std::string differs(const Tensor& got, const Tensor& want, double tolerance) {
+// The same against a tensor the library computed another way.
+static std::string differs(const Tensor& got, const Tensor& want, double tolerance) {
     return differs(got, want.shape(), std::vector<double>(want.data(), want.data() + want.numel()), tolerance);
 }
+
+namespace {
 
 std::vector<double> values(const Tensor& t) {
     if (!t.defined()) return {};
@@ -62,9 +67,7 @@ std::string caught(F&& f) {
     try {
         return f();
     } catch (const std::exception& e) {
-        const std::string w = e.what();
-        if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
-        return "threw an error: " + w;
+        return what_threw(e);
     }
 }
 
@@ -76,9 +79,7 @@ std::string refuses(F&& f) {
     try {
         f();
     } catch (const std::logic_error& e) {
-        const std::string w = e.what();
-        if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
-        return "";
+        return std::string(e.what()).rfind("not implemented", 0) == 0 ? what_threw(e) : "";
     } catch (const std::exception& e) {
         return std::string("it threw an error that is not a refusal of the arguments: ") + e.what();
     }

@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "tensor/tensor.hpp"
 
 namespace attn::course {
 
@@ -18,6 +21,14 @@ struct Check {
     std::function<std::string()> check;            // "" when right, else what was found
     std::function<std::vector<double>()> observe;  // a few values, for the fingerprints (may be empty)
 };
+
+// What the grader's sentences share: a number to six digits; what an
+// exception says, for a student (a stub's "not implemented" is "not written
+// yet"); "" when got has `shape` and every element is want's to
+// tolerance·(1 + |want|), else how many are wrong and the first, in words.
+std::string num(double x);
+std::string what_threw(const std::exception& e);
+std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance);
 
 // The checks of "checks NAME": broadcast, axis_sum, gru_gates, layer_norm, adam, reinforce.
 // Their random inputs are drawn from `seed`. Throws std::invalid_argument for

@@ -50,6 +50,7 @@
 #include "autograd/ops.hpp"
 #include "course/checks.hpp"
 #include "course/exercises.hpp"
+#include "io/json.hpp"
 #include "tests/grad/catalog_checks.hpp"
 #include "tensor/gemm/gemm.hpp"
 #include "tensor/parallel.hpp"
@@ -58,6 +59,10 @@
 using namespace attn;
 using namespace attn::testing;
 using attn::course::Exercise;
+
+using attn::course::Check;
+using attn::course::num;
+using attn::course::what_threw;
 
 namespace {
 
@@ -86,23 +91,10 @@ struct Report {
     }
 };
 
-std::string num(double x) {
-    std::ostringstream os;
-    os << std::setprecision(6) << x;
-    return os.str();
-}
-
 std::string sci(double x) {
     std::ostringstream os;
     os << std::scientific << std::setprecision(1) << x;
     return os.str();
-}
-
-// What an exception says, for a student: a stub's own sentence, or what threw.
-std::string what_threw(const std::exception& e) {
-    const std::string w = e.what();
-    if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
-    return "threw an error: " + w;
 }
 
 // ---- catalog entries: value, gradients, masking, properties -----------------------------------------
@@ -268,23 +260,11 @@ std::string crash_words(const ChildResult& r) {
 // "" when every element of got is want's, else the first difference.
 std::string same(const Tensor& got, const std::vector<double>& want, double tolerance = 1e-9) {
     if (!got.defined()) return "no gradient reached x";
-    if (got.numel() != static_cast<int64_t>(want.size()))
-        return "a gradient of " + std::to_string(got.numel()) + " elements, expected " + std::to_string(want.size());
-    for (size_t i = 0; i < want.size(); ++i)
-        if (!(std::fabs(got[static_cast<int64_t>(i)] - want[i]) <= tolerance * (1 + std::fabs(want[i]))))
-            return "at [" + std::to_string(i) + "]: expected " + num(want[i]) + ", got " +
-                   num(got[static_cast<int64_t>(i)]);
-    return "";
+    return attn::course::differs(got, Shape{static_cast<int64_t>(want.size())}, want, tolerance);
 }
 
-struct EngineCheck {
-    std::string what;
-    std::function<std::string()> check;  // "" when right
-    std::function<std::vector<double>()> observe;  // what the fingerprints compare
-};
-
-std::vector<EngineCheck> engine_checks() {
-    std::vector<EngineCheck> checks;
+std::vector<Check> engine_checks() {
+    std::vector<Check> checks;
     // y = Σ (2x)·(3x): x reaches y by two paths, dy/dx = 12x.
     auto diamond = [] {
         Var x(Tensor::from({1, -2, 0.5}), true);
@@ -398,10 +378,11 @@ std::vector<EngineCheck> engine_checks() {
 }
 
 // ---- the grader's own checks (course/checks.cpp) -------------------------------------------------------
-void grade_checks(Report& r, const std::string& name, uint64_t seed) {
-    std::cout << "\n" << name << "\n";
-    for (const attn::course::Check& c : attn::course::named_checks(name, seed)) {
-        const ChildResult run = run_in_child(c.check, 30);
+// Each check in a child process of its own, with a time limit: a crash or an
+// endless loop in the student's code ends that check with a sentence.
+void grade_each(Report& r, const std::vector<Check>& checks, int seconds) {
+    for (const Check& c : checks) {
+        const ChildResult run = run_in_child(c.check, seconds);
         if (!run.finished) r.fail(c.what, crash_words(run));
         else if (run.payload.empty()) r.right(c.what);
         else r.fail(c.what, run.payload);
@@ -413,16 +394,6 @@ void grade_checks(Report& r, const std::string& name, uint64_t seed) {
 // FLAGS into build/course/trainer/, and reads the test set's exact match from
 // the RESULT line it prints; then looks for the report and its alignments.
 // Every piece of the library the student wrote runs inside it.
-std::string json_number_after(const std::string& text, const std::string& object, const std::string& key) {
-    const size_t at = text.find("\"" + object + "\":{");
-    if (at == std::string::npos) return "";
-    const size_t k = text.find("\"" + key + "\":", at);
-    if (k == std::string::npos) return "";
-    const size_t from = k + key.size() + 3;
-    const size_t to = text.find_first_of(",}", from);
-    return text.substr(from, to - from);
-}
-
 void grade_trainer(Report& r, const std::string& threshold, const std::string& flags) {
     const std::string out_dir = "build/course/trainer";
     std::cout << "\nthe date translator, trained on your code: build/examples/seq2seq " << flags << "\n";
@@ -450,12 +421,12 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
         return;
     }
     r.right("training", "finished in " + std::to_string(static_cast<int>(seconds + 0.5)) + " s; " + test_line);
-    const std::string exact = json_number_after(result, "test", "exact");
-    const double want = std::strtod(threshold.c_str(), nullptr);
+    const Json* test = parse_json(result.substr(7)).find("test");  // after "RESULT "
+    const Json* exact = test ? test->find("exact") : nullptr;
     const std::string what = "exact match on the test dates at least " + threshold;
-    if (exact.empty()) r.fail(what, "the RESULT line has no test score");
-    else if (std::strtod(exact.c_str(), nullptr) >= want) r.right(what, "exact " + exact);
-    else r.fail(what, "exact " + exact + ": lower than a correct library reaches with these flags");
+    if (!exact) r.fail(what, "the RESULT line has no test score");
+    else if (exact->as_double() >= std::strtod(threshold.c_str(), nullptr)) r.right(what, "exact " + num(exact->as_double()));
+    else r.fail(what, "exact " + num(exact->as_double()) + ": lower than a correct library reaches with these flags");
     const std::string alignments = out_dir + "/seq2seq/attention.jsonl", report = out_dir + "/report.html";
     if (std::filesystem::exists(report) && std::filesystem::exists(alignments) &&
         std::filesystem::file_size(alignments) > 0)
@@ -464,15 +435,6 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
         r.fail("the report shows its alignments", report + " or " + alignments + " was not written");
 }
 
-void grade_engine(Report& r) {
-    std::cout << "\nthe engine's order\n";
-    for (const EngineCheck& c : engine_checks()) {
-        const ChildResult run = run_in_child(c.check, 10);
-        if (!run.finished) r.fail(c.what, crash_words(run));
-        else if (run.payload.empty()) r.right(c.what);
-        else r.fail(c.what, run.payload);
-    }
-}
 
 // ---- the AVX2 GEMM's micro-kernel: right, and fast ----------------------------------------------------
 // Its products against the triple loop (gemm_reference) on shapes that end
@@ -686,11 +648,11 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
             }
         } else if (kind == "checks") {
             words >> name;
-            for (const attn::course::Check& c : attn::course::named_checks(name, seed))
+            for (const Check& c : attn::course::named_checks(name, seed))
                 if (c.observe) observe_in_child(c.observe, 30, out);
         } else if (kind == "engine") {
             // each graph in a child of its own: a crash on one still leaves the others' values
-            for (const EngineCheck& c : engine_checks())
+            for (const Check& c : engine_checks())
                 if (c.observe) observe_in_child(c.observe, 10, out);
         }
     }
@@ -810,14 +772,18 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
         } else if (kind == "ops") {
             while (words >> name) grade_op(r, name, seed);
         } else if (kind == "checks") {
-            while (words >> name) grade_checks(r, name, seed);
+            while (words >> name) {
+                std::cout << "\n" << name << "\n";
+                grade_each(r, attn::course::named_checks(name, seed), 30);
+            }
         } else if (kind == "trainer") {
             std::string threshold, flags, word;
             words >> threshold;
             while (words >> word) flags += (flags.empty() ? "" : " ") + word;
             grade_trainer(r, threshold, flags);
         } else if (kind == "engine") {
-            grade_engine(r);
+            std::cout << "\nthe engine's order\n";
+            grade_each(r, engine_checks(), 10);
         } else if (kind == "gemm") {
             grade_gemm(r, ex, seed);
         } else {
@@ -904,9 +870,9 @@ std::string html_escape(const std::string& s) {
 // student's code (exercise 6.1) with its attention. A page of its own, read
 // from the files (course/progress.txt, build/course/trainer/), nothing served.
 void write_progress_page(const std::vector<Exercise>& all, const std::vector<std::string>& ids,
-                         std::map<std::string, int>& attempts, std::map<std::string, std::string>& last,
-                         std::map<std::string, std::string>& best,
-                         std::map<std::string, std::vector<std::string>>& mistakes) {
+                         const std::map<std::string, int>& attempts, const std::map<std::string, std::string>& last,
+                         const std::map<std::string, std::string>& best,
+                         const std::map<std::string, std::vector<std::string>>& mistakes) {
     const std::string dir = "build/course", page = dir + "/progress.html";
     std::filesystem::create_directories(dir);
     std::ofstream out(page);
@@ -932,9 +898,11 @@ void write_progress_page(const std::vector<Exercise>& all, const std::vector<std
         if (!link.empty()) out << "<a href=\"" << html_escape(link) << "\">" << html_escape(e->title) << "</a>";
         else out << html_escape(e->title);
         out << " <code>" << id << "</code>";
-        for (const std::string& m : mistakes[id]) out << "<div class=\"mistake\">mistake met: " << html_escape(m) << "</div>";
+        if (const auto m = mistakes.find(id); m != mistakes.end())
+            for (const std::string& words : m->second) out << "<div class=\"mistake\">mistake met: " << html_escape(words) << "</div>";
         out << "</td><td class=\"" << (is_done ? "done\">done" : started ? "progress\">in progress" : "todo\">not started")
-            << "</td><td>" << attempts[id] << "</td><td>" << (last.count(id) ? last[id] : "-") << "</td></tr>\n";
+            << "</td><td>" << (started ? attempts.at(id) : 0) << "</td><td>" << (last.count(id) ? last.at(id) : "-")
+            << "</td></tr>\n";
     }
     out << "</table>\n<h2>Your model's attention</h2>\n";
     const std::string trainer = dir + "/trainer";
