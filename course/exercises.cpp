@@ -58,10 +58,11 @@ std::vector<Exercise> read_exercises(const std::string& path) {
         else if (key == "speed") e.speed = trim(value);
         else throw std::runtime_error(where + ": unknown key '" + key + "' (id, cut, twin, grade, read, hint, speed)");
     }
-    // An exercise with nothing cut grades what the others built (a trainer run).
+    // An exercise with nothing cut grades what the others built (a trainer
+    // run) or what the student adds (the capstone, named in course/capstone.txt).
     for (const Exercise& e : all) {
-        const bool trainer = !e.grade.empty() && e.grade[0].rfind("trainer", 0) == 0;
-        if (e.id.empty() || (e.cuts.empty() && !trainer) || e.grade.empty())
+        const bool uncut = !e.grade.empty() && (e.grade[0].rfind("trainer", 0) == 0 || e.grade[0].rfind("capstone", 0) == 0);
+        if (e.id.empty() || (e.cuts.empty() && !uncut) || e.grade.empty())
             throw std::runtime_error(path + ": exercise " + e.number + " needs an id, a cut and a grade line");
     }
     return all;

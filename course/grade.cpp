@@ -70,6 +70,7 @@ const char* kExerciseList = "course/exercises.txt";
 const char* kFingerprints = "course/fingerprints.txt";
 const char* kAssignment = "course/assignment.txt";
 const char* kProgress = "course/progress.txt";
+const char* kCapstone = "course/capstone.txt";
 
 // ---- the report ---------------------------------------------------------------------------
 // Every check prints one line (and, when wrong, what it found) and counts.
@@ -436,6 +437,117 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
 }
 
 
+// ---- the student's tests, graded on right and on wrong code ----------------------------------------
+// "write-test N ID…" (exercise 7.1) and "capstone SHARE" (7.2): the checks
+// graded are the student's own registry entries (their references, cases,
+// masking and properties). They must pass on the library as it is, and on
+// each correct variant listed for the entry (course/wheats.txt); then each
+// known mistake is built into the library in turn (scripts/exercises.py
+// mistakes: tests/mutations/ for 7.1, mistakes made from the student's own
+// code for 7.2), and the student's checks must fail on at least N of them,
+// or on that share. The grader says which mistakes got through, as
+// Brown's Examplar does with its "chaffs".
+bool g_checks_only = false;  // --checks-only: the entries' checks alone (what each built mistake runs)
+
+// The entries course/capstone.txt names ("entry: ID" lines).
+std::vector<std::string> capstone_entries(Report& r) {
+    std::vector<std::string> ids;
+    std::ifstream in(kCapstone);
+    if (!in) {
+        r.fail(kCapstone, std::string("not found: not written yet (docs/course/7-write-the-test.md says what it holds)"));
+        return ids;
+    }
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("entry: ", 0) == 0) ids.push_back(line.substr(7));
+    if (ids.empty())
+        r.fail(kCapstone, "names no entry ('entry: ID'): not written yet");
+    return ids;
+}
+
+void grade_written_tests(Report& r, const Exercise& ex, const std::string& need, const std::vector<std::string>& ids,
+                         uint64_t seed) {
+    const bool capstone = need.find('.') != std::string::npos;  // a share of the mistakes made from your code
+    // What the entries lack (a property, a masked case) is said, and the
+    // mistakes still run: the student sees which ones that lets through.
+    int too_few = 0;
+    for (const std::string& id : ids) {
+        const Entry* e = find_entry(id);
+        if (!e || e->cases.empty()) {
+            r.fail("registry entry '" + id + "'", "no cases registered: not written yet");
+            continue;
+        }
+        int masked = 0, properties = 0;
+        for (const Case& c : e->cases) {
+            masked += c.masking.empty() ? 0 : 1;
+            properties += static_cast<int>(c.properties.size());
+        }
+        const std::string what = id + ": " + std::to_string(e->cases.size()) +
+                                 (e->cases.size() == 1 ? " case, " : " cases, ") + std::to_string(masked) +
+                                 " with a masked-key check, " + std::to_string(properties) + " properties";
+        // (Not in a mistake's run, whose exit status says only whether the checks failed.)
+        if (!g_checks_only) {
+            if (capstone && e->number <= 80)
+                ++too_few, r.fail(id, "is entry " + std::to_string(e->number) + " of the catalog: the capstone is a "
+                                      "mechanism the catalog does not have, numbered 81 or more");
+            if (properties == 0) ++too_few, r.fail(what, "declare at least one property the mechanism guarantees");
+            else if (!capstone && masked == 0)
+                ++too_few, r.fail(what, "the mechanism takes a key mask: check it (a KeySet)");
+            else r.right(what);
+        }
+        uint64_t s = seed;
+        for (const Case& c : e->cases) grade_case(r, *e, c, s++);
+    }
+    if (r.wrong > too_few || g_checks_only) {
+        if (r.wrong > too_few)
+            std::cout << "\n(your checks must pass on code that is right before they meet the mistakes)\n";
+        return;
+    }
+    std::cout << "\nyour checks against code that is wrong: each mistake built into the library in turn\n";
+    std::cout.flush();
+    const std::string command = "python3 scripts/exercises.py mistakes " + ex.id + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) {
+        r.fail("running " + command, "could not start it");
+        return;
+    }
+    int caught = 0, total = 0;
+    std::vector<std::string> missed;
+    char buffer[4096];
+    std::string printed;
+    while (std::fgets(buffer, sizeof buffer, pipe)) {
+        std::string line = buffer;
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        const size_t tab = line.find('\t');
+        const std::string kind = line.substr(0, tab), words = tab == std::string::npos ? "" : line.substr(tab + 1);
+        if (kind == "caught") ++caught, ++total, std::cout << "  caught  " << words << "\n";
+        else if (kind == "missed") missed.push_back(words), ++total, std::cout << "  MISSED  " << words << "\n";
+        else if (kind == "accepted") r.right("your checks accept a correct variant: " + words);
+        else if (kind == "rejected")
+            r.fail("your checks accept a correct variant: " + words,
+                   "they fail on it, yet it is right: they ask for more than the formula (a tolerance too "
+                   "tight, an order of operations)");
+        else if (kind == "unbuilt") std::cout << "  (left out: " << words << ")\n";
+        else printed += line + "\n";
+        std::cout.flush();
+    }
+    const int status = pclose(pipe);
+    if (status != 0 || total == 0) {
+        r.fail("building the mistakes", "scripts/exercises.py mistakes " + ex.id + " stopped:\n" + printed);
+        return;
+    }
+    const int required = capstone ? static_cast<int>(std::ceil(std::strtod(need.c_str(), nullptr) * total - 1e-9))
+                                  : std::min(total, std::atoi(need.c_str()));
+    const std::string what = "your checks catch " + std::to_string(caught) + " of " + std::to_string(total) +
+                             " mistakes (" + std::to_string(required) + " needed)";
+    if (caught >= required) {
+        r.right(what);
+    } else {
+        std::string detail = "these got through:";
+        for (const std::string& m : missed) detail += "\n           - " + m;
+        r.fail(what, detail);
+    }
+}
+
 // ---- the AVX2 GEMM's micro-kernel: right, and fast ----------------------------------------------------
 // Its products against the triple loop (gemm_reference) on shapes that end
 // inside and on the edges of the 6×16 tile and of the cache blocks, every
@@ -786,6 +898,17 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
             grade_each(r, engine_checks(), 10);
         } else if (kind == "gemm") {
             grade_gemm(r, ex, seed);
+        } else if (kind == "write-test") {
+            std::string need;
+            words >> need;
+            std::vector<std::string> ids;
+            while (words >> name) ids.push_back(name);
+            grade_written_tests(r, ex, need, ids, seed);
+        } else if (kind == "capstone") {
+            std::string share;
+            words >> share;
+            const std::vector<std::string> ids = capstone_entries(r);
+            if (!ids.empty()) grade_written_tests(r, ex, share, ids, seed);
         } else {
             r.fail("the exercise list", "exercise " + ex.number + " has an unknown grade line '" + line + "'");
         }
@@ -986,7 +1109,8 @@ int main(int argc, char** argv) try {
         else if (a == "--fingerprint") fingerprint = true;
         else if (a == "--progress") progress = true;
         else if (a == "--hidden") g_hidden = true;
-        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress)");
+        else if (a == "--checks-only") g_checks_only = true;
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);

@@ -7,6 +7,7 @@ the grader is course/grade.cpp (make grade).
     python3 scripts/exercises.py check [EX ...]        (make check-exercises)
     python3 scripts/exercises.py fingerprints [EX ...] (make fingerprints)
     python3 scripts/exercises.py grade-student DIR [--seed N] [EX ...]   (make grade-student STUDENT=dir)
+    python3 scripts/exercises.py mistakes EX           (run by make grade for exercises 7.1 and 7.2)
 
 A student's tree is the project's tracked files (no git history) with the
 body of every cut block replaced by a stub that throws "not implemented:
@@ -168,12 +169,15 @@ PRAGMAS = """// (Exercise stubs below: helpers and parameters they leave unused 
 """
 
 
-def stub_body(body, message, comment):
+def stub_body(body, message, comment, opening=""):
     """The stub in place of `body`, indented as its first line was, its
-    closing brace where it was."""
+    closing brace where it was. A registry entry's list of cases (exercise
+    7.1) is left empty: the grader says it is not written yet."""
     lines = body.split("\n")
     inner = next((re.match(r"\s*", l).group(0) for l in lines if l.strip()), "    ")
     closing = lines[-1] if not lines[-1].strip() else ""
+    if "RegisterEntry" in opening:
+        return f"\n{inner}// {comment} Your cases: {{.variant = ..., .inputs = ..., ...}}, ...\n{closing}"
     return f"\n{inner}// {comment}\n{inner}throw std::logic_error(\"{message}\");\n{closing}"
 
 
@@ -182,7 +186,7 @@ def stubbed(text, blocks, where):
     spans = []
     for opening, message, comment in blocks:
         start, end = block_span(text, opening, where)
-        spans.append((start, end, stub_body(text[start:end], message, comment)))
+        spans.append((start, end, stub_body(text[start:end], message, comment, opening)))
     for start, end, stub in sorted(spans, reverse=True):
         text = text[:start] + stub + text[end:]
     if "#pragma GCC diagnostic ignored \"-Wunused-function\"" not in text:
@@ -273,8 +277,15 @@ def mutations_in_blocks(chosen, mutations):
 
 # ---- the student's tree -----------------------------------------------------------------
 def tracked_files():
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    return [f for f in out.decode().split("\0") if f]
+    """The tree's files: git's tracked ones and the new ones it does not
+    ignore (a student's own files); in a student's tree, which has no git,
+    every file outside build/."""
+    r = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                       capture_output=True)
+    if r.returncode == 0 and (ROOT / ".git").exists():
+        return sorted({f for f in r.stdout.decode().split("\0") if f and (ROOT / f).is_file()})
+    return sorted(path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*")
+                  if path.is_file() and path.relative_to(ROOT).parts[0] not in ("build", ".git"))
 
 
 def without_mutations(text, titles):
@@ -310,6 +321,8 @@ def student_files(chosen):
         if path in dropped:
             text = without_mutations(text, dropped[path])
         files[path] = text
+    if any(e.id == "capstone" for e in chosen):
+        files["course/capstone.txt"] = CAPSTONE_TEMPLATE
     files["course/assignment.txt"] = (
         "# The exercises of this tree: make grade grades them, make progress shows where you are.\n" +
         "".join(e.id + "\n" for e in chosen))
@@ -323,11 +336,15 @@ def leaks(chosen, files):
     """(exercise, file, line) for every code line of a cut block found in the
     student's tree. A line the library itself still holds outside the cut
     blocks (`for (int64_t i = 0; i < m; ++i) {`, `check_scores(id(), in);`)
-    is an idiom of the library, which a student is meant to read: not a leak."""
+    is an idiom of the library, which a student is meant to read: not a leak.
+    So is a line of the tests outside the cut files."""
     squeezed = {path: re.sub(r"[ \t]+", " ", text) for path, text in files.items() if text is not None}
+    # (a test's line that other tests hold, `.masks = {keep_first({4, 2}, 4)},`
+    # say, is an idiom of the tests: exercise 7.1 cuts a test.)
+    cut_files = {file for e in chosen for file, _ in e.cuts}
     idioms = set()
     for path, text in squeezed.items():
-        if path.startswith(LIBRARY) and path.endswith((".cpp", ".hpp")):
+        if path.startswith(LIBRARY + ("tests/",)) and path.endswith((".cpp", ".hpp")) and path not in cut_files:
             idioms |= code_lines(text)
     found = []
     for e in chosen:
@@ -507,6 +524,10 @@ def check(names):
     # is about: built without -Werror), each in a copy of the tree.
     jobs, what = [], []
     for e in chosen:
+        if e.id == "capstone":  # the stub: course/capstone.txt as a student's tree has it
+            jobs.append(({"course/capstone.txt": CAPSTONE_TEMPLATE}, [e.id], True))
+            what.append((e, "none"))
+            continue
         if not e.cuts:  # nothing to write (a trainer run on the rest): no stub, no known mistakes
             continue
         stub = {path: stubbed((ROOT / path).read_text(), blocks, path) for path, blocks in blocks_by_file([e]).items()}
@@ -531,7 +552,9 @@ def check(names):
                 print(f"   stub: {'fails' if ok else 'DOES NOT FAIL'} ({wrong} of {checks} checks wrong)")
                 if not ok:
                     failures.append(f"{e.id}: the grader does not fail on the stub (exit {rc}, {checks} checks)")
-            if m == "none":
+            if m == "none" and any(g.split()[0] in ("write-test", "capstone") for g in e.grade):
+                print("   (its mistakes are for the student's checks to catch: make grade builds them, above)")
+            elif m == "none":
                 print("   (no mutation lies inside its cut blocks)")
             continue
         words = mistake_words(m["title"])
@@ -623,7 +646,12 @@ def grade_student(args):
     for path in tracked_files():
         put(path, (ROOT / path).read_bytes())
     for e in chosen:
-        for file, _ in e.cuts:
+        files = [file for file, _ in e.cuts]
+        if e.id == "capstone":
+            # the capstone's files are the student's own: those course/capstone.txt names
+            _, code, named, _ = read_capstone(student / "course" / "capstone.txt")
+            files = ["course/capstone.txt"] + named + [file for file, _ in code]
+        for file in files:
             theirs = student / file
             if not theirs.exists():
                 sys.exit(f"{theirs}: missing from the student's tree")
@@ -634,6 +662,197 @@ def grade_student(args):
         sys.exit(f"the student's code does not compile (above), in {scratch}")
     command = [str(scratch / GRADER), "--hidden"] + (["--seed", seed] if seed else []) + [e.id for e in chosen]
     sys.exit(subprocess.run(command, cwd=scratch).returncode)
+
+
+# ---- the student's tests against wrong code (exercises 7.1 and 7.2) ---------------------
+WHEATS = ROOT / "course" / "wheats.txt"
+CAPSTONE = ROOT / "course" / "capstone.txt"
+CAPSTONE_TEMPLATE = """# Exercise 7.2, the capstone: a mechanism from a paper the catalog does not have, with
+# your own registry entry, reference and properties (docs/course/7-write-the-test.md).
+# Name here what `make grade EX=capstone` grades, one `key: value` a line:
+#
+#   paper: the paper: authors, title, venue and year
+#   entry: the id of your registry entry (numbered 81 or more); one line per entry
+#   code:  FILE | the line that opens a function of your mechanism, whole, as in
+#          course/exercises.txt: the grader makes small mistakes in it, one at a
+#          time, and your checks must fail on most of them; one line per function
+#   file:  every file you added or changed (make grade-student copies these)
+#
+# The worked example of docs/extending.md, written this way:
+#
+#   paper: Kim et al., Hadamard Product for Low-rank Bilinear Pooling, ICLR 2017
+#   entry: low_rank_bilinear_score
+#   code: attention/scores.cpp | Var LowRankBilinearScore::score(const Var& queries, const Var& keys) {
+#   file: attention/scores.cpp
+#   file: tests/grad/test_scores.cpp
+"""
+
+
+def read_wheats():
+    """course/wheats.txt: correct variants of a mechanism, in the mutation
+    lists' format: a student's checks must pass on each."""
+    wheats, current = [], None
+    for number, raw in enumerate(WHEATS.read_text().splitlines(), 1):
+        if raw.startswith("## "):
+            current = {"title": raw[3:].strip(), "where": f"wheats.txt:{number}"}
+            wheats.append(current)
+        elif current is not None and ": " in raw and not raw.startswith("#"):
+            key, _, value = raw.partition(": ")
+            current[key.strip()] = value
+    return wheats
+
+
+def read_capstone(path=CAPSTONE):
+    """(entries, [(file, opening)], files, paper) of course/capstone.txt."""
+    entries, code, files, paper = [], [], [], ""
+    if not path.exists():
+        return entries, code, files, paper
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        key, sep, value = raw.partition(": ")
+        if not sep:
+            sys.exit(f"{path}:{number}: expected 'KEY: VALUE' (paper, entry, code, file)")
+        if key == "entry":
+            entries.append(value.strip())
+        elif key == "code":
+            file, bar, opening = value.partition(" | ")
+            if not bar:
+                sys.exit(f"{path}:{number}: expected 'code: FILE | OPENING LINE'")
+            code.append((file.strip(), opening))
+        elif key == "file":
+            files.append(value.strip())
+        elif key == "paper":
+            paper = value.strip()
+        else:
+            sys.exit(f"{path}:{number}: unknown key '{key}' (paper, entry, code, file)")
+    return entries, code, files, paper
+
+
+# The small mistakes made in a capstone's code, one at a time: the operators
+# of mutation testing (after Offutt's sufficient set) on the library's ops:
+# an op for its neighbour, a unary op dropped, arguments swapped, an
+# arithmetic operator replaced, a transpose flag flipped, a reduction over
+# another axis, a constant doubled, a minus sign dropped, an assignment
+# dropped.
+UNARY = ("tanh", "sigmoid", "relu", "exp", "log", "square", "sqrt", "abs", "neg")
+SWAPPED = {"add": "sub", "sub": "add", "mul": "div", "div": "mul", "tanh": "sigmoid", "sigmoid": "tanh",
+           "sum": "mean", "mean": "sum", "exp": "square", "square": "abs"}
+REDUCING = re.compile(r"\b(softmax|log_softmax|sum|mean|max|concat|unsqueeze|transpose|split)\(")
+
+
+def call_argument_end(code, open_paren):
+    """The index of the ')' closing the call whose '(' is at open_paren, and
+    whether its argument list has a comma at its top level."""
+    depth, comma = 0, False
+    for i in range(open_paren, len(code)):
+        if code[i] == "(":
+            depth += 1
+        elif code[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i, comma
+        elif code[i] == "," and depth == 1:
+            comma = True
+    return -1, comma
+
+
+def line_mutants(code):
+    """(description, new code) for each one-place change of a line of code."""
+    out = []
+    for m in re.finditer(r"(?<![\w:.])(\w+)\(", code):  # a call of the library's (not std::sqrt)
+        name = m.group(1)
+        if name in SWAPPED:
+            out.append((f"{name}( → {SWAPPED[name]}(", code[:m.start()] + SWAPPED[name] + code[m.start() + len(name):]))
+        if name in UNARY:
+            end, comma = call_argument_end(code, m.end() - 1)
+            if end > 0 and not comma:
+                out.append((f"{name}(x) → (x)", code[:m.start()] + code[m.start() + len(name):]))
+        if name in ("sub", "div", "matmul"):  # (add and mul commute: swapped, they are still right)
+            a = re.match(r"([\w.]+), ([\w.]+)(?=[,)])", code[m.end():])
+            if a and a.group(1) != a.group(2):
+                swapped = f"{a.group(2)}, {a.group(1)}"
+                out.append((f"{name}'s arguments swapped", code[:m.end()] + swapped + code[m.end() + a.end():]))
+    for m in re.finditer(r" ([*/+-]) ", code):
+        other = {"*": "/", "/": "*", "+": "-", "-": "+"}[m.group(1)]
+        out.append((f"{m.group(1)} → {other}", code[:m.start() + 1] + other + code[m.end() - 1:]))
+    for m in re.finditer(r"\b(true|false)\b", code):
+        other = "false" if m.group(1) == "true" else "true"
+        out.append((f"{m.group(1)} → {other}", code[:m.start()] + other + code[m.end():]))
+    if REDUCING.search(code):
+        for m in re.finditer(r", (-?[12])\b", code):
+            other = {"-1": "-2", "-2": "-1", "1": "2", "2": "1"}[m.group(1)]
+            out.append((f"axis {m.group(1)} → {other}", code[:m.start() + 2] + other + code[m.end():]))
+    for m in re.finditer(r"(?<![\w.])(\d+\.\d*|\d*\.\d+)(?![\w.])|(?<=real\()(\d+)(?=\))", code):
+        number = m.group(0)
+        doubled = repr(2 * float(number)) if m.group(1) else str(2 * int(number))
+        out.append((f"{number} → {doubled}", code[:m.start()] + doubled + code[m.end():]))
+    for m in re.finditer(r"(?<=[=(,] )-(?=[\w(])|(?<=\()-(?=[\w(])", code):
+        out.append(("a minus sign dropped", code[:m.start()] + code[m.end():]))
+    if re.fullmatch(r"\s*(if \(.*\)\s*)?[\w.\[\]]+ [-+*/]?= .*;\s*", code):
+        # an assignment to a name that exists already (not a declaration): dropped
+        out.append(("the statement dropped", re.match(r"\s*", code).group(0) + "// " + code.strip()))
+    return out
+
+
+def capstone_mutants(code_blocks, most=40):
+    """[(words, {file: text})]: one small change at a time in the capstone's
+    functions, on the lines that compute (not the shape checks and their
+    messages); at most `most`, spread evenly over the functions."""
+    found = []
+    for file, opening in code_blocks:
+        text = (ROOT / file).read_text()
+        start, end = block_span(text, opening, f"{CAPSTONE.name}: {file}")
+        first_line = text.count("\n", 0, start) + 1
+        offset = start
+        for k, line in enumerate(text[start:end].split("\n")):
+            code, _, comment = line.partition("//")
+            skip = not code.strip() or re.search(r"\bcheck\w*\(|\bthrow\b|\"", code)
+            if not skip:
+                for what, new in line_mutants(code):
+                    mutated = text[:offset] + new + ("//" + comment if comment else "") + text[offset + len(line):]
+                    words = f"{file}:{first_line + k}: {what}: {new.strip()}"
+                    found.append((words, {file: mutated}))
+            offset += len(line) + 1
+    if len(found) > most:
+        found = [found[round(i * (len(found) - 1) / (most - 1))] for i in range(most)]
+    return found
+
+
+def mistakes(name):
+    """Exercise 7.1 or 7.2: the student's checks (grade --checks-only) on
+    each correct variant and each mistake, built into a copy of the tree in
+    turn. Prints one line each, which the grader reads: accepted/rejected
+    WORDS for a correct variant, caught/missed WORDS for a mistake, unbuilt
+    WORDS for one that does not compile here."""
+    e = pick(read_exercises(), [name])[0]
+    grade = next((g.split() for g in e.grade if g.split()[0] in ("write-test", "capstone")), None)
+    if grade is None:
+        sys.exit(f"exercise {e.number} does not grade the student's tests")
+    if grade[0] == "write-test":
+        ids = set(grade[2:])
+        chaff = [(mistake_words(m["title"]), {m["file"]: apply(m)}) for m in read_mutations()
+                 if ids & set(m.get("ids", "").split(","))]
+        wheat = [(w["title"], {w["file"]: apply(w)}) for w in read_wheats() if ids & set(w.get("ids", "").split(","))]
+    else:
+        chaff, wheat = capstone_mutants(read_capstone()[1]), []
+    for words, writes in wheat + chaff:
+        for path, text in writes.items():
+            if text == (ROOT / path).read_text():
+                sys.exit(f"{words}: its `find` is no longer in {path}: the list needs mending")
+    if not chaff:
+        sys.exit("no mistakes to build: the exercise names no code (course/capstone.txt: code: FILE | OPENING)")
+    jobs = [(writes, ["--checks-only", e.id], False) for _, writes in wheat + chaff]
+    kinds = ["wheat"] * len(wheat) + ["chaff"] * len(chaff)
+    for (words, _), kind, (built, rc, out) in zip(wheat + chaff, kinds, in_workers(jobs)):
+        if not built or rc not in (0, 1):
+            tag = "unbuilt"
+            words += " (does not compile here)" if not built else f" (the grader stopped, exit {rc})"
+        elif kind == "wheat":
+            tag = "accepted" if rc == 0 else "rejected"
+        else:
+            tag = "caught" if rc == 1 else "missed"
+        print(f"{tag}\t{words}", flush=True)
 
 
 def list_exercises():
@@ -659,6 +878,8 @@ def main():
         check(args[1:])
     elif args[0] == "fingerprints":
         fingerprints(args[1:])
+    elif args[0] == "mistakes" and len(args) == 2:
+        mistakes(args[1])
     elif args[0] == "grade-student":
         grade_student(args[1:])
     else:
