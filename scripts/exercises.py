@@ -336,15 +336,13 @@ def leaks(chosen, files):
     """(exercise, file, line) for every code line of a cut block found in the
     student's tree. A line the library itself still holds outside the cut
     blocks (`for (int64_t i = 0; i < m; ++i) {`, `check_scores(id(), in);`)
-    is an idiom of the library, which a student is meant to read: not a leak.
-    So is a line of the tests outside the cut files."""
+    is an idiom of the library, which a student is meant to read: not a leak."""
     squeezed = {path: re.sub(r"[ \t]+", " ", text) for path, text in files.items() if text is not None}
-    # (a test's line that other tests hold, `.masks = {keep_first({4, 2}, 4)},`
-    # say, is an idiom of the tests: exercise 7.1 cuts a test.)
-    cut_files = {file for e in chosen for file, _ in e.cuts}
+    # (So is a line the tests hold, `.masks = {keep_first({4, 2}, 4)},` say:
+    # exercise 7.1 cuts a test.)
     idioms = set()
     for path, text in squeezed.items():
-        if path.startswith(LIBRARY + ("tests/",)) and path.endswith((".cpp", ".hpp")) and path not in cut_files:
+        if path.startswith(LIBRARY + ("tests/",)) and path.endswith((".cpp", ".hpp")):
             idioms |= code_lines(text)
     found = []
     for e in chosen:
