@@ -72,7 +72,46 @@ void Optimizer::step() {
         ParamState& s = state_[i];
         ++s.step;
         update(v.value(), g, s);
+        if (average_ > 0) {
+            const size_t at = slot_names().size();  // the average follows the optimiser's own slots
+            if (s.slots.size() == at) {
+                s.slots.push_back(v.value().clone());
+            } else {
+                const real keep = static_cast<real>(average_), take = static_cast<real>(1 - average_);
+                real* a = s.slots[at].data();
+                const real* w = v.value().data();
+                for (int64_t j = 0; j < v.numel(); ++j) a[j] = keep * a[j] + take * w[j];
+            }
+        }
     }
+}
+
+void Optimizer::set_average(double decay) {
+    if (!(decay >= 0 && decay < 1))
+        throw std::invalid_argument("Optimizer: weight-average decay " + num(decay) + " is not in [0, 1)");
+    if ((decay > 0) != (average_ > 0))
+        for (const ParamState& s : state_)
+            if (s.step > 0)
+                throw std::logic_error("Optimizer: weight averaging turned on or off after the first step");
+    average_ = decay;
+}
+
+void Optimizer::swap_average() {
+    if (average_ == 0) return;
+    const size_t at = slot_names().size();
+    for (size_t i = 0; i < params_.size(); ++i) {
+        if (state_[i].slots.size() <= at) continue;  // not updated yet: no average
+        Tensor& w = params_[i].second.value();
+        const Tensor mine = w.clone();
+        w.copy_(state_[i].slots[at]);
+        state_[i].slots[at].copy_(mine);
+    }
+}
+
+std::vector<std::string> Optimizer::all_slot_names() const {
+    std::vector<std::string> names = slot_names();
+    if (average_ > 0) names.push_back("average");
+    return names;
 }
 
 void Optimizer::zero_grad() {
@@ -81,7 +120,7 @@ void Optimizer::zero_grad() {
 
 OptimizerState Optimizer::state_dict() const {
     OptimizerState out{type(), lr_, {}, {}};
-    const std::vector<std::string> slots = slot_names();
+    const std::vector<std::string> slots = all_slot_names();
     for (size_t i = 0; i < params_.size(); ++i) {
         const ParamState& s = state_[i];
         if (s.step == 0) continue;
@@ -110,7 +149,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
                                         " (must be positive)");
         fresh[it->second].step = step;
     }
-    const std::vector<std::string> slots = slot_names();
+    const std::vector<std::string> slots = all_slot_names();
     std::map<std::pair<size_t, size_t>, const Tensor*> found;  // (parameter, slot) → tensor
     for (const auto& [key, t] : state.tensors) {
         bool matched = false;
@@ -139,6 +178,10 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
             found[{i, k}] = &t;
             matched = true;
         }
+        const std::string average = ".average";
+        if (!matched && key.size() > average.size() && key.compare(key.size() - average.size(), average.size(), average) == 0)
+            throw std::invalid_argument(op + "\"" + key + "\" is a weight average: the run averaged its weights "
+                                        "(--ema, set_average) and this optimiser does not; give it the same decay");
         if (!matched)
             throw std::invalid_argument(op + "unexpected tensor \"" + key +
                                         "\": not <parameter>.<slot> for a parameter and slot of this optimiser");
@@ -148,7 +191,10 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
         for (size_t k = 0; k < slots.size(); ++k) {
             auto it = found.find({i, k});
             if (it == found.end())
-                throw std::invalid_argument(op + "missing tensor \"" + params_[i].first + "." + slots[k] + "\"");
+                throw std::invalid_argument(op + "missing tensor \"" + params_[i].first + "." + slots[k] + "\"" +
+                                            (slots[k] == "average" ? " (the checkpoint has no weight average: the run "
+                                                                     "was trained without --ema)"
+                                                                   : ""));
             fresh[i].slots.push_back(it->second->clone());
         }
     }

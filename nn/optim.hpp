@@ -78,6 +78,23 @@ public:
     virtual std::string type() const = 0;      // "Adam"
     virtual std::string describe() const = 0;  // "Adam(lr=0.001, betas=(0.9, 0.999), ...)"
 
+    // ---- weight averaging ---------------------------------------------------------
+    // Polyak averaging as an exponential moving average of the weights: after
+    // every update of parameter p,
+    //     average = p                                      after its first update
+    //     average = decay·average + (1 − decay)·p          after every later one
+    // The average is kept beside the optimiser's buffers as one more slot,
+    // "average" (as torch.optim.ASGD keeps its "ax"), so a checkpoint holds it
+    // and a resumed run goes on with it. decay 0 (the default) keeps none.
+    // Like the learning rate, the decay is a setting, not state: a resumed run
+    // sets it again before loading the state.
+    void set_average(double decay);
+    double average_decay() const { return average_; }
+    // Exchanges every parameter's weights with its average (a parameter not yet
+    // updated has none and keeps its own). Called twice, nothing has changed:
+    // the training loop validates and keeps the best checkpoint between the two.
+    void swap_average();
+
     // Copies of the state, and loading it back. load_state_dict checks
     // everything before changing anything, and throws naming the entry:
     // the wrong optimiser type, an unknown parameter or slot, a missing
@@ -98,9 +115,13 @@ protected:
     virtual void update(Tensor& p, const Tensor& g, ParamState& state) = 0;
 
 private:
+    // slot_names(), and "average" last when averaging.
+    std::vector<std::string> all_slot_names() const;
+
     NamedParameters params_;
     std::vector<ParamState> state_;
     double lr_;
+    double average_ = 0;
 };
 
 // ---- SGD ------------------------------------------------------------------------

@@ -212,6 +212,74 @@ TEST_CASE("Optimizer: load_state_dict names what does not fit, and changes nothi
     CHECK(opt.steps(0) == 1);
 }
 
+TEST_CASE("Optimizer: weight averaging (--ema) by hand; swap_average twice is nothing; the average in the state") {
+    // SGD with lr 0.5 and the gradient 1 everywhere: the weights walk down by
+    // 0.5 a step, and the average trails them with decay 0.9.
+    Var p(Tensor::from({1, -2}, {2}), true);
+    SGD opt({p}, SGDOptions{.lr = 0.5});
+    opt.set_average(0.9);
+    const std::vector<std::vector<double>> weights = {{0.5, -2.5}, {0, -3}, {-0.5, -3.5}};
+    // average = p after the first step, then 0.9·average + 0.1·p
+    const std::vector<std::vector<double>> averages = {{0.5, -2.5}, {0.45, -2.55}, {0.355, -2.645}};
+    for (size_t k = 0; k < 3; ++k) {
+        set_grad(p, Tensor::ones({2}));
+        opt.step();
+        const OptimizerState state = opt.state_dict();
+        REQUIRE(state.tensors.size() == 1);
+        CHECK(state.tensors[0].first == "0.average");
+        for (int64_t i = 0; i < 2; ++i) {
+            CHECK(p.value()[i] == doctest::Approx(weights[k][static_cast<size_t>(i)]).epsilon(1e-6));
+            CHECK(state.tensors[0].second[i] == doctest::Approx(averages[k][static_cast<size_t>(i)]).epsilon(1e-6));
+        }
+    }
+    opt.swap_average();  // the model now holds the average, the state the weights
+    CHECK(p.value()[0] == doctest::Approx(0.355).epsilon(1e-6));
+    CHECK(opt.state_dict().tensors[0].second[0] == doctest::Approx(-0.5).epsilon(1e-6));
+    opt.swap_average();
+    CHECK(p.value()[0] == doctest::Approx(-0.5).epsilon(1e-6));
+
+    // Adam's own slots first, the average last; a resumed optimiser goes on bit for bit.
+    Var w(Tensor::from({0.3, -0.7, 1.1}, {3}), true);
+    Adam adam(NamedParameters{{"w", w}}, AdamOptions{.lr = 0.1});
+    adam.set_average(0.5);
+    for (int k = 0; k < 2; ++k) set_grad(w, Tensor::from({1, -2, 0.5}, {3})), adam.step();
+    const OptimizerState saved = adam.state_dict();
+    REQUIRE(saved.tensors.size() == 3);
+    CHECK(saved.tensors[2].first == "w.average");
+    Var v(w.value().clone(), true);
+    Adam resumed(NamedParameters{{"w", v}}, AdamOptions{.lr = 0.1});
+    resumed.set_average(0.5);
+    resumed.load_state_dict(saved);
+    for (int k = 0; k < 2; ++k) {
+        set_grad(w, Tensor::from({0.2, 1, -1}, {3})), adam.step();
+        set_grad(v, Tensor::from({0.2, 1, -1}, {3})), resumed.step();
+    }
+    CHECK(bitwise_equal(adam.state_dict().tensors[2].second, resumed.state_dict().tensors[2].second));
+    adam.swap_average(), resumed.swap_average();
+    CHECK(bitwise_equal(w.value(), v.value()));
+
+    // The setting: refused outside [0, 1), and once a step is taken it stays.
+    Var u(Tensor::ones({3}), true);
+    Adam plain(NamedParameters{{"w", u}});
+    CHECK_THROWS_WITH_AS(plain.set_average(1), "Optimizer: weight-average decay 1 is not in [0, 1)", std::invalid_argument);
+    CHECK_THROWS_AS(plain.set_average(-0.1), std::invalid_argument);
+    plain.swap_average();  // without averaging: nothing
+    CHECK(u.value()[0] == 1);
+    set_grad(u, Tensor::ones({3}));
+    plain.step();
+    CHECK_THROWS_WITH_AS(plain.set_average(0.9),
+                         "Optimizer: weight averaging turned on or off after the first step", std::logic_error);
+    // A checkpoint with an average, into an optimiser without: the error says why.
+    CHECK_THROWS_WITH_AS(plain.load_state_dict(saved),
+                         "Adam.load_state_dict: \"w.average\" is a weight average: the run averaged its weights "
+                         "(--ema, set_average) and this optimiser does not; give it the same decay",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(resumed.load_state_dict(plain.state_dict()),
+                         "Adam.load_state_dict: missing tensor \"w.average\" (the checkpoint has no weight average: "
+                         "the run was trained without --ema)",
+                         std::invalid_argument);
+}
+
 TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm") {
     Var a(Tensor::zeros({1}), true), b(Tensor::zeros({1}), true);
     set_grad(a, Tensor::from({3}));

@@ -67,6 +67,8 @@ Data make_data(int64_t n, uint64_t data_seed) {
 bool constant_validation = false;
 // Ctrl-C test: a SIGINT arrives while the first epoch is being validated.
 bool interrupt_in_validation = false;
+// --ema test: the optimiser averages the weights with this decay.
+double ema_decay = 0;
 
 // What a run leaves behind, with everything that may differ between a
 // straight run and a resumed one (wall-clock seconds) taken out.
@@ -91,6 +93,7 @@ LoopResult invoke(LoopOptions options, const std::function<void(int64_t step, Va
     Generator init(seed);
     Regressor model(init);
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = 0.05});
+    optimizer.set_average(ema_decay);
     const Data train = make_data(n_train, 1), valid = make_data(16, 2);
     const CosineAnnealing schedule(0.05, options.epochs * batches, 0.005);
     std::vector<int64_t> order;
@@ -224,6 +227,58 @@ TEST_CASE("train_loop: --steps inside an epoch, then --resume, is the straight r
         rest.resume = true;
         check_same(a, outcome(dir.path, invoke(rest)));
     }
+}
+
+TEST_CASE("train_loop: with --ema the average is validated, drawn and kept as best; training goes on with its own") {
+    TempDir plain_one("loop_plain_one"), plain_three("loop_plain_three");
+    LoopOptions single = base(plain_one.path);
+    single.epochs = 1;
+    const Outcome plain = outcome(plain_one.path, invoke(single));  // no averaging
+    const Outcome plain3 = outcome(plain_three.path, invoke(base(plain_three.path)));
+    ema_decay = 0.8;
+    TempDir one("loop_ema_one"), straight_dir("loop_ema_straight"), dir("loop_ema_steps");
+    single.dir = one.path;
+    const Outcome a = outcome(one.path, invoke(single));
+    // After the only epoch: last.safetensors holds the weights training goes
+    // on with, those of the run without averaging, and the average in the
+    // optimiser's "average" slot; best.safetensors holds the average as the model.
+    const std::vector<Json> snapshots = read_metrics(one.path + "/attention.jsonl");
+    REQUIRE(snapshots.size() == 2);
+    for (const std::string name : {"0.weight", "0.bias", "2.weight", "2.bias"}) {
+        CAPTURE(name);
+        const Tensor& average = a.last.at("optimizer.state." + name + ".average");
+        CHECK(allclose(a.last.at(name), plain.last.at(name), 0, 0));  // averaging changes no step
+        CHECK(allclose(a.best.at(name), average, 0, 0));
+        CHECK(!allclose(a.last.at(name), average, 0, 0));
+        if (name == "0.weight")  // the report's epoch slider drew the average too
+            CHECK(snapshots[1]["snapshot"]["w"].as_double() == static_cast<double>(average[0]));
+    }
+    // The validation score is the average's: the best weights, loaded into a
+    // fresh model, give it again (the weights training goes on with do not).
+    const std::vector<Json> records = read_metrics(one.path + "/metrics.jsonl");
+    const Data valid = make_data(16, 2);
+    Generator init(seed);
+    Regressor fresh(init);
+    fresh.eval();
+    load_model(one.path + "/best.safetensors", fresh);
+    CHECK(loss::mse(fresh(Var(valid.x)), valid.y).item() == doctest::Approx(records.back()["valid_mse"].as_double()).epsilon(1e-12));
+    load_model(one.path + "/last.safetensors", fresh);
+    CHECK(loss::mse(fresh(Var(valid.x)), valid.y).item() != doctest::Approx(records.back()["valid_mse"].as_double()).epsilon(1e-6));
+    // Stopped inside an epoch and resumed, the run with an average is the
+    // straight one; over three epochs its training weights are still those of
+    // the run without averaging.
+    const Outcome whole = outcome(straight_dir.path, invoke(base(straight_dir.path)));
+    for (const std::string name : {"0.weight", "2.weight"}) {
+        CAPTURE(name);
+        CHECK(allclose(whole.last.at(name), plain3.last.at(name), 0, 0));
+    }
+    LoopOptions first = base(dir.path);
+    first.steps = 7;
+    invoke(first);
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    check_same(whole, outcome(dir.path, invoke(rest)));
+    ema_decay = 0;
 }
 
 TEST_CASE("train_loop: a run killed after its checkpoint resumes to the straight run, no record twice") {

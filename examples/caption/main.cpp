@@ -383,6 +383,7 @@ int main(int argc, char** argv) try {
     Captioner model(config, gen);
     model.set_fast(s.common.fast);  // the readable layers unless --fast
     Adam optimizer(model.named_parameters(), AdamOptions{.lr = s.lr, .fast = s.common.fast});
+    optimizer.set_average(s.common.ema);  // --ema: the loop validates and keeps the average
     std::cerr << "model: " << s.attention_kind << " attention, " << model.num_parameters() << " parameters, grid "
               << data.height / 4 << "×" << data.width / 4 << "\n"
               << kernels_line(s.common.fast, "1.6×", "shapes") << "\n";

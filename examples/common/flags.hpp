@@ -40,6 +40,7 @@ struct CommonFlags {
     bool resume = false;       // continue from OUT/NAME/last.safetensors
     bool eval_only = false;    // evaluate OUT/NAME/best.safetensors, no training
     bool fast = false;         // --fast: the model's fused kernels (Module::set_fast); else the readable versions
+    double ema = 0;            // > 0: validate, keep and test an exponential moving average of the weights (decay)
 };
 
 // --predict --checkpoint --svg --show: a trained model on the user's own

@@ -357,6 +357,10 @@ void TrainingRun::stop_inside_epoch(ProgressBar& bar) {
 
 StopReason TrainingRun::end_epoch(ProgressBar& bar, StopReason reason, const InterruptScope& interrupt) {
     TrainingState& state = r_.state;
+    // With --ema the averaged weights are what is validated, drawn in the
+    // report and kept as the best; training goes on with its own weights,
+    // swapped back before last.safetensors is written.
+    optimizer_.swap_average();
     const Validation v = parts_.validate();
     model_.train();
     ProgressFields shown = sums_.means();
@@ -382,6 +386,7 @@ StopReason TrainingRun::end_epoch(ProgressBar& bar, StopReason reason, const Int
         save(best_path_);
         save_model_file();
     }
+    optimizer_.swap_average();
     save(last_path_);
     if (o_.patience > 0 && bad_epochs_ >= o_.patience) {
         log_ << "early stop: no better validation score for " << o_.patience << " epochs\n";

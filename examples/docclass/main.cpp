@@ -165,6 +165,7 @@ int main(int argc, char** argv) try {
     std::unique_ptr<DocModel> model = make_doc_model(s.model_name, config, gen);
     model->set_fast(s.common.fast);  // the readable layers unless --fast
     Adam optimizer(model->named_parameters(), {.lr = s.lr, .fast = s.common.fast});
+    optimizer.set_average(s.common.ema);  // --ema: the loop validates and keeps the average
     std::cerr << "model " << s.model_name << ": " << model->num_parameters() << " parameters, Adam lr " << s.lr << "\n"
               << kernels_line(s.common.fast, "1.8×", "needle") << "\n";
 

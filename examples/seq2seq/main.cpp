@@ -301,6 +301,7 @@ int main(int argc, char** argv) try {
     Translator& model = *made;
     model.set_fast(s.common.fast);  // the readable layers unless --fast
     Adam opt(model.named_parameters(), AdamOptions{.lr = s.lr, .fast = s.common.fast});
+    opt.set_average(s.common.ema);  // --ema: the loop validates and keeps the average
     std::cerr << model.describe() << ", " << model.num_parameters() << " parameters\n"
               << kernels_line(s.common.fast, setup.model == "rnn" ? "2×" : "1.3×", "dates") << "\n";
 
