@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -436,7 +437,6 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
         r.fail("the report shows its alignments", report + " or " + alignments + " was not written");
 }
 
-
 // ---- the student's tests, graded on right and on wrong code ----------------------------------------
 // "write-test N ID…" (exercise 7.1) and "capstone SHARE" (7.2): the checks
 // graded are the student's own registry entries (their references, cases,
@@ -457,8 +457,10 @@ std::vector<std::string> capstone_entries(Report& r) {
         r.fail(kCapstone, std::string("not found: not written yet (docs/course/7-write-the-test.md says what it holds)"));
         return ids;
     }
-    for (std::string line; std::getline(in, line);)
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
         if (line.rfind("entry: ", 0) == 0) ids.push_back(line.substr(7));
+    }
     if (ids.empty())
         r.fail(kCapstone, "names no entry ('entry: ID'): not written yet");
     return ids;

@@ -126,8 +126,8 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
     add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
     add("--patience", &f.patience, "stop after this many epochs without a better validation score (0: never)", 0);
     add("--ema", &f.ema,
-        "Polyak averaging: after every step, average = D·average + (1 − D)·weights; validation, the best "
-        "checkpoint and the test use the average (0: off; e.g. 0.999)", 0, 0.9999999);
+        "Polyak averaging with decay X: after every step, average = X·average + (1 − X)·weights; validation, "
+        "the best checkpoint and the test use the average (0: off; e.g. 0.999)", 0, 0.9999999);
     add_choice("--schedule", &f.schedule, {"constant", "cosine", "noam"},
                "the learning rate over the run: constant, cosine-annealed to 5% of --lr over --epochs, or noam "
                "(Vaswani et al. 2017: linear warm-up to --lr over --warmup steps, then --lr·sqrt(warmup/step))");
