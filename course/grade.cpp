@@ -466,9 +466,10 @@ std::vector<std::string> capstone_entries(Report& r) {
     return ids;
 }
 
-void grade_written_tests(Report& r, const Exercise& ex, const std::string& need, const std::vector<std::string>& ids,
-                         uint64_t seed) {
-    const bool capstone = need.find('.') != std::string::npos;  // a share of the mistakes made from your code
+// need: how many of the mistakes the checks must catch (write-test), or
+// what share of them (capstone).
+void grade_written_tests(Report& r, const Exercise& ex, bool capstone, double need,
+                         const std::vector<std::string>& ids, uint64_t seed) {
     // What the entries lack (a property, a masked case) is said, and the
     // mistakes still run: the student sees which ones that lets through.
     int too_few = 0;
@@ -537,8 +538,8 @@ void grade_written_tests(Report& r, const Exercise& ex, const std::string& need,
         r.fail("building the mistakes", "scripts/exercises.py mistakes " + ex.id + " stopped:\n" + printed);
         return;
     }
-    const int required = capstone ? static_cast<int>(std::ceil(std::strtod(need.c_str(), nullptr) * total - 1e-9))
-                                  : std::min(total, std::atoi(need.c_str()));
+    const int required = capstone ? static_cast<int>(std::ceil(need * total - 1e-9))
+                                  : std::min(total, static_cast<int>(need));
     const std::string what = "your checks catch " + std::to_string(caught) + " of " + std::to_string(total) +
                              " mistakes (" + std::to_string(required) + " needed)";
     if (caught >= required) {
@@ -900,17 +901,14 @@ Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
             grade_each(r, engine_checks(), 10);
         } else if (kind == "gemm") {
             grade_gemm(r, ex, seed);
-        } else if (kind == "write-test") {
-            std::string need;
+        } else if (kind == "write-test" || kind == "capstone") {
+            double need = 0;  // write-test: a count; capstone: a share
             words >> need;
             std::vector<std::string> ids;
             while (words >> name) ids.push_back(name);
-            grade_written_tests(r, ex, need, ids, seed);
-        } else if (kind == "capstone") {
-            std::string share;
-            words >> share;
-            const std::vector<std::string> ids = capstone_entries(r);
-            if (!ids.empty()) grade_written_tests(r, ex, share, ids, seed);
+            const bool capstone = kind == "capstone";
+            if (capstone) ids = capstone_entries(r);
+            if (!ids.empty()) grade_written_tests(r, ex, capstone, need, ids, seed);
         } else {
             r.fail("the exercise list", "exercise " + ex.number + " has an unknown grade line '" + line + "'");
         }

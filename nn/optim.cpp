@@ -62,6 +62,9 @@ void Optimizer::set_lr(double lr) {
 void Optimizer::step() {
     const ProfileScope scope("optimizer step");
     NoGradGuard no_grad;
+    // With averaging, the average follows the optimiser's own slots.
+    const size_t at = average_ > 0 ? slot_names().size() : 0;
+    const real keep = static_cast<real>(average_), take = static_cast<real>(1 - average_);
     for (size_t i = 0; i < params_.size(); ++i) {
         Var& v = params_[i].second;
         const Tensor g = v.grad();
@@ -73,11 +76,9 @@ void Optimizer::step() {
         ++s.step;
         update(v.value(), g, s);
         if (average_ > 0) {
-            const size_t at = slot_names().size();  // the average follows the optimiser's own slots
             if (s.slots.size() == at) {
                 s.slots.push_back(v.value().clone());
             } else {
-                const real keep = static_cast<real>(average_), take = static_cast<real>(1 - average_);
                 real* a = s.slots[at].data();
                 const real* w = v.value().data();
                 for (int64_t j = 0; j < v.numel(); ++j) a[j] = keep * a[j] + take * w[j];

@@ -322,7 +322,7 @@ def student_files(chosen):
             text = without_mutations(text, dropped[path])
         files[path] = text
     if any(e.id == "capstone" for e in chosen):
-        files["course/capstone.txt"] = CAPSTONE_TEMPLATE
+        files["course/capstone.txt"] = capstone_template()
     files["course/assignment.txt"] = (
         "# The exercises of this tree: make grade grades them, make progress shows where you are.\n" +
         "".join(e.id + "\n" for e in chosen))
@@ -523,12 +523,19 @@ def check(names):
     jobs, what = [], []
     for e in chosen:
         if e.id == "capstone":  # the stub: course/capstone.txt as a student's tree has it
-            jobs.append(({"course/capstone.txt": CAPSTONE_TEMPLATE}, [e.id], True))
+            jobs.append(({"course/capstone.txt": capstone_template()}, [e.id], True))
             what.append((e, "none"))
             continue
         if not e.cuts:  # nothing to write (a trainer run on the rest): no stub, no known mistakes
             continue
         stub = {path: stubbed((ROOT / path).read_text(), blocks, path) for path, blocks in blocks_by_file([e]).items()}
+        # A weak answer (course/hidden/weak/ID/: tests that catch too few
+        # mistakes) must fail, the mistakes that got through named.
+        weak = ROOT / "course" / "hidden" / "weak" / e.id
+        if weak.is_dir():
+            jobs.append(({f.relative_to(weak).as_posix(): f.read_text() for f in weak.rglob("*") if f.is_file()},
+                         [e.id], False))
+            what.append((e, "weak"))
         jobs.append((stub, [e.id], True))
         what.append((e, None))
         mine = mutations_of(e, mutations)
@@ -539,6 +546,13 @@ def check(names):
             what[-1] = (e, "none")
     totals = {"mistakes": 0, "named": 0}
     for (e, m), (built, rc, out) in zip(what, in_workers(jobs)):
+        if m == "weak":
+            ok = built and rc == 1 and "these got through:" in out
+            print(f"   weak answer: {'fails, what got through named' if ok else 'NOT FAILED'} ({checks_in(out)[1]} "
+                  f"of {checks_in(out)[0]} checks wrong)")
+            if not ok:
+                failures.append(f"{e.id}: the grader does not fail the weak answer of course/hidden/weak/")
+            continue
         if m is None or m == "none":
             print(f"== exercise {e.number} {e.id}")
             if not built:
@@ -647,7 +661,7 @@ def grade_student(args):
         files = [file for file, _ in e.cuts]
         if e.id == "capstone":
             # the capstone's files are the student's own: those course/capstone.txt names
-            _, code, named, _ = read_capstone(student / "course" / "capstone.txt")
+            code, named = read_capstone(student / "course" / "capstone.txt")
             files = ["course/capstone.txt"] + named + [file for file, _ in code]
         for file in files:
             theirs = student / file
@@ -665,25 +679,9 @@ def grade_student(args):
 # ---- the student's tests against wrong code (exercises 7.1 and 7.2) ---------------------
 WHEATS = ROOT / "course" / "wheats.txt"
 CAPSTONE = ROOT / "course" / "capstone.txt"
-CAPSTONE_TEMPLATE = """# Exercise 7.2, the capstone: a mechanism from a paper the catalog does not have, with
-# your own registry entry, reference and properties (docs/course/7-write-the-test.md).
-# Name here what `make grade EX=capstone` grades, one `key: value` a line:
-#
-#   paper: the paper: authors, title, venue and year
-#   entry: the id of your registry entry (numbered 81 or more); one line per entry
-#   code:  FILE | the line that opens a function of your mechanism, whole, as in
-#          course/exercises.txt: the grader makes small mistakes in it, one at a
-#          time, and your checks must fail on most of them; one line per function
-#   file:  every file you added or changed (make grade-student copies these)
-#
-# The worked example of docs/extending.md, written this way:
-#
-#   paper: Kim et al., Hadamard Product for Low-rank Bilinear Pooling, ICLR 2017
-#   entry: low_rank_bilinear_score
-#   code: attention/scores.cpp | Var LowRankBilinearScore::score(const Var& queries, const Var& keys) {
-#   file: attention/scores.cpp
-#   file: tests/grad/test_scores.cpp
-"""
+def capstone_template():
+    """A student's course/capstone.txt: this tree's header, up to its first blank line."""
+    return CAPSTONE.read_text().split("\n\n", 1)[0] + "\n"
 
 
 def read_wheats():
@@ -701,30 +699,30 @@ def read_wheats():
 
 
 def read_capstone(path=CAPSTONE):
-    """(entries, [(file, opening)], files, paper) of course/capstone.txt."""
-    entries, code, files, paper = [], [], [], ""
+    """([(file, opening)], files) of course/capstone.txt: the functions the
+    mistakes are made in, and the files it names. (Its entries the grader
+    reads itself.)"""
+    code, files = [], []
     if not path.exists():
-        return entries, code, files, paper
+        return code, files
     for number, raw in enumerate(path.read_text().splitlines(), 1):
         if not raw.strip() or raw.startswith("#"):
             continue
         key, sep, value = raw.partition(": ")
         if not sep:
             sys.exit(f"{path}:{number}: expected 'KEY: VALUE' (paper, entry, code, file)")
-        if key == "entry":
-            entries.append(value.strip())
-        elif key == "code":
+        if key in ("entry", "paper"):
+            continue
+        if key == "code":
             file, bar, opening = value.partition(" | ")
             if not bar:
                 sys.exit(f"{path}:{number}: expected 'code: FILE | OPENING LINE'")
             code.append((file.strip(), opening))
         elif key == "file":
             files.append(value.strip())
-        elif key == "paper":
-            paper = value.strip()
         else:
             sys.exit(f"{path}:{number}: unknown key '{key}' (paper, entry, code, file)")
-    return entries, code, files, paper
+    return code, files
 
 
 # The small mistakes made in a capstone's code, one at a time: the operators
@@ -833,7 +831,7 @@ def mistakes(name):
                  if ids & set(m.get("ids", "").split(","))]
         wheat = [(w["title"], {w["file"]: apply(w)}) for w in read_wheats() if ids & set(w.get("ids", "").split(","))]
     else:
-        chaff, wheat = capstone_mutants(read_capstone()[1]), []
+        chaff, wheat = capstone_mutants(read_capstone()[0]), []
     for words, writes in wheat + chaff:
         for path, text in writes.items():
             if text == (ROOT / path).read_text():
