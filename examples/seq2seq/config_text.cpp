@@ -35,4 +35,10 @@ double config_probability(const std::string& who, const std::string& key, const 
     return p;
 }
 
+bool config_direction(const std::string& who, const std::string& key, const std::string& value) {
+    if (value == "left-to-right") return false;
+    if (value == "right-to-left") return true;
+    throw std::runtime_error(who + ": " + key + "=" + value + " is not left-to-right or right-to-left");
+}
+
 }  // namespace attn::seq2seq

@@ -19,5 +19,7 @@ std::vector<std::pair<std::string, std::string>> config_items(const std::string&
 int64_t config_size(const std::string& who, const std::string& key, const std::string& value);
 // A dropout probability, in [0, 1).
 double config_probability(const std::string& who, const std::string& key, const std::string& value);
+// The order of the output: "left-to-right" (false) or "right-to-left" (true).
+bool config_direction(const std::string& who, const std::string& key, const std::string& value);
 
 }  // namespace attn::seq2seq

@@ -15,6 +15,28 @@ Var Translator::loss(const Batch& batch, double label_smoothing) {
 
 int64_t decode_limit(int64_t source_length) { return 2 * source_length + 5; }
 
+std::vector<int64_t> writing_order(const Translator& model, std::vector<int64_t> tokens) {
+    if (model.right_to_left()) std::reverse(tokens.begin(), tokens.end());
+    return tokens;
+}
+
+double normalised_score(double log_prob, size_t tokens, double length_penalty) {
+    return log_prob / std::pow(static_cast<double>(tokens + 1), length_penalty);
+}
+
+namespace {
+
+// A right-to-left model's hypothesis in reading order: its tokens reversed,
+// and their attention rows with them (the row of </s>, written last, stays last).
+void to_reading_order(const Translator& model, Hypothesis& h) {
+    if (!model.right_to_left()) return;
+    std::reverse(h.tokens.begin(), h.tokens.end());
+    const size_t rows = std::min(h.tokens.size(), h.attention.size());
+    std::reverse(h.attention.begin(), h.attention.begin() + static_cast<std::ptrdiff_t>(rows));
+}
+
+}  // namespace
+
 bool writable(int64_t id) { return id != kPad && id != kBos; }
 
 std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, const std::vector<int64_t>& lengths) {
@@ -48,10 +70,12 @@ std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, c
         }
         if (all_done) break;
     }
+    for (Hypothesis& h : hyps) to_reading_order(model, h);
     return hyps;
 }
 
-Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, int64_t beam, double length_penalty) {
+std::vector<Hypothesis> beam_search(Translator& model, const std::vector<int64_t>& source, int64_t beam,
+                                    double length_penalty) {
     NoGradGuard no_grad;
     const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(source.size()));
     Tensor src = Tensor::zeros(Shape{1, n});
@@ -60,9 +84,6 @@ Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, in
         model.start(src, {static_cast<int64_t>(std::max<size_t>(1, source.size()))});
     const int64_t max_length = decode_limit(static_cast<int64_t>(source.size()));
     std::vector<Hypothesis> alive(1), finished;
-    auto normalised = [&](const Hypothesis& h) {
-        return h.log_prob / std::pow(static_cast<double>(h.tokens.size() + 1), length_penalty);
-    };
     for (int64_t t = 0; t < max_length && !alive.empty() && static_cast<int64_t>(finished.size()) < beam; ++t) {
         const int64_t K = static_cast<int64_t>(alive.size());
         Tensor previous = Tensor::empty(Shape{K});
@@ -109,10 +130,41 @@ Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, in
         if (!alive.empty()) session->select(parents);
     }
     for (auto& h : alive) finished.push_back(std::move(h));  // ran out of steps
-    size_t best = 0;
-    for (size_t i = 1; i < finished.size(); ++i)
-        if (normalised(finished[i]) > normalised(finished[best])) best = i;
-    return finished.at(best);
+    auto normalised = [&](const Hypothesis& h) { return normalised_score(h.log_prob, h.tokens.size(), length_penalty); };
+    std::stable_sort(finished.begin(), finished.end(),
+                     [&](const Hypothesis& a, const Hypothesis& b) { return normalised(a) > normalised(b); });
+    for (Hypothesis& h : finished) to_reading_order(model, h);
+    return finished;
+}
+
+Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, int64_t beam, double length_penalty) {
+    return beam_search(model, source, beam, length_penalty).at(0);
+}
+
+Hypothesis Translator::best_output(const std::vector<int64_t>& source, int64_t beam, double length_penalty) {
+    return beam_decode(*this, source, beam, length_penalty);
+}
+
+std::vector<double> output_log_probs(Translator& model, const std::vector<int64_t>& source,
+                                     const std::vector<std::vector<int64_t>>& outputs) {
+    if (outputs.empty()) return {};
+    NoGradGuard no_grad;
+    std::vector<Pair> pairs;
+    std::vector<size_t> index;
+    for (const auto& out : outputs) {
+        index.push_back(pairs.size());
+        pairs.push_back({source, writing_order(model, out)});
+    }
+    const Batch batch = make_batch(pairs, index);
+    const Tensor lp = log_softmax(model.forward(batch), -1).value();  // B×T×V
+    const int64_t T = lp.size(1), V = lp.size(2);
+    std::vector<double> sums(outputs.size(), 0.0);
+    for (size_t b = 0; b < outputs.size(); ++b)
+        for (int64_t t = 0; t < T; ++t) {
+            const auto y = static_cast<int64_t>(batch.target_out[static_cast<int64_t>(b) * T + t]);
+            if (y != kPad) sums[b] += lp[(static_cast<int64_t>(b) * T + t) * V + y];
+        }
+    return sums;
 }
 
 }  // namespace attn::seq2seq

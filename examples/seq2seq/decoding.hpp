@@ -40,6 +40,13 @@ public:
     virtual void select(const std::vector<int64_t>& rows) = 0;
 };
 
+// One output of a decoder.
+struct Hypothesis {
+    std::vector<int64_t> tokens;                // without <s> and </s>, in reading order
+    std::vector<std::vector<real>> attention;   // one row of n weights per token, then one for </s>
+    double log_prob = 0;
+};
+
 // The interface both seq2seq models implement.
 class Translator : public Module {
 public:
@@ -50,6 +57,21 @@ public:
     virtual std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>& lengths) = 0;
     // The configuration as "key=value ..." (the checkpoint's seq2seq.config).
     virtual std::string config_text() const = 0;
+    // The order the model writes its output in. A right-to-left model
+    // (--right-to-left) is trained on reversed targets: it writes the last
+    // phoneme first, so it sees each word from the other end, and its errors
+    // differ from a left-to-right model's (Liu et al. 2016, "Agreement on
+    // target-bidirectional neural machine translation"). forward() and the
+    // DecodingSession work in the model's own order; greedy_decode and
+    // beam_search below return the output in reading order, whichever it is.
+    virtual bool right_to_left() const { return false; }
+    // Whether start() gives the next token's distribution to decode with:
+    // true for a model; false for an ensemble of both directions, whose
+    // members cannot read one prefix (ensemble.hpp).
+    virtual bool decodes_stepwise() const { return true; }
+    // The output for one source (ids): beam_decode with `beam` (1: greedy);
+    // an ensemble of both directions rescores its members' proposals instead.
+    virtual Hypothesis best_output(const std::vector<int64_t>& source, int64_t beam, double length_penalty);
 
     // Mean cross-entropy per real target token (padding ignored), with label
     // smoothing ε (Szegedy et al. 2016): the target distribution is
@@ -57,12 +79,11 @@ public:
     Var loss(const Batch& batch, double label_smoothing = 0);
 };
 
+// `tokens` (in reading order) in the order `model` writes them: reversed for
+// a right-to-left model, as they are otherwise. Its own inverse.
+std::vector<int64_t> writing_order(const Translator& model, std::vector<int64_t> tokens);
+
 // ---- decoding ---------------------------------------------------------------------------
-struct Hypothesis {
-    std::vector<int64_t> tokens;                // without <s> and </s>
-    std::vector<std::vector<real>> attention;   // one row of n weights per output step (incl. </s>)
-    double log_prob = 0;
-};
 // How many output symbols a source of n symbols may produce before decoding
 // stops it: 2n + 5 (dates grow from 8 to 10 characters; a G2P output is
 // rarely longer than its word).
@@ -77,10 +98,23 @@ bool writable(int64_t id);
 // row b stops at </s> or after decode_limit(lengths[b]) steps.
 std::vector<Hypothesis> greedy_decode(Translator& model, const Tensor& source, const std::vector<int64_t>& lengths);
 // Beam search for one source (ids), keeping `beam` hypotheses; a finished
-// hypothesis scores log p / len^length_penalty (len counts </s>); the best one
-// is returned. beam = 1 gives exactly greedy_decode's output.
-// At most decode_limit(source length) steps.
+// hypothesis scores log p / len^length_penalty (len counts </s>). The search
+// stops when `beam` hypotheses have finished (one step may finish several) or
+// after decode_limit(source length) steps, when those still under way count
+// as finished. Returns them all, best first, ties in the order they finished.
+std::vector<Hypothesis> beam_search(Translator& model, const std::vector<int64_t>& source, int64_t beam,
+                                    double length_penalty = 1.0);
+// The best of beam_search. beam = 1 gives exactly greedy_decode's output.
 Hypothesis beam_decode(Translator& model, const std::vector<int64_t>& source, int64_t beam,
                        double length_penalty = 1.0);
+// The length-normalised score beam search ranks finished hypotheses by:
+// log p / len^length_penalty, len = the tokens and </s>.
+double normalised_score(double log_prob, size_t tokens, double length_penalty);
+// log p(output | source) under `model` by teacher forcing, for each of
+// `outputs` (token ids in reading order, without <s> and </s>): the sum of
+// the log-probabilities of its tokens and of </s>, in the order the model
+// writes them. The outputs are scored together, one batch.
+std::vector<double> output_log_probs(Translator& model, const std::vector<int64_t>& source,
+                                     const std::vector<std::vector<int64_t>>& outputs);
 
 }  // namespace attn::seq2seq

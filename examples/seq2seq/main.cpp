@@ -17,6 +17,7 @@
 #include <iostream>
 #include <new>
 #include <memory>
+#include <string>
 
 #include "autograd/ops.hpp"
 #include "examples/seq2seq/edit_distance.hpp"
@@ -52,6 +53,7 @@ struct Settings {
     double length_penalty = 1.0;
     PredictFlags predict;        // --predict --checkpoint --svg --show --dump-reference
     std::string ensemble;        // --ensemble FILE,FILE,...: score (or --predict with) these models together
+    bool right_to_left = false;  // --right-to-left: write the output from its end (decoding.hpp)
 };
 
 // The flags, each writing into Settings (FlagParser checks the ranges and
@@ -85,6 +87,9 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--dropout", &s.dropout,
               "dropout while training: rnn on the embeddings and the output layer's input, transformer on the "
               "embeddings and in every layer (-1: 0 rnn; transformer 0 dates, 0.1 G2P)", -1, 0.99);
+    flags.add("--right-to-left", &s.right_to_left,
+              "train the decoder to write the output from its last symbol to its first (its answers are "
+              "given in reading order): a second view of a word for an --ensemble");
     flags.add("--label-smoothing", &s.label_smoothing,
               "epsilon of the cross-entropy's label smoothing, (1 - eps) onehot + eps/V (-1: 0 rnn, 0.1 transformer)",
               -1, 0.99);
@@ -142,6 +147,7 @@ void apply_task_defaults(Settings& s, bool g2p) {
         pick(s.common.warmup, g2p ? 2000 : 300);
         pick(s.common.epochs, g2p ? 30 : 7);
         if (s.lr == 0) s.lr = g2p ? 1e-3 : 4e-3;
+        t.right_to_left = s.right_to_left;
         return;
     }
     if (s.dropout < 0) s.dropout = 0;
@@ -152,18 +158,20 @@ void apply_task_defaults(Settings& s, bool g2p) {
     pick(m.decoder_hidden, g2p ? 256 : 128);
     pick(m.attention_dim, g2p ? 256 : 64);
     m.dropout = s.dropout;
+    m.right_to_left = s.right_to_left;
     pick(s.common.epochs, g2p ? 30 : 2);
     if (s.lr == 0) s.lr = g2p ? 2e-3 : 4e-3;
 }
 
-// Decodes every item (greedy in length-sorted batches, or beam search one by one).
+// Decodes every item: greedy in length-sorted batches, or one by one with the
+// beam (and always so for an ensemble of both directions).
 std::vector<std::vector<std::string>> decode_all(Translator& model, const TaskData& task,
                                                  const std::vector<EvalItem>& items, int64_t beam, double penalty) {
     std::vector<std::vector<std::string>> out(items.size());
     model.eval();
-    if (beam > 1) {
+    if (beam > 1 || !model.decodes_stepwise()) {
         for (size_t i = 0; i < items.size(); ++i)
-            out[i] = task.target_vocab.decode(beam_decode(model, items[i].source, beam, penalty).tokens);
+            out[i] = task.target_vocab.decode(model.best_output(items[i].source, beam, penalty).tokens);
     } else {
         std::vector<Pair> pairs;
         for (const auto& it : items) pairs.push_back({it.source, {}});
@@ -306,13 +314,17 @@ int main(int argc, char** argv) try {
               << kernels_line(s.common.fast, setup.model == "rnn" ? "2×" : "1.3×", "dates") << "\n";
 
     // ---- training: the shared loop, with this task's batches, loss and validation ----
-    const int64_t batches_per_epoch = (static_cast<int64_t>(task.train.size()) + s.batch - 1) / s.batch;
+    // The training pairs in the order the model writes: a right-to-left
+    // model learns each target reversed (dev is scored in reading order).
+    std::vector<Pair> train = task.train;
+    for (Pair& p : train) p.target = writing_order(model, std::move(p.target));
+    const int64_t batches_per_epoch = (static_cast<int64_t>(train.size()) + s.batch - 1) / s.batch;
     std::vector<Batch> batches;
     TrainerParts parts;
     parts.begin_epoch = [&](int64_t epoch) {
         // the data order of epoch e depends only on (seed, e): a resumed run continues exactly
         Generator order(static_cast<uint64_t>(s.common.seed) * 1000003 + static_cast<uint64_t>(epoch));
-        batches = make_batches(task.train, s.batch, &order);
+        batches = make_batches(train, s.batch, &order);
         return static_cast<int64_t>(batches.size());
     };
     parts.step = [&](int64_t, int64_t b, int64_t step) {
@@ -334,6 +346,8 @@ int main(int argc, char** argv) try {
     parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
 
     LoopOptions options = loop_options(s.common, "seq2seq");
+    if (s.common.eval_only) check_checkpoint_direction(options.dir + "/best.safetensors", s.right_to_left, "--eval-only");
+    if (s.common.resume) check_checkpoint_direction(options.dir + "/last.safetensors", s.right_to_left, "--resume");
     options.clip = s.clip;
     options.curve_every = 25;  // a point of the training curve every 25 steps
     const LoopResult trained = train_loop(options, model, opt, parts);
@@ -347,6 +361,7 @@ int main(int argc, char** argv) try {
     std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
-    std::cerr << "seq2seq: " << e.what() << "\n";
+    const std::string what = e.what();  // most messages from this example name it already
+    std::cerr << (what.rfind("seq2seq", 0) == 0 ? "" : "seq2seq: ") << what << "\n";
     return 1;
 }

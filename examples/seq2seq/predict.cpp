@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -69,6 +70,18 @@ std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen
     if (setup.model != "rnn")
         throw std::invalid_argument("seq2seq: --model must be rnn or transformer, got '" + setup.model + "'");
     return std::make_unique<Seq2SeqModel>(setup.config, gen);
+}
+
+void check_checkpoint_direction(const std::string& path, bool right_to_left, const std::string& flag) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return;  // the loop says what is missing
+    const Seq2SeqSetup saved = load_setup(load_safetensors(path).metadata, path);
+    const bool saved_rtl = saved.model == "transformer" ? saved.transformer.right_to_left : saved.config.right_to_left;
+    if (saved_rtl != right_to_left)
+        throw std::invalid_argument(flag + ": " + path + " holds a model trained " +
+                                    (saved_rtl ? "--right-to-left; give --right-to-left too"
+                                               : "left to right; leave out --right-to-left") +
+                                    " (the weights would load, and every answer would come out backwards)");
 }
 
 namespace {
@@ -173,14 +186,18 @@ int predict_transliterations(const Seq2SeqPredictOptions& o) {
     for (size_t k = 0; k < inputs.size(); ++k) {
         const std::string& text = inputs[k];
         const auto ids = predict_source_ids(text, k, setup);
-        const auto hyp = beam_decode(*model, ids, std::max<int64_t>(1, o.beam), o.length_penalty);
+        const auto hyp = model->best_output(ids, std::max<int64_t>(1, o.beam), o.length_penalty);
         const std::string answer = join(setup.target_vocab.decode(hyp.tokens), setup.g2p ? " " : "");
         // The answer's probability under the model: the product of each
-        // symbol's, </s> included (beam search's score before its length penalty).
+        // symbol's, </s> included (beam search's score before its length
+        // penalty). An ensemble of both directions has no one distribution:
+        // its answer comes with the geometric mean of its models'
+        // probabilities of it (ensemble.hpp), and says so.
         const double probability = std::exp(hyp.log_prob);
         char shown[32];
         std::snprintf(shown, sizeof shown, "%.3f", probability);
-        std::cout << text << "\t" << answer << "\tprobability " << shown << "\n";
+        std::cout << text << "\t" << answer << "\tprobability "
+                  << (model->decodes_stepwise() ? "" : "(the models' geometric mean) ") << shown << "\n";
         for (const std::string& w : prediction_warnings(text, ids, setup, probability))
             std::cerr << "warning: " << text << ": " << w << "\n";
         if (!draw && o.svg.empty()) continue;

@@ -35,6 +35,14 @@ Seq2SeqSetup load_setup(const std::map<std::string, std::string>& metadata, cons
 // outlive it: dropout keeps it).
 std::unique_ptr<Translator> make_model(const Seq2SeqSetup& setup, Generator& gen);
 
+// --resume and --eval-only build the model from the flags and load the
+// checkpoint `path` into it: a right-to-left model's weights load into a
+// left-to-right one (the shapes are the same) and would decode every word
+// backwards. Throws std::invalid_argument naming `flag`, the file and the
+// flag to give when the checkpoint's direction is not `right_to_left`; a
+// missing file passes (the loop reports it).
+void check_checkpoint_direction(const std::string& path, bool right_to_left, const std::string& flag);
+
 // The trained models of `paths` (model files or checkpoints) as one
 // Ensemble (ensemble.hpp) in evaluation mode; one path gives an ensemble of
 // one, which decodes exactly as its model. `setup` receives the first file's; every other

@@ -95,12 +95,13 @@ void transformer_attention(HtmlReport& rep, TransformerSeq2Seq& model, const Tas
     const int64_t n = static_cast<int64_t>(item.source.size());
     Tensor src = Tensor::zeros(Shape{1, n});
     for (int64_t j = 0; j < n; ++j) src[j] = static_cast<real>(item.source[static_cast<size_t>(j)]);
-    const Hypothesis h = greedy_decode(model, src, {n})[0];
-    const TransformerSeq2Seq::AttentionMaps maps = model.attention_maps(make_batch({{item.source, h.tokens}}, {0}));
+    // the greedy output in the order the model wrote it (reversed for a right-to-left model)
+    const std::vector<int64_t> written = writing_order(model, greedy_decode(model, src, {n})[0].tokens);
+    const TransformerSeq2Seq::AttentionMaps maps = model.attention_maps(make_batch({{item.source, written}}, {0}));
     // decoder position t reads <s> y_1 … y_t and writes y_{t+1} (</s> last)
     std::vector<std::string> source, inputs = {"<s>"}, outputs;
     for (int64_t id : item.source) source.push_back(task.source_vocab.symbol(id) == " " ? "␣" : task.source_vocab.symbol(id));
-    for (int64_t id : h.tokens) inputs.push_back(task.target_vocab.symbol(id)), outputs.push_back(task.target_vocab.symbol(id));
+    for (int64_t id : written) inputs.push_back(task.target_vocab.symbol(id)), outputs.push_back(task.target_vocab.symbol(id));
     outputs.push_back("</s>");
     auto explorer = [](std::string title, std::string rows_label, std::string cols_label, std::vector<std::string> rows,
                        std::vector<std::string> cols, const std::vector<Tensor>& weights) {

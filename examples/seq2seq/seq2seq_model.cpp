@@ -25,6 +25,7 @@ std::string ModelConfig::str() const {
     // only when given, so that a model without them reads as before
     if (!score_options.empty()) s << " score_options=" << score_options;
     if (!align_options.empty()) s << " align_options=" << align_options;
+    if (right_to_left) s << " output=right-to-left";
     return s.str();
 }
 
@@ -48,6 +49,7 @@ ModelConfig ModelConfig::parse(const std::string& text) {
         else if (key == "dropout") c.dropout = config_probability(who, key, value);
         else if (key == "score_options") c.score_options = value;
         else if (key == "align_options") c.align_options = value;
+        else if (key == "output") c.right_to_left = config_direction(who, key, value);
         else throw std::runtime_error(who + ": unknown key '" + key + "'");
     }
     return c.canonical();

@@ -61,6 +61,9 @@ struct ModelConfig {
     // The score's and the alignment's named options, "name=value,..." (luong;
     // attention/by_id.hpp: a row says which it takes), e.g. "beta=2.5".
     std::string score_options = "", align_options = "";
+    // The order the decoder writes the output in: left to right, or right to
+    // left (--right-to-left: trained on reversed targets; decoding.hpp).
+    bool right_to_left = false;
 
     // "attention=bahdanau score=additive_score ..." and back (checkpoint
     // metadata). parse() also reads the names before the score table
@@ -112,6 +115,7 @@ public:
     const ModelConfig& config() const { return config_; }
     std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
+    bool right_to_left() const override { return config_.right_to_left; }
     // The fast paths (Module::set_fast): the encoder's GRU in
     // RnnMode::sequence (each direction one op, its batch split over the
     // threads), the decoder's GRUCell with fused gates, the linear layers'

@@ -22,6 +22,7 @@ std::string TransformerConfig::str() const {
     s << "model=transformer source_vocab=" << source_vocab << " target_vocab=" << target_vocab
       << " d_model=" << d_model << " heads=" << heads << " layers=" << layers << " ffn=" << ffn
       << " dropout=" << dropout << " tie_output=" << (tie_output ? 1 : 0);
+    if (right_to_left) s << " output=right-to-left";  // only when set, so a left-to-right model reads as before
     return s.str();
 }
 
@@ -42,6 +43,7 @@ TransformerConfig TransformerConfig::parse(const std::string& text) {
             if (value != "0" && value != "1") throw std::runtime_error(who + ": tie_output=" + value + " is not 0 or 1");
             c.tie_output = value == "1";
         } else if (key == "dropout") c.dropout = config_probability(who, key, value);
+        else if (key == "output") c.right_to_left = config_direction(who, key, value);
         else throw std::runtime_error(who + ": unknown key '" + key + "'");
     }
     c.check();

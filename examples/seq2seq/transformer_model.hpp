@@ -46,6 +46,7 @@ struct TransformerConfig {
     int64_t ffn = 1024;     // the feed-forward layers' inner width
     double dropout = 0.1;   // on the embeddings' sum and in every layer, while training
     bool tie_output = true; // logits = Y E_tᵀ (no output layer of its own)
+    bool right_to_left = false;  // the output written right to left (--right-to-left; decoding.hpp)
 
     // "model=transformer source_vocab=32 ..." and back (checkpoint metadata).
     // parse() throws std::runtime_error naming the key and value it cannot read.
@@ -91,6 +92,7 @@ public:
     const TransformerConfig& config() const { return config_; }
     std::string config_text() const override { return config_.str(); }
     std::string describe() const override;
+    bool right_to_left() const override { return config_.right_to_left; }
     // Module::set_fast: the layers' fused SDPA kernel, fused LayerNorm and
     // matmul_bias (the same values up to rounding); off by default, the
     // trainer turns them on with --fast.

@@ -1,0 +1,289 @@
+// The seq2seq example's right-to-left models (--right-to-left) and the
+// ensemble of both directions: the direction is saved with the model; a model
+// trained on reversed targets writes the last symbol first, yet every decoder
+// answers in reading order, with the log-probability teacher forcing gives;
+// an ensemble of both directions answers with the proposal whose mean
+// log-probability over all members is best (recomputed here from each
+// member's teacher forcing, in its own order).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "autograd/ops.hpp"
+#include "examples/seq2seq/ensemble.hpp"
+#include "examples/seq2seq/predict.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
+#include "examples/seq2seq/transformer_model.hpp"
+#include "io/checkpoint.hpp"
+#include "nn/optim.hpp"
+#include "tensor/ops.hpp"
+#include "tests/helpers.hpp"
+#include "tests/seq2seq_toy.hpp"
+
+using namespace attn;
+using namespace attn::seq2seq;
+using attn::testing::error_of;
+using attn::testing::toy_pairs;
+
+namespace {
+
+ModelConfig tiny(bool right_to_left) {
+    return ModelConfig{.source_vocab = 10, .target_vocab = 9, .embedding = 8, .encoder_hidden = 12,
+                       .decoder_hidden = 20, .attention_dim = 16, .right_to_left = right_to_left};
+}
+
+// The toy pairs as the trainer feeds them to `model`: each target in the
+// order the model writes (main.cpp does the same before training).
+Batch batch_for(const Translator& model, std::vector<Pair> pairs) {
+    std::vector<size_t> index;
+    for (Pair& p : pairs) {
+        p.target = writing_order(model, std::move(p.target));
+        index.push_back(index.size());
+    }
+    return make_batch(pairs, index);
+}
+
+void train(Translator& model, int steps, double lr = 0.02) {
+    const Batch b = batch_for(model, toy_pairs());
+    Adam opt(model.named_parameters(), AdamOptions{.lr = lr});
+    for (int i = 0; i < steps; ++i) {
+        opt.zero_grad();
+        Var loss = model.loss(b);
+        loss.backward();
+        clip_grad_norm_(model.parameters(), 5);
+        opt.step();
+    }
+    model.eval();
+}
+
+// log p(y | source) under `model`, summed here from one teacher-forced pass
+// over y fed in the model's own order (reversed by hand for a right-to-left
+// model), </s> included.
+double teacher_forced_log_p(Translator& model, const std::vector<int64_t>& source, std::vector<int64_t> y) {
+    if (model.right_to_left()) std::reverse(y.begin(), y.end());
+    const Batch one = make_batch({{source, y}}, {0});
+    NoGradGuard no_grad;
+    const Tensor lp = log_softmax(model.forward(one).value(), -1);  // 1×T×V
+    const int64_t V = lp.size(2);
+    double sum = 0;
+    for (size_t t = 0; t <= y.size(); ++t)
+        sum += lp[static_cast<int64_t>(t) * V + (t < y.size() ? y[t] : kEos)];
+    return sum;
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq right-to-left: the direction is part of the configuration, and reads back") {
+    CHECK(tiny(false).str().find("output=") == std::string::npos);  // a left-to-right model reads as before
+    const std::string text = tiny(true).str();
+    CHECK(text.find(" output=right-to-left") != std::string::npos);
+    CHECK(ModelConfig::parse(text).right_to_left);
+    CHECK_FALSE(ModelConfig::parse(tiny(false).str()).right_to_left);
+    TransformerConfig t{.source_vocab = 10, .target_vocab = 9, .d_model = 8, .heads = 2, .layers = 1, .ffn = 12};
+    CHECK(t.str().find("right-to-left") == std::string::npos);
+    t.right_to_left = true;
+    CHECK(TransformerConfig::parse(t.str()).right_to_left);
+    const std::string message = error_of([&] { ModelConfig::parse(tiny(false).str() + " output=upwards"); });
+    CHECK(message.find("output=upwards") != std::string::npos);
+    CHECK(message.find("right-to-left") != std::string::npos);
+}
+
+TEST_CASE("seq2seq right-to-left: trained on reversed targets, it writes the last symbol first and answers in "
+          "reading order") {
+    for (const bool transformer : {false, true}) {
+        CAPTURE(transformer);
+        Generator gen(7);
+        std::unique_ptr<Translator> model;
+        if (transformer)
+            model = std::make_unique<TransformerSeq2Seq>(
+                TransformerConfig{.source_vocab = 10, .target_vocab = 9, .d_model = 16, .heads = 2, .layers = 1,
+                                  .ffn = 32, .dropout = 0, .right_to_left = true},
+                gen);
+        else
+            model = std::make_unique<Seq2SeqModel>(tiny(true), gen);
+        REQUIRE(model->right_to_left());
+        train(*model, 300, transformer ? 0.01 : 0.02);
+        const std::vector<Pair> pairs = toy_pairs();
+        const Batch b = make_batch(pairs, {0, 1, 2, 3, 4, 5});
+        const std::vector<Hypothesis> greedy = greedy_decode(*model, b.source, b.source_lengths);
+        const std::unique_ptr<DecodingSession> session = model->start(b.source, b.source_lengths);
+        const Tensor first = session->step(Tensor::full(Shape{6}, static_cast<real>(kBos))).log_probs;  // 6×V
+        const int64_t V = first.size(1);
+        for (size_t i = 0; i < pairs.size(); ++i) {
+            CAPTURE(i);
+            // The answers, in reading order: what the pairs say.
+            CHECK(greedy[i].tokens == pairs[i].target);
+            CHECK(beam_decode(*model, pairs[i].source, 3).tokens == pairs[i].target);
+            // What the model wrote first is the last symbol (the toy targets'
+            // first and last differ, but for the one of one symbol).
+            const real* row = first.data() + static_cast<int64_t>(i) * V;
+            CHECK(std::max_element(row, row + V) - row == pairs[i].target.back());
+            if (pairs[i].target.size() > 1) CHECK(pairs[i].target.front() != pairs[i].target.back());
+            // The attention rows come with their symbols: the row of the
+            // first symbol in reading order is the one written last before </s>.
+            REQUIRE(greedy[i].attention.size() == pairs[i].target.size() + 1);
+            // Every finished beam hypothesis's log p is what teacher forcing
+            // gives its tokens, in the model's order; output_log_probs agrees.
+            const std::vector<Hypothesis> beam = beam_search(*model, pairs[i].source, 3);
+            std::vector<std::vector<int64_t>> outputs;
+            for (const Hypothesis& h : beam) outputs.push_back(h.tokens);
+            const std::vector<double> scored = output_log_probs(*model, pairs[i].source, outputs);
+            for (size_t k = 0; k < beam.size(); ++k) {
+                // (a hypothesis cut off by decode_limit has no </s> in its log p)
+                if (beam[k].attention.size() != beam[k].tokens.size() + 1) continue;
+                const double want = teacher_forced_log_p(*model, pairs[i].source, beam[k].tokens);
+                CHECK(beam[k].log_prob == doctest::Approx(want).epsilon(1e-4));
+                CHECK(scored[k] == doctest::Approx(want).epsilon(1e-4));
+            }
+        }
+    }
+}
+
+TEST_CASE("seq2seq right-to-left: greedy attention rows follow their symbols into reading order") {
+    // A right-to-left model's greedy rows, reversed back by hand, must be the
+    // rows its decoding session gave step by step.
+    Generator gen(11);
+    Seq2SeqModel model(tiny(true), gen);
+    train(model, 40);
+    const std::vector<Pair> pairs = toy_pairs();
+    const Batch b = make_batch(pairs, {0, 1, 2, 3, 4, 5});
+    const std::vector<Hypothesis> greedy = greedy_decode(model, b.source, b.source_lengths);
+    // The session, by hand: the argmax over the writable ids at every step.
+    NoGradGuard no_grad;
+    const std::unique_ptr<DecodingSession> session = model.start(b.source, b.source_lengths);
+    Tensor previous = Tensor::full(Shape{6}, static_cast<real>(kBos));
+    std::vector<std::vector<std::vector<real>>> rows(6);
+    std::vector<std::vector<int64_t>> written(6);
+    std::vector<bool> done(6, false);
+    for (int step = 0; step < 20; ++step) {
+        const NextToken next = session->step(previous);
+        const int64_t V = next.log_probs.size(1), n = next.weights.size(1);
+        for (int64_t r = 0; r < 6; ++r) {
+            int64_t best = -1;
+            for (int64_t v = 0; v < V; ++v)
+                if (writable(v) && (best < 0 || next.log_probs[r * V + v] > next.log_probs[r * V + best])) best = v;
+            previous[r] = static_cast<real>(best);
+            if (done[static_cast<size_t>(r)]) continue;
+            rows[static_cast<size_t>(r)].emplace_back(next.weights.data() + r * n, next.weights.data() + (r + 1) * n);
+            if (best == kEos || step + 1 >= decode_limit(b.source_lengths[static_cast<size_t>(r)]))
+                done[static_cast<size_t>(r)] = true;
+            if (best != kEos) written[static_cast<size_t>(r)].push_back(best);
+        }
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        CAPTURE(i);
+        std::vector<int64_t> reading = written[i];
+        std::reverse(reading.begin(), reading.end());
+        CHECK(greedy[i].tokens == reading);
+        const size_t k = written[i].size();
+        REQUIRE(greedy[i].attention.size() == rows[i].size());
+        for (size_t t = 0; t < k; ++t) CHECK(greedy[i].attention[t] == rows[i][k - 1 - t]);
+        if (rows[i].size() > k) CHECK(greedy[i].attention[k] == rows[i][k]);  // </s>'s row stays last
+    }
+}
+
+// Briefly trained members (10 steps: they disagree on 9 of the 24 answers
+// below; after 15 they all agree); the same seeds give the same members.
+std::vector<Ensemble::Member> members_of(const std::vector<std::pair<uint64_t, bool>>& seeds_and_directions) {
+    std::vector<Ensemble::Member> members;
+    for (const auto& [seed, rtl] : seeds_and_directions) {
+        auto gen = std::make_unique<Generator>(seed);
+        auto model = std::make_unique<Seq2SeqModel>(tiny(rtl), *gen);
+        train(*model, 10);
+        members.push_back({std::move(gen), std::move(model)});
+    }
+    return members;
+}
+
+TEST_CASE("seq2seq ensemble of both directions: the proposals of each, rescored by the mean log p of all") {
+    // Two left-to-right members and one right-to-left.
+    const std::vector<std::pair<uint64_t, bool>> seeds = {{21, false}, {22, true}, {23, false}};
+    Ensemble ensemble(members_of(seeds));
+    CHECK_FALSE(ensemble.decodes_stepwise());
+    CHECK_FALSE(ensemble.right_to_left());
+    const Batch b = make_batch(toy_pairs(), {0, 1, 2, 3, 4, 5});
+    CHECK_THROWS_AS(ensemble.forward(b), std::logic_error);
+    CHECK_THROWS_AS(ensemble.start(b.source, b.source_lengths), std::logic_error);
+    CHECK(ensemble.describe().find("both directions") != std::string::npos);
+
+    // The same members again, standing alone: the left-to-right pair mixed
+    // (as the ensemble proposes with them), and the right-to-left one.
+    std::vector<Ensemble::Member> copies = members_of(seeds);
+    std::vector<Translator*> all = {copies[0].model.get(), copies[1].model.get(), copies[2].model.get()};
+    Translator& backward = *copies[1].model;
+    std::vector<Ensemble::Member> pair;
+    for (const auto& [seed, rtl] : {seeds[0], seeds[2]}) {
+        std::vector<Ensemble::Member> one = members_of({{seed, rtl}});
+        pair.push_back(std::move(one[0]));
+    }
+    Ensemble forward(std::move(pair));
+    REQUIRE(forward.decodes_stepwise());
+    REQUIRE(backward.right_to_left());
+
+    int rescoring_mattered = 0, cases = 0;
+    for (const double penalty : {1.0, 0.0}) {
+        for (const Pair& p : toy_pairs()) {
+            for (const int64_t beam : {1, 3}) {
+                CAPTURE(penalty);
+                CAPTURE(beam);
+                const Hypothesis got = ensemble.best_output(p.source, beam, penalty);
+                // The proposals: every output either direction's beam finished with.
+                std::vector<std::vector<int64_t>> proposals;
+                for (Translator* direction : {static_cast<Translator*>(&forward), &backward})
+                    for (const Hypothesis& h : beam_search(*direction, p.source, beam, penalty))
+                        if (std::find(proposals.begin(), proposals.end(), h.tokens) == proposals.end())
+                            proposals.push_back(h.tokens);
+                // The best by the mean of the three members' teacher-forced log p.
+                double best_score = -INFINITY, best_log_p = 0;
+                std::vector<int64_t> best;
+                for (const auto& y : proposals) {
+                    double mean = 0;
+                    for (Translator* m : all) mean += teacher_forced_log_p(*m, p.source, y) / 3;
+                    const double score = mean / std::pow(static_cast<double>(y.size() + 1), penalty);
+                    if (score > best_score) best_score = score, best = y, best_log_p = mean;
+                }
+                CHECK(got.tokens == best);
+                CHECK(got.log_prob == doctest::Approx(best_log_p).epsilon(1e-4));
+                // Cases where the answer is not what the left-to-right pair alone would say.
+                rescoring_mattered += got.tokens != beam_decode(forward, p.source, beam, penalty).tokens;
+                ++cases;
+            }
+        }
+    }
+    CHECK(rescoring_mattered > 0);
+    MESSAGE(rescoring_mattered << " of " << cases << " answers differ from the left-to-right members' own");
+}
+
+TEST_CASE("seq2seq right-to-left: a model file keeps its direction, alone and in an ensemble") {
+    std::vector<Ensemble::Member> members = members_of({{31, true}});
+    Translator& model = *members[0].model;
+    Seq2SeqSetup setup;
+    setup.config = dynamic_cast<Seq2SeqModel&>(model).config();
+    for (const char* s : {"a", "b", "c", "d", "e"}) setup.source_vocab.add(s), setup.target_vocab.add(s);
+    std::map<std::string, std::string> metadata;
+    save_setup(setup, metadata);
+    const attn::testing::TempDir tmp("seq2seq_right_to_left");
+    const std::string path = tmp / "model.safetensors";
+    save_model(path, model, metadata);
+    Seq2SeqSetup loaded_setup;
+    const std::unique_ptr<Translator> loaded = load_models({path}, loaded_setup);
+    CHECK(loaded_setup.config.right_to_left);
+    CHECK(loaded->right_to_left());
+    CHECK(loaded->decodes_stepwise());
+    // --eval-only and --resume load a checkpoint into the model the flags
+    // build: a direction the flags do not give is refused, naming the flag to give.
+    CHECK_NOTHROW(check_checkpoint_direction(path, true, "--eval-only"));
+    CHECK_NOTHROW(check_checkpoint_direction(tmp / "absent.safetensors", false, "--eval-only"));
+    const std::string message = error_of([&] { check_checkpoint_direction(path, false, "--resume"); });
+    CHECK(message.find("--resume: " + path) == 0);
+    CHECK(message.find("give --right-to-left") != std::string::npos);
+    for (const Pair& p : toy_pairs()) {
+        const Hypothesis want = beam_decode(model, p.source, 3);
+        const Hypothesis got = loaded->best_output(p.source, 3, 1.0);
+        CHECK(got.tokens == want.tokens);
+        CHECK(got.log_prob == doctest::Approx(want.log_prob).epsilon(1e-5));
+    }
+}
