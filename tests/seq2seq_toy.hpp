@@ -8,12 +8,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
 #include "examples/seq2seq/decoding.hpp"
+#include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/seq2seq_data.hpp"
+#include "examples/seq2seq/seq2seq_model.hpp"
+#include "io/checkpoint.hpp"
 
 namespace attn::testing {
 
@@ -27,6 +32,19 @@ inline seq2seq::Batch all_pairs(const std::vector<seq2seq::Pair>& pairs) {
     std::vector<size_t> index(pairs.size());
     for (size_t i = 0; i < index.size(); ++i) index[i] = i;
     return seq2seq::make_batch(pairs, index);
+}
+
+// `model` saved as a model file at `path`, with what --predict and
+// --ensemble read beside the weights: its configuration and both
+// vocabularies (a … e after the reserved ids). Returns that setup.
+inline seq2seq::Seq2SeqSetup save_toy_model_file(const seq2seq::Seq2SeqModel& model, const std::string& path) {
+    seq2seq::Seq2SeqSetup setup;
+    setup.config = model.config();
+    for (const char* s : {"a", "b", "c", "d", "e"}) setup.source_vocab.add(s), setup.target_vocab.add(s);
+    std::map<std::string, std::string> metadata;
+    seq2seq::save_setup(setup, metadata);
+    save_model(path, model, metadata);
+    return setup;
 }
 
 // Greedy decoding of the sources of `pairs` is the argmax of teacher forcing

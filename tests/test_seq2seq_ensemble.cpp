@@ -26,6 +26,7 @@ using attn::testing::error_of;
 using namespace attn::seq2seq;
 using attn::testing::all_pairs;
 using attn::testing::check_greedy_is_teacher_forcing_argmax;
+using attn::testing::save_toy_model_file;
 using attn::testing::toy_pairs;
 
 namespace {
@@ -129,14 +130,9 @@ TEST_CASE("seq2seq ensemble: one model's file loaded as an ensemble decodes as t
     const Batch b = all_pairs(toy_pairs());
     Ensemble::Member m = rnn_member(6, b, 10);
     Translator& model = *m.model;
-    Seq2SeqSetup setup;
-    setup.config = dynamic_cast<Seq2SeqModel&>(model).config();
-    for (const char* s : {"a", "b", "c", "d", "e"}) setup.source_vocab.add(s), setup.target_vocab.add(s);
-    std::map<std::string, std::string> metadata;
-    save_setup(setup, metadata);
     const attn::testing::TempDir tmp("seq2seq_ensemble");
     const std::string path = tmp / "model.safetensors";
-    save_model(path, model, metadata);
+    const Seq2SeqSetup setup = save_toy_model_file(dynamic_cast<Seq2SeqModel&>(model), path);
 
     // One model, and the same model twice (the mean of a distribution with
     // itself is that distribution): beam search must follow the model's own,
@@ -157,7 +153,7 @@ TEST_CASE("seq2seq ensemble: one model's file loaded as an ensemble decodes as t
     // The same weights with one target symbol renamed: the ids would mean other phonemes.
     Seq2SeqSetup other = setup;
     other.target_vocab = Vocab(std::vector<std::string>{"a", "b", "c", "d", "x"});
-    metadata.clear();
+    std::map<std::string, std::string> metadata;
     save_setup(other, metadata);
     const std::string other_path = tmp / "other.safetensors";
     save_model(other_path, model, metadata);

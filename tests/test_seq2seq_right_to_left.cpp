@@ -260,14 +260,9 @@ TEST_CASE("seq2seq ensemble of both directions: the proposals of each, rescored 
 TEST_CASE("seq2seq right-to-left: a model file keeps its direction, alone and in an ensemble") {
     std::vector<Ensemble::Member> members = members_of({{31, true}});
     Translator& model = *members[0].model;
-    Seq2SeqSetup setup;
-    setup.config = dynamic_cast<Seq2SeqModel&>(model).config();
-    for (const char* s : {"a", "b", "c", "d", "e"}) setup.source_vocab.add(s), setup.target_vocab.add(s);
-    std::map<std::string, std::string> metadata;
-    save_setup(setup, metadata);
     const attn::testing::TempDir tmp("seq2seq_right_to_left");
     const std::string path = tmp / "model.safetensors";
-    save_model(path, model, metadata);
+    attn::testing::save_toy_model_file(dynamic_cast<Seq2SeqModel&>(model), path);
     Seq2SeqSetup loaded_setup;
     const std::unique_ptr<Translator> loaded = load_models({path}, loaded_setup);
     CHECK(loaded_setup.config.right_to_left);
