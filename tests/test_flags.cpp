@@ -225,3 +225,13 @@ TEST_CASE("finite guard: a non-finite loss or gradient stops training, naming th
                          doctest::Contains("step 0: the loss is nan at the first step of this run"),
                          std::runtime_error);
 }
+
+TEST_CASE("error_message: a trainer's name before the error, once") {
+    CHECK(error_message("seq2seq", "no such file") == "seq2seq: no such file");
+    // A message of the example's own code names it already: not twice.
+    CHECK(error_message("seq2seq", "seq2seq: --train x: no such file") == "seq2seq: --train x: no such file");
+    CHECK(error_message("seq2seq", "seq2seq --ensemble: a.safetensors ...") == "seq2seq --ensemble: a.safetensors ...");
+    // Another word that begins with the name is not the name.
+    CHECK(error_message("caption", "captions file: bad line") == "caption: captions file: bad line");
+    CHECK(error_message("zoo", "zoo") == "zoo: zoo");
+}

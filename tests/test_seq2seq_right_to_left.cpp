@@ -268,6 +268,12 @@ TEST_CASE("seq2seq right-to-left: a model file keeps its direction, alone and in
     CHECK(loaded_setup.config.right_to_left);
     CHECK(loaded->right_to_left());
     CHECK(loaded->decodes_stepwise());
+    // Greedy decoding of the loaded ensemble (the trainer's dev decoding)
+    // answers in reading order, as the model does.
+    const Batch b = make_batch(toy_pairs(), {0, 1, 2, 3, 4, 5});
+    const std::vector<Hypothesis> want_greedy = greedy_decode(model, b.source, b.source_lengths);
+    const std::vector<Hypothesis> got_greedy = greedy_decode(*loaded, b.source, b.source_lengths);
+    for (size_t i = 0; i < want_greedy.size(); ++i) CHECK(got_greedy[i].tokens == want_greedy[i].tokens);
     // --eval-only and --resume load a checkpoint into the model the flags
     // build: a direction the flags do not give is refused, naming the flag to give.
     CHECK_NOTHROW(check_checkpoint_direction(path, true, "--eval-only"));

@@ -406,6 +406,6 @@ int main(int argc, char** argv) try {
     std::cerr << out_of_memory_message("caption", kCaptionSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
-    std::cerr << "caption: " << e.what() << "\n";
+    std::cerr << error_message("caption", e.what()) << "\n";
     return 1;
 }

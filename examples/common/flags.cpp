@@ -151,6 +151,12 @@ std::string out_of_memory_message(const std::string& program, const std::string&
            ", or the data) need more memory than this machine has" + (detail.empty() ? "" : " (" + detail + ")");
 }
 
+std::string error_message(const std::string& program, const std::string& what) {
+    const bool named = what.rfind(program, 0) == 0 && what.size() > program.size() &&
+                       (what[program.size()] == ':' || what[program.size()] == ' ');
+    return named ? what : program + ": " + what;
+}
+
 std::string kernels_line(bool fast, const std::string& ratio, const std::string& task) {
     const std::string speedup = "about " + ratio + " faster on the " + task + " task (2 cores; docs/performance.md)";
     if (fast)

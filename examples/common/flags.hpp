@@ -73,6 +73,11 @@ constexpr int64_t kMaxWidth = 16384;
 std::string out_of_memory_message(const std::string& program, const std::string& size_flags,
                                   const std::string& detail);
 
+// The line a trainer prints for an error that stopped it: "program: what",
+// or `what` alone when it already begins with the program's name (a message
+// from the example's own code, "seq2seq --ensemble: …").
+std::string error_message(const std::string& program, const std::string& what);
+
 // The line a trainer prints first about its kernels: which ones run, and what
 // the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
 // measured on `task`, make run's data, on 2 cores (docs/performance.md).

@@ -218,6 +218,6 @@ int main(int argc, char** argv) try {
     std::cerr << out_of_memory_message("docclass", kDocclassSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
-    std::cerr << "docclass: " << e.what() << "\n";
+    std::cerr << error_message("docclass", e.what()) << "\n";
     return 1;
 }

@@ -346,8 +346,8 @@ int main(int argc, char** argv) try {
     parts.model_metadata = [&](std::map<std::string, std::string>& metadata) { save_setup(setup, metadata); };
 
     LoopOptions options = loop_options(s.common, "seq2seq");
-    if (s.common.eval_only) check_checkpoint_direction(options.dir + "/best.safetensors", s.right_to_left, "--eval-only");
-    if (s.common.resume) check_checkpoint_direction(options.dir + "/last.safetensors", s.right_to_left, "--resume");
+    if (s.common.eval_only) check_checkpoint_direction(options.dir + "/best.safetensors", model.right_to_left(), "--eval-only");
+    if (s.common.resume) check_checkpoint_direction(options.dir + "/last.safetensors", model.right_to_left(), "--resume");
     options.clip = s.clip;
     options.curve_every = 25;  // a point of the training curve every 25 steps
     const LoopResult trained = train_loop(options, model, opt, parts);
@@ -361,7 +361,6 @@ int main(int argc, char** argv) try {
     std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, e.what()) << "\n";
     return 1;
 } catch (const std::exception& e) {
-    const std::string what = e.what();  // most messages from this example name it already
-    std::cerr << (what.rfind("seq2seq", 0) == 0 ? "" : "seq2seq: ") << what << "\n";
+    std::cerr << error_message("seq2seq", e.what()) << "\n";
     return 1;
 }

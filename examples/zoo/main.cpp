@@ -172,6 +172,6 @@ int main(int argc, char** argv) try {
               << "/report.html\n";
     return missed == 0 ? 0 : 1;
 } catch (const std::exception& e) {
-    std::cerr << "zoo: " << e.what() << "\n";
+    std::cerr << error_message("zoo", e.what()) << "\n";
     return 2;
 }
