@@ -83,7 +83,7 @@ void Optimizer::step() {
                 const real* w = v.value().data();
                 // n once, before the loop: a store through `a` might change the shape
                 // for all the compiler knows, so `j < v.numel()` was recounted at every
-                // element and the loop stayed scalar (5% of a G2P training step).
+                // element and the loop stayed scalar (docs/performance.md, session 48).
                 for (int64_t j = 0, n = v.numel(); j < n; ++j) a[j] = keep * a[j] + take * w[j];
             }
         }
