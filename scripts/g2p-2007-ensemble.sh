@@ -18,7 +18,7 @@
 # training list; with it, on dev and on those words too.
 # Run from the repository's root after `make` (or `make build/examples/seq2seq`).
 # Settings from the environment:
-#   MODELS       how many models (default 4: two waves of two, about 53 minutes
+#   MODELS       how many models (default 4: two waves of two, 45–53 minutes
 #                on a 2-core Zen 5)
 #   EPOCHS       epochs of each (default 30)
 #   DIRECTIONS   both (default) or left: every model left to right, the recipe
