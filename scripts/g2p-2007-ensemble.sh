@@ -63,7 +63,7 @@ settings_of() {  # seed: its training's settings, one line (what OUT/seedK.done 
     echo "$flags --seed $1 $(direction_of "$1") ${EXTRA_FLAGS:-}"
 }
 trained() {  # seed: whether an earlier run of the script trained it (with these
-    # settings: other ones were refused below)
+    # settings: a model of other ones is refused before any training)
     [ -r "$out/seed$1.done" ] && [ -r "$out/seed$1/seq2seq/best.safetensors" ]
 }
 # shellcheck disable=SC2086,SC2046  # flags, the direction and EXTRA_FLAGS split into words on purpose

@@ -52,13 +52,16 @@ inline std::string read_file(const std::filesystem::path& path) {
     return os.str();
 }
 
-// tests/fixtures/NAME from the repository root (where make test runs), else
-// beside this header (a test binary run from elsewhere).
-inline std::string fixture_path(const std::string& name) {
-    const std::string from_root = "tests/fixtures/" + name;
-    if (std::filesystem::exists(from_root)) return from_root;
-    return (std::filesystem::path(__FILE__).parent_path() / "fixtures" / name).string();
+// A file of the repository, PATH relative to its root: as given when the
+// tests run from the root (as make test does), else found from this header's
+// path as it was compiled (__FILE__: absolute when the build named it so).
+inline std::string repository_path(const std::string& path) {
+    if (std::filesystem::exists(path)) return path;
+    return (std::filesystem::path(__FILE__).parent_path().parent_path() / path).string();
 }
+
+// tests/fixtures/NAME.
+inline std::string fixture_path(const std::string& name) { return repository_path("tests/fixtures/" + name); }
 
 // The message of what f() throws, or "(no exception)": for checking an
 // error's wording.

@@ -24,12 +24,7 @@ namespace {
 using attn::testing::read_file;
 using attn::testing::TempDir;
 
-// The script, from the repository's root (where make test runs) or beside this file.
-std::string script_path() {
-    const std::string from_root = "scripts/g2p-2007-ensemble.sh";
-    if (std::filesystem::exists(from_root)) return from_root;
-    return (std::filesystem::path(__FILE__).parent_path().parent_path() / from_root).string();
-}
+using attn::testing::repository_path;
 
 // Writes the stand-in trainer to DIR/fake-seq2seq. Every call appends its
 // arguments to DIR/calls, one line; a training call (--out given) writes
@@ -66,7 +61,7 @@ struct Run {
 // Runs the script on DIR/out with the stand-in, `env` before it (VAR=value ...).
 Run run_recipe(const TempDir& dir, const std::string& env) {
     const std::string before = read_file(dir / "calls");
-    const std::string command = "SEQ2SEQ='" + write_fake_trainer(dir) + "' " + env + " sh '" + script_path() +
+    const std::string command = "SEQ2SEQ='" + write_fake_trainer(dir) + "' " + env + " sh '" + repository_path("scripts/g2p-2007-ensemble.sh") +
                                 "' '" + (dir / "out") + "' > '" + (dir / "output") + "' 2>&1";
     const int raw = std::system(command.c_str());
     Run r;

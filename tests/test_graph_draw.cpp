@@ -441,10 +441,7 @@ TEST_CASE("docs/images/graph_xy.svg is the picture the code draws today (make do
     Var z = x * y + x;
     GraphSnapshot graph(z, {{"x", x}, {"y", y}});
     z.backward();
-    const std::string path = std::filesystem::exists("docs/images")
-                                 ? "docs/images/graph_xy.svg"
-                                 : (std::filesystem::path(__FILE__).parent_path().parent_path() / "docs/images/graph_xy.svg")
-                                       .string();
+    const std::string path = attn::testing::repository_path("docs/images/graph_xy.svg");
     const std::string stored = attn::testing::read_file(path);
     REQUIRE_MESSAGE(!stored.empty(), "cannot read " << path);
     const std::string drawn = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + graph_svg(graph);
