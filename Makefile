@@ -195,6 +195,7 @@ obj_d = $(patsubst %.cpp,$(B)/obj/double/%.o,$1)
 
 UNIT_BIN := $(B)/tests/unit
 GRAD_BIN := $(B)/tests/grad
+GRADE_BIN := $(B)/course/grade
 BENCH_BINS := $(patsubst bench/%.cpp,$(B)/bench/%,$(BENCH_SRC))
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
@@ -288,7 +289,8 @@ $(FAST_MATH_TEST_OBJ): OPT = $(FAST_OPT)
 # suite 35.9 s instead of 29.8). The libraries' archives hold nothing a
 # test binary does not use.
 libraries_first = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive $(filter-out %.a,$^)
-$(UNIT_BIN): $(call obj_f,$(UNIT_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
+# (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp.)
+$(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
@@ -299,12 +301,42 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # beside the gradient tests, whose files register the cases it runs.
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
-GRADE_BIN := $(B)/course/grade
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp $(wildcard course/hidden/*.cpp))
-$(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp course/child.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
+# The student's code checked for memory errors: the library's files that hold
+# an exercise's cut code (the `cut:` lines of course/exercises.txt) are
+# compiled for the grader a second time, under AddressSanitizer and
+# UndefinedBehaviorSanitizer, with the standard library's own checks, and the
+# allocator with them (it then marks the unused end of each tensor's block),
+# so that a read or a write past a tensor's end, an index past a vector's or
+# a signed overflow is a wrong answer said in words, never a lucky pass
+# (course/grade.cpp reads the report). Only the grader links these objects;
+# the tests link the plain ones. Not the GEMM's kernel, which is timed: its
+# grading puts A, B and C against unreadable pages instead. Not where the
+# build is sanitized already (SAN=1: every file is), nor in a cross build,
+# nor with NO_MEMCHECK=1 (a compiler without AddressSanitizer): there the
+# grader says that memory is unchecked.
+CUT_SRC := $(sort $(filter tensor/%.cpp autograd/%.cpp nn/%.cpp attention/%.cpp,$(filter-out tensor/gemm/%,\
+	$(shell sed -n 's/^cut: *\([^ |]*\) *|.*/\1/p' course/exercises.txt 2>/dev/null))))
+ifeq ($(SAN)$(CROSS)$(NO_MEMCHECK),)
+CHECKED_SRC := $(CUT_SRC) tensor/allocator.cpp
+endif
+MEMCHECK_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS
+obj_c = $(patsubst %.cpp,$(B)/obj/checked/%.o,$1)
+STD_PCH_CHECKED := $(PCH_DIR)/checked/std.hpp
+$(STD_PCH_CHECKED).gch: pch/std.hpp
+	$(call precompile,$(DOUBLE_OPT) $(MEMCHECK_FLAGS))
+$(B)/obj/checked/%.o: %.cpp $(STD_PCH_CHECKED).gch
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(CXX) $(ATTN_CXXFLAGS) $(DOUBLE_OPT) $(MEMCHECK_FLAGS) -include $(STD_PCH_CHECKED) -Winvalid-pch -DATTN_DOUBLE $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+# The double library as the grader links it: the checked objects in place of the plain ones.
+LIB_D_GRADE := $(B)/lib/libattn_double_grade.a
+$(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)),$(LIB_D_OBJ)) $(call obj_c,$(CHECKED_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
 grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); exit $$status
@@ -384,7 +416,7 @@ bench: $(BENCH_BINS)
 # (Not .SECONDARY: with no targets: that makes every object intermediate, and
 # an archive newer than its sources was then not rebuilt when a new source
 # file's object was missing.)
-.PRECIOUS: $(B)/obj/float/%.o $(B)/obj/double/%.o
+.PRECIOUS: $(B)/obj/float/%.o $(B)/obj/double/%.o $(B)/obj/checked/%.o
 $(B)/lib/libtask_%.a: $$(call obj_f,$$(call task_src,$$*))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

@@ -29,12 +29,6 @@ std::string num(double x) {
     return os.str();
 }
 
-std::string what_threw(const std::exception& e) {
-    const std::string w = e.what();
-    if (w.rfind("not implemented", 0) == 0) return "not written yet (" + w + ")";
-    return "threw an error: " + w;
-}
-
 std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance) {
     if (!got.defined()) return "nothing was returned (an undefined tensor)";
     if (got.shape() != shape) return "the shape is " + got.shape().str() + ", expected " + shape.str();

@@ -27,7 +27,7 @@ struct Check {
 // yet"); "" when got has `shape` and every element is want's to
 // tolerance·(1 + |want|), else how many are wrong and the first, in words.
 std::string num(double x);
-std::string what_threw(const std::exception& e);
+std::string what_threw(const std::exception& e);  // (course/child.cpp)
 std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance);
 
 // The checks of "checks NAME": broadcast, axis_sum, gru_gates, layer_norm, adam, reinforce.

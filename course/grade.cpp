@@ -50,7 +50,9 @@
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 #include "course/checks.hpp"
+#include "course/child.hpp"
 #include "course/exercises.hpp"
+#include "course/probes.hpp"
 #include "io/json.hpp"
 #include "tests/grad/catalog_checks.hpp"
 #include "tensor/gemm/gemm.hpp"
@@ -62,8 +64,17 @@ using namespace attn::testing;
 using attn::course::Exercise;
 
 using attn::course::Check;
+using attn::course::ChildResult;
+using attn::course::crash_words;
+using attn::course::run_in_child;
 using attn::course::num;
 using attn::course::what_threw;
+
+// The sanitizers' settings for the grader, whose student objects are checked
+// (the Makefile): no leak report at exit (the grader's own statics), and
+// their report read by course/child.cpp, which turns it into words.
+extern "C" const char* __asan_default_options() { return "detect_leaks=0:exitcode=86:print_summary=1"; }
+extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1:exitcode=86"; }
 
 namespace {
 
@@ -194,68 +205,6 @@ void grade_op(Report& r, const std::string& op, uint64_t seed) {
         }
     }
     if (cases == 0) r.fail("the op registry", "has no case of '" + op + "' (tests/grad/registry.cpp)");
-}
-
-// ---- running a student's code where a crash cannot take the grader down -----------------------------
-// body runs in a child process with a time limit; what it returns comes back
-// through a pipe. A search that recurses down a 100,000-node chain overflows
-// the stack, an index out of range may crash, a search that revisits nodes
-// takes forever on a ladder of diamonds: the grader still reports.
-struct ChildResult {
-    bool finished = false;  // body returned (or threw: payload says so)
-    bool timed_out = false;
-    int signal = 0;
-    std::string payload;
-};
-
-ChildResult run_in_child(const std::function<std::string()>& body, int seconds) {
-    ChildResult result;
-    int fd[2];
-    if (pipe(fd) != 0) {
-        result.payload = "could not start the check";
-        return result;
-    }
-    std::cout.flush();
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        alarm(static_cast<unsigned>(seconds));
-        std::string payload;
-        try {
-            payload = body();
-        } catch (const std::exception& ex) {
-            payload = what_threw(ex);
-        }
-        std::cout.flush();
-        for (size_t at = 0; at < payload.size();) {
-            const ssize_t n = write(fd[1], payload.data() + at, payload.size() - at);
-            if (n <= 0) _exit(3);
-            at += static_cast<size_t>(n);
-        }
-        _exit(0);
-    }
-    close(fd[1]);
-    char buffer[4096];
-    ssize_t got;
-    while ((got = read(fd[0], buffer, sizeof buffer)) > 0) result.payload.append(buffer, static_cast<size_t>(got));
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status)) {
-        result.finished = WEXITSTATUS(status) == 0;
-    } else if (WIFSIGNALED(status)) {
-        result.signal = WTERMSIG(status);
-        result.timed_out = result.signal == SIGALRM;
-    }
-    return result;
-}
-
-std::string crash_words(const ChildResult& r) {
-    if (r.timed_out) return "still running after the time limit: is something visited more than once, or a loop endless?";
-    if (r.signal == SIGSEGV)
-        return "the program crashed (a segmentation fault: a stack overflow from deep recursion, or memory read "
-               "outside a tensor)";
-    return "the program stopped (signal " + std::to_string(r.signal) + ")";
 }
 
 // ---- the engine's graphs ----------------------------------------------------------------------------
@@ -1103,6 +1052,7 @@ int main(int argc, char** argv) try {
     std::vector<std::string> wanted;
     uint64_t seed = kFirstCaseSeed;
     bool fingerprint = false, progress = false;
+    uint64_t probe_draws = 0;  // --probe N: N draws of course/probes.cpp
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
@@ -1110,10 +1060,29 @@ int main(int argc, char** argv) try {
         else if (a == "--progress") progress = true;
         else if (a == "--hidden") g_hidden = true;
         else if (a == "--checks-only") g_checks_only = true;
+        else if (a == "--probe" && i + 1 < argc) probe_draws = std::strtoull(argv[++i], nullptr, 10);
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);
+    if (probe_draws > 0) {
+        // What make check-exercises compares a mistake's code with the
+        // solution's by (course/probes.cpp): one line a draw, each draw in a
+        // child process of its own (a crash or a hang is that draw's value).
+        if (wanted.size() != 1) throw std::invalid_argument("--probe takes one exercise");
+        for (uint64_t k = 1; k <= probe_draws; ++k) {
+            const ChildResult run = run_in_child(
+                [&] {
+                    std::ostringstream os;
+                    os << std::setprecision(17);
+                    for (double v : attn::course::probe(wanted[0], k)) os << v << " ";
+                    return os.str();
+                },
+                10);
+            std::cout << "draw " << k << ": " << (run.finished ? run.payload : "stopped: " + crash_words(run)) << "\n";
+        }
+        return 0;
+    }
     if (wanted.empty()) wanted = assigned();
     if (wanted.empty()) return usage(all);
     std::vector<const Exercise*> exercises;

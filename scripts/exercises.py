@@ -28,6 +28,7 @@ grading cases, into course/fingerprints.txt, which the grader compares a
 student's outputs with.
 """
 import concurrent.futures
+import math
 import os
 import pathlib
 import queue
@@ -36,6 +37,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import mutants
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LIST = ROOT / "course" / "exercises.txt"
@@ -436,19 +439,42 @@ class Worker:
 
     def run(self, writes, args, werror):
         """writes: {path: text}. Builds the grader with them and runs it with
-        args: (built, exit status, output)."""
+        args: (built, exit status, output). args may also be a list of
+        argument lists: the grader runs once with each, and the exit status
+        and output are lists."""
         try:
             for path, text in writes.items():
                 (self.root / path).write_text(text)
-            command = ["make", "--no-print-directory", "-j1", GRADER] + ([] if werror else ["WERROR="])
+            command = ["make", "--no-print-directory", "-j1", GRADER] + ([] if werror else ["WERROR="]) + FAST_LINK
             r = subprocess.run(command, cwd=self.root, capture_output=True, text=True)
             if r.returncode != 0:
                 return False, r.returncode, r.stdout[-3000:] + r.stderr[-3000:]
-            r = subprocess.run([str(self.root / GRADER)] + args, cwd=self.root, capture_output=True, text=True,
-                               timeout=300)
-            return True, r.returncode, r.stdout + r.stderr
+            if args and isinstance(args[0], list):
+                runs = [grader_run(self.root, a) for a in args]
+                return True, [rc for rc, _ in runs], [out for _, out in runs]
+            return (True,) + grader_run(self.root, args)
         finally:
             self._restore(writes)
+
+
+# A mistake's build links the grader again (most of its time with GNU ld):
+# lld or gold, where installed, links it in a quarter of the time. The
+# grader is the same program either way.
+FAST_LINK = (["LDFLAGS=-fuse-ld=lld"] if shutil.which("ld.lld") else
+             ["LDFLAGS=-fuse-ld=gold"] if shutil.which("ld.gold") else [])
+
+
+def grader_run(root, args, seconds=120):
+    """(exit status, output) of the grader built in root, run with args. A
+    grader still running after `seconds` (a mistake that loops forever in a
+    check the grader times only after 600 s) is stopped: exit status −1."""
+    try:
+        r = subprocess.run([str(root / GRADER)] + args, cwd=root, capture_output=True, text=True,
+                           timeout=seconds, errors="replace")
+        return r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as stopped:
+        out = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
+        return -1, out + f"\n(the grader was still running after {seconds} s: stopped)"
 
 
 def in_workers(jobs):
@@ -501,9 +527,29 @@ def apply(mutation):
     return text.replace(find, mutation["replace"].replace("\\n", "\n"), 1)
 
 
-def check(names):
+def check(args):
+    mode = "sample"
+    if "--mutants" in args:
+        at = args.index("--mutants")
+        mode = args[at + 1] if at + 1 < len(args) else ""
+        args = args[:at] + args[at + 2:]
+    if mode not in ("sample", "all", "only", "none"):
+        sys.exit("--mutants takes sample (a spread of each exercise's, the default), all, only (all, and "
+                 "nothing else) or none")
+    names = args
     exercises = read_exercises()
     chosen = pick(exercises, names)
+    if mode == "only":
+        failures = []
+        if not build_grader():
+            sys.exit("the grader does not build")
+        prove_against_mutants(chosen, "all", failures)
+        if failures:
+            print("FAILED:")
+            for f in failures:
+                print("  " + f)
+            sys.exit(1)
+        return
     mutations = read_mutations()
     failures = []
     start = time.time()
@@ -589,6 +635,8 @@ def check(names):
     for e, path, code in bad:
         failures.append(f"{e.id}: {path} still holds a line of the answer: {code}")
     print(f"== student's tree: {len(files)} files, {lines} code lines of cut blocks looked for, {len(bad)} found")
+    if mode != "none":
+        prove_against_mutants(chosen, mode, failures)
     print(f"== {len(chosen)} exercises: stubs fail, solutions pass; {totals['named']} of "
           f"{totals['mistakes']} known mistakes fail and are named; {time.time() - start:.0f} s")
     if failures:
@@ -596,6 +644,154 @@ def check(names):
         for f in failures:
             print("  " + f)
         sys.exit(1)
+
+
+# ---- mistakes nobody wrote down: the graders against every small change --------------------
+PROBE_DRAWS = 40
+EQUIVALENT = ROOT / "course" / "hidden" / "equivalent.txt"
+MUTANTS_SAMPLED = 8  # per exercise, in make check-exercises (MUTANTS=all: every one)
+
+
+def exercise_mutants(e):
+    """[(words, {file: text})]: every one-change mutant of e's cut blocks
+    (scripts/mutants.py), in the order of their lines."""
+    found = []
+    for file, opening in e.cuts:
+        text = (ROOT / file).read_text()
+        start, end = block_span(text, opening, file)
+        for number, kind, what, mutated in mutants.block_mutants(text, start, end):
+            line = mutated.split("\n")[number - 1].strip()
+            found.append((f"{file}:{number}: {what}: {line}", {file: mutated}))
+    return found
+
+
+def probed(e):
+    """Whether e's grader is proven against generated mutants: an exercise
+    whose cut code course/probes.cpp draws inputs for (not a trainer run,
+    and not 7.1 and 7.2, where the student's code is a test)."""
+    kinds = {g.split()[0] for g in e.grade}
+    return bool(e.cuts) and not kinds & {"write-test", "capstone", "trainer"}
+
+
+def read_equivalent():
+    """course/hidden/equivalent.txt: {(file, change)}: generated mutants that
+    differ from the solution on some draw of course/probes.cpp yet are right
+    for the exercise, each with why (the mutants of a branch no student's tree
+    runs, say)."""
+    listed, current = set(), None
+    if not EQUIVALENT.exists():
+        return listed
+    for raw in EQUIVALENT.read_text().splitlines():
+        if raw.startswith("## "):
+            current = raw[3:].strip()
+        elif raw.startswith("change: ") and current:
+            listed.add((current, raw[8:].strip()))
+    return listed
+
+
+def mutant_key(words):
+    """(file, 'what: new line') of a mutant's words, without its line number."""
+    file, number, rest = words.split(":", 2)
+    return file, rest.strip()
+
+
+def probe_values(output):
+    """{draw: [tokens]} of the grader's --probe output."""
+    draws = {}
+    for line in output.splitlines():
+        head, sep, rest = line.partition(": ")
+        if sep and head.startswith("draw "):
+            draws[head] = rest.split()
+    return draws
+
+
+def same_values(a, b):
+    """Whether two --probe outputs agree, draw by draw, to 1e-9 relative."""
+    if not a or a.keys() != b.keys():
+        return False
+    for draw, xs in a.items():
+        ys = b[draw]
+        if len(xs) != len(ys):
+            return False
+        for x, y in zip(xs, ys):
+            if x == y:
+                continue
+            try:
+                fx, fy = float(x), float(y)
+            except ValueError:
+                return False
+            if not (math.isnan(fx) and math.isnan(fy)) and not abs(fx - fy) <= 1e-9 * (1 + abs(fy)):
+                return False
+    return True
+
+
+def spread(items, most):
+    """At most `most` of items, evenly spread over them."""
+    if len(items) <= most:
+        return items
+    return [items[round(i * (len(items) - 1) / (most - 1))] for i in range(most)]
+
+
+def prove_against_mutants(chosen, mode, failures):
+    """Every (mode 'all') or a spread of (mode 'sample') the generated mutants
+    of each exercise's solution: built in turn, graded, and drawn on by
+    course/probes.cpp. A mutant the grader passes whose every draw agrees with
+    the solution's is equivalent (set aside); one whose draws differ got
+    through: listed, and a failure unless course/hidden/equivalent.txt says why
+    it is right. Prints, per exercise, the share of the others the grader fails."""
+    listed = read_equivalent()
+    exercises = [e for e in chosen if probed(e)]
+    baseline, jobs, what = {}, [], []
+    for e in exercises:
+        rc, out = run_grader(["--probe", str(PROBE_DRAWS), e.id])
+        baseline[e.id] = probe_values(out)
+        if rc != 0 or len(baseline[e.id]) != PROBE_DRAWS:
+            failures.append(f"{e.id}: the probe does not run on the solution (course/probes.cpp)")
+            print(out[-2000:])
+            continue
+        generated = exercise_mutants(e)
+        picked = generated if mode == "all" else spread(generated, MUTANTS_SAMPLED)
+        for words, writes in picked:
+            jobs.append((writes, [[e.id], ["--probe", str(PROBE_DRAWS), e.id]], False))
+            what.append((e, words, len(generated)))
+    results = {}
+    for (e, words, generated), (built, rcs, outs) in zip(what, in_workers(jobs)):
+        r = results.setdefault(e.id, {"generated": generated, "tried": 0, "unbuilt": [], "equivalent": [],
+                                      "listed": [], "caught": 0, "survived": []})
+        r["tried"] += 1
+        if not built:
+            r["unbuilt"].append(words)
+        elif rcs[0] != 0:
+            r["caught"] += 1
+        elif same_values(probe_values(outs[1]), baseline[e.id]):
+            r["equivalent"].append(words)
+        elif mutant_key(words) in listed:
+            r["listed"].append(words)
+        else:
+            r["survived"].append(words)
+    shares = []
+    for e in exercises:
+        r = results.get(e.id)
+        if not r:
+            continue
+        differing = r["caught"] + len(r["survived"])
+        share = r["caught"] / differing if differing else 1.0
+        shares.append((e, r, share))
+        print(f"== exercise {e.number} {e.id}: {r['tried']} of {r['generated']} generated mistakes built: "
+              f"{len(r['unbuilt'])} do not compile, {len(r['equivalent']) + len(r['listed'])} equivalent "
+              f"(set aside), the grader fails {r['caught']} of the other {differing} ({100 * share:.0f} %)")
+        for words in r["equivalent"]:
+            print(f"   equivalent (every draw agrees): {words}")
+        for words in r["listed"]:
+            print(f"   equivalent (course/hidden/equivalent.txt): {words}")
+        for words in r["survived"]:
+            print(f"   GOT THROUGH: {words}")
+            failures.append(f"{e.id}: a generated mistake got through its grader: {words}")
+        if share < 0.95:
+            failures.append(f"{e.id}: its grader fails {100 * share:.0f} % of the generated mistakes (95 % needed)")
+    caught = sum(r["caught"] for _, r, _ in shares)
+    differing = sum(r["caught"] + len(r["survived"]) for _, r, _ in shares)
+    print(f"== generated mistakes ({mode}): the graders fail {caught} of {differing} that differ from a solution")
 
 
 def fingerprints(names):

@@ -17,7 +17,10 @@
 
 // Under AddressSanitizer a cached block is poisoned while it waits in a free
 // list, so a tensor read or written after its storage was freed is still
-// reported (the macros do nothing in other builds).
+// reported; and a block in use is poisoned past the bytes asked for (its
+// size class rounds up), so a read or write past a tensor's last value is
+// reported too, not read from the block's slack (the macros do nothing in
+// other builds).
 #if defined(__has_include)
 #if __has_include(<sanitizer/asan_interface.h>)
 #include <sanitizer/asan_interface.h>
@@ -123,6 +126,17 @@ size_t storage_size_class(size_t bytes) {
     return (bytes + step - 1) / step * step;
 }
 
+namespace {
+
+// The block as a tensor of `bytes` uses it: the rest of its size class out of bounds.
+void* handed_out(void* p, size_t bytes, size_t size) {
+    ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+    ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + bytes, size - bytes);
+    return p;
+}
+
+}  // namespace
+
 void* storage_allocate(size_t bytes) {
     const size_t size = storage_size_class(bytes);
     Cache& c = cache();
@@ -135,8 +149,7 @@ void* storage_allocate(size_t bytes) {
             it->second.pop_back();
             c.cached_bytes -= size;
             ++c.hits;
-            ASAN_UNPOISON_MEMORY_REGION(p, size);
-            return p;
+            return handed_out(p, bytes, size);
         }
         ++c.misses;
         // All the program's tensors together (this one, and what is cached,
@@ -159,7 +172,7 @@ void* storage_allocate(size_t bytes) {
         c.evict();
     }
     try {
-        return fresh_block(size);
+        return handed_out(fresh_block(size), bytes, size);
     } catch (...) {
         std::lock_guard<std::mutex> lock(c.mutex);
         c.live -= static_cast<int64_t>(size);
@@ -181,6 +194,7 @@ void storage_release(void* p, size_t bytes) {
             return;
         }
     }
+    ASAN_UNPOISON_MEMORY_REGION(p, size);
     std::free(p);
 }
 

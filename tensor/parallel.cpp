@@ -1,6 +1,9 @@
 #include "tensor/parallel.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <new>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -153,6 +156,27 @@ public:
         if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     }
 
+    // fork() copies only the thread that calls it: in the child the workers
+    // do not exist, and joining them (set_num_threads, or the destructor when
+    // the child calls exit()) would wait forever. So the pool's lock is held
+    // across fork() (no worker is inside it then), and the child forgets its
+    // workers without joining them (a joinable std::thread must not be
+    // destroyed: their handles are left to leak) and gets fresh condition
+    // variables (the old ones may count waiters that are not there): it runs
+    // on one thread, and may start workers of its own. Registered with
+    // pthread_atfork when the pool is made.
+    void before_fork() { mutex_.lock(); }
+    void after_fork_in_parent() { mutex_.unlock(); }
+    void after_fork_in_child() {
+        (void)new std::vector<std::thread>(std::move(workers_));
+        workers_.clear();
+        new (&wake_) std::condition_variable;
+        new (&done_) std::condition_variable;
+        sleeping_ = 0;
+        rousing_ = false;
+        mutex_.unlock();
+    }
+
 private:
     // Takes the next chunk of job `job` (of `chunks` chunks) into `chunk`;
     // false when they are all taken or the job is no longer the current one.
@@ -241,6 +265,12 @@ private:
 
 ThreadPool& pool() {
     static ThreadPool instance(default_threads());
+    static const bool fork_safe = [] {
+        pthread_atfork([] { pool().before_fork(); }, [] { pool().after_fork_in_parent(); },
+                       [] { pool().after_fork_in_child(); });
+        return true;
+    }();
+    (void)fork_safe;
     return instance;
 }
 
