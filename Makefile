@@ -302,7 +302,7 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp course/child.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
 # The student's code checked for memory errors: the library's files that hold
 # an exercise's cut code (the `cut:` lines of course/exercises.txt) are
 # compiled for the grader a second time, under AddressSanitizer and

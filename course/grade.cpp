@@ -51,11 +51,13 @@
 #include "autograd/ops.hpp"
 #include "course/checks.hpp"
 #include "course/child.hpp"
+#include "course/guard.hpp"
 #include "course/exercises.hpp"
 #include "course/probes.hpp"
 #include "io/json.hpp"
 #include "tests/grad/catalog_checks.hpp"
 #include "tensor/gemm/gemm.hpp"
+#include "tensor/gemm/gemm_internal.hpp"
 #include "tensor/parallel.hpp"
 #include "tests/grad/registry.hpp"
 
@@ -511,6 +513,7 @@ struct GemmShape {
     int64_t M, N, K;
     bool ta, tb;
     float alpha, beta;
+    int64_t pad = 0;  // C's rows are N + pad apart: the pad columns must stay untouched
 };
 
 const std::vector<GemmShape>& gemm_shapes() {
@@ -519,31 +522,101 @@ const std::vector<GemmShape>& gemm_shapes() {
         {5, 9, 3, false, false, 1, 1},     {13, 31, 19, true, false, 1, 0},   {12, 33, 40, false, true, 0.5f, 2},
         {23, 40, 300, true, true, -1, 0},  {97, 200, 257, false, false, 1, 0.5f},
         {200, 190, 70, false, true, 1, 0}, {730, 48, 33, false, false, 1, 0},
+        {11, 13, 9, false, false, 1, 1, 3}, {4, 7, 2, true, true, 2, 0, 5},
     };
     return shapes;
 }
 
-// C from the path on one shape, its inputs drawn from `seed`.
-std::vector<float> gemm_product(GemmPath path, const GemmShape& g, uint64_t seed) {
+// How the library lays out A and B for the kernel (gemm_internal::set_packing):
+// what it chooses by their sizes, both read in place (B's last row is then the
+// end of B's memory), both packed.
+const gemm_internal::Packing kPackings[] = {gemm_internal::Packing::by_size, gemm_internal::Packing::never,
+                                            gemm_internal::Packing::always};
+const char* packing_words(gemm_internal::Packing p) {
+    return p == gemm_internal::Packing::never ? "A and B read in place"
+           : p == gemm_internal::Packing::always ? "A and B packed" : "packed as the library chooses";
+}
+
+// A product on one shape: its inputs drawn from `seed`, A, B and C each
+// against an unreadable page on `side`, the library's packing set to
+// `packing`. C's N columns, row by row; a fault, or a write into C's
+// padding, as words in *problem.
+std::vector<float> gemm_product(GemmPath path, const GemmShape& g, uint64_t seed, std::string* problem = nullptr,
+                                attn::course::GuardedFloats::Side side = attn::course::GuardedFloats::Side::end,
+                                gemm_internal::Packing packing = gemm_internal::Packing::by_size) {
+    using attn::course::GuardedFloats;
     Generator gen(seed);
-    auto draw = [&](int64_t n) {
-        std::vector<float> v(static_cast<size_t>(n));
-        for (float& x : v) x = static_cast<float>(gen.normal());
-        return v;
-    };
-    const std::vector<float> A = draw(g.M * g.K), B = draw(g.K * g.N);
-    std::vector<float> C = draw(g.M * g.N);
-    if (g.beta == 0) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
-    gemm_with(path, g.ta, g.tb, g.M, g.N, g.K, g.alpha, A.data(), g.ta ? g.M : g.K, B.data(), g.tb ? g.K : g.N,
-              g.beta, C.data(), g.N);
-    return C;
+    const int64_t ldc = g.N + g.pad;
+    GuardedFloats A(static_cast<size_t>(g.M * g.K), side), B(static_cast<size_t>(g.K * g.N), side),
+        C(static_cast<size_t>(g.M * ldc), side);
+    for (size_t i = 0; i < A.size(); ++i) A.data()[i] = static_cast<float>(gen.normal());
+    for (size_t i = 0; i < B.size(); ++i) B.data()[i] = static_cast<float>(gen.normal());
+    for (int64_t i = 0; i < g.M * ldc; ++i) {
+        const float drawn = static_cast<float>(gen.normal());
+        const bool padding = i % ldc >= g.N;
+        C.data()[i] = padding || g.beta == 0 ? std::numeric_limits<float>::quiet_NaN() : drawn;
+    }
+    gemm_internal::set_packing(packing);
+    const attn::course::Fault fault = attn::course::run_catching_faults([&] {
+        gemm_with(path, g.ta, g.tb, g.M, g.N, g.K, g.alpha, A.data(), g.ta ? g.M : g.K, B.data(), g.tb ? g.K : g.N,
+                  g.beta, C.data(), ldc);
+    });
+    gemm_internal::set_packing(gemm_internal::Packing::by_size);
+    std::vector<float> out;
+    if (fault.happened) {
+        std::string whose = "memory that is not A's, B's or C's";
+        for (const auto& [name, buffer] : {std::pair<const char*, const GuardedFloats*>{"A", &A}, {"B", &B}, {"C", &C}})
+            if (buffer->guards(fault.address)) whose = std::string(buffer->where(fault.address)) + " of " + name;
+        const int64_t edge = g.N % 16;  // the AVX2 tile is 16 columns wide
+        if (problem)
+            *problem = std::string("your kernel ") + (fault.write ? "wrote " : "read ") + whose + " (" +
+                       packing_words(packing) + (side == GuardedFloats::Side::end ? "; each matrix ending at" :
+                                                 "; each matrix starting at") + " an unreadable page)" +
+                       (edge ? ": N = " + std::to_string(g.N) + " leaves an edge tile of " + std::to_string(edge) +
+                                   (edge == 1 ? " column" : " columns") + ", whose loads and stores must be masked"
+                             : "");
+        return out;
+    }
+    for (int64_t i = 0; i < g.M * ldc; ++i) {
+        if (i % ldc < g.N) out.push_back(C.data()[i]);
+        else if (!std::isnan(C.data()[i]) && problem && problem->empty())
+            *problem = "your kernel wrote into C's padding: row " + std::to_string(i / ldc) + ", column " +
+                       std::to_string(i % ldc) + " (C's rows are " + std::to_string(ldc) + " apart, N is " +
+                       std::to_string(g.N) + ": a store past the last column of an edge tile)";
+    }
+    return out;
 }
 
 std::string gemm_label(const GemmShape& g) {
     std::ostringstream os;
     os << "C = " << g.alpha << "·" << (g.ta ? "Aᵀ" : "A") << "·" << (g.tb ? "Bᵀ" : "B") << " + " << g.beta << "·C, M "
        << g.M << ", N " << g.N << ", K " << g.K;
+    if (g.pad) os << ", C's rows " << g.N + g.pad << " apart";
     return os.str();
+}
+
+// "" when the kernel's products on shape g are the triple loop's under every
+// packing, with the matrices against unreadable pages on either side; else
+// the first thing wrong, in words.
+std::string gemm_shape_problem(const GemmShape& g, uint64_t seed) {
+    const std::vector<float> want = gemm_product(GemmPath::reference, g, seed);
+    // float sums of K terms in another order: a few ulps per term
+    const double tolerance = 1e-5 * std::sqrt(static_cast<double>(g.K));
+    for (const gemm_internal::Packing packing : kPackings)
+        for (const auto side : {attn::course::GuardedFloats::Side::end, attn::course::GuardedFloats::Side::start}) {
+            std::string problem;
+            const std::vector<float> got = gemm_product(GemmPath::avx2, g, seed, &problem, side, packing);
+            if (!problem.empty()) return problem;
+            int64_t wrong = 0, first = -1;
+            for (size_t k = 0; k < want.size(); ++k)
+                if (!(std::fabs(got[k] - want[k]) <= tolerance * (1 + std::fabs(want[k]))) && wrong++ == 0)
+                    first = static_cast<int64_t>(k);
+            if (wrong > 0)
+                return std::to_string(wrong) + " of " + std::to_string(want.size()) + " elements wrong (" +
+                       packing_words(packing) + "); first at " + index_str(Shape{g.M, g.N}, first) + ": expected " +
+                       num(want[static_cast<size_t>(first)]) + ", got " + num(got[static_cast<size_t>(first)]);
+        }
+    return "";
 }
 
 // Seconds per product, the best of `runs`.
@@ -570,23 +643,9 @@ void grade_gemm(Report& r, const Exercise& ex, uint64_t seed) {
     for (size_t i = 0; i < gemm_shapes().size(); ++i) {
         const GemmShape& g = gemm_shapes()[i];
         try {
-            const std::vector<float> want = gemm_product(GemmPath::reference, g, seed + i);
-            const std::vector<float> got = gemm_product(GemmPath::avx2, g, seed + i);
-            // float sums of K terms in another order: a few ulps per term
-            const double tolerance = 1e-5 * std::sqrt(static_cast<double>(g.K));
-            int64_t wrong = 0, first = -1;
-            for (size_t k = 0; k < want.size(); ++k)
-                if (!(std::fabs(got[k] - want[k]) <= tolerance * (1 + std::fabs(want[k]))) && wrong++ == 0)
-                    first = static_cast<int64_t>(k);
-            if (wrong == 0) {
-                r.right(gemm_label(g));
-            } else {
-                const Shape shape{g.M, g.N};
-                r.fail(gemm_label(g), std::to_string(wrong) + " of " + std::to_string(want.size()) +
-                                          " elements wrong; first at " + index_str(shape, first) + ": expected " +
-                                          num(want[static_cast<size_t>(first)]) + ", got " +
-                                          num(got[static_cast<size_t>(first)]));
-            }
+            const std::string problem = gemm_shape_problem(g, seed + i);
+            if (problem.empty()) r.right(gemm_label(g), "packed and in place, against unreadable pages");
+            else r.fail(gemm_label(g), problem);
         } catch (const std::exception& error) {
             r.fail(gemm_label(g), what_threw(error));
         }

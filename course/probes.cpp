@@ -13,9 +13,6 @@
 // tree, are what a mistake's are compared with.
 #include "course/probes.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,6 +23,7 @@
 #include <vector>
 
 #include "attention/alignments.hpp"
+#include "course/guard.hpp"
 #include "attention/multi_dimensional.hpp"
 #include "attention/multi_head.hpp"
 #include "attention/scaled_dot_product.hpp"
@@ -43,6 +41,8 @@
 
 namespace attn::course {
 namespace {
+
+using attn::course::GuardedFloats;
 
 // ---- what a draw records ---------------------------------------------------------------------
 // Values, in order; a tensor's every element; an undefined gradient, or an
@@ -517,27 +517,9 @@ void relative_position_probe(Record& rec, Draw& d) {
 }
 
 // ---- 4.1: the GEMM's micro-kernel --------------------------------------------------------------
-// A, B and C each end where an unreadable page begins (guarded_floats): a
-// read or write past the end of one crashes the draw, which the solution's
-// never does.
-struct Guarded {
-    float* data = nullptr;
-    void* base = nullptr;
-    size_t bytes = 0;
-    explicit Guarded(size_t n) {
-        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        const size_t used = (n * sizeof(float) + page - 1) / page * page;
-        bytes = used + page;
-        base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED) throw std::runtime_error("mmap failed");
-        mprotect(static_cast<char*>(base) + used, page, PROT_NONE);
-        data = reinterpret_cast<float*>(static_cast<char*>(base) + used) - n;
-    }
-    ~Guarded() { munmap(base, bytes); }
-    Guarded(const Guarded&) = delete;
-    Guarded& operator=(const Guarded&) = delete;
-};
-
+// A, B and C each against an unreadable page (course/guard.hpp), after
+// their last float or before their first: a read or write past either end
+// crashes the draw, which the solution's never does.
 void gemm_probe(Record& rec, Draw& d) {
     if (!gemm_path_supported(GemmPath::avx2)) return;
     set_num_threads(1);
@@ -551,16 +533,19 @@ void gemm_probe(Record& rec, Draw& d) {
     const int policy = static_cast<int>(d.gen.randint(3));
     gemm_internal::set_packing(policy == 0 ? gemm_internal::Packing::by_size
                                : policy == 1 ? gemm_internal::Packing::always : gemm_internal::Packing::never);
-    Guarded A(static_cast<size_t>(M * K)), B(static_cast<size_t>(K * N)), C(static_cast<size_t>(M * ldc));
-    for (int64_t i = 0; i < M * K; ++i) A.data[i] = static_cast<float>(d.gen.normal());
-    for (int64_t i = 0; i < K * N; ++i) B.data[i] = static_cast<float>(d.gen.normal());
+    const auto side = d.coin() ? GuardedFloats::Side::end : GuardedFloats::Side::start;
+    GuardedFloats A(static_cast<size_t>(M * K), side), B(static_cast<size_t>(K * N), side),
+        C(static_cast<size_t>(M * ldc), side);
+    for (int64_t i = 0; i < M * K; ++i) A.data()[i] = static_cast<float>(d.gen.normal());
+    for (int64_t i = 0; i < K * N; ++i) B.data()[i] = static_cast<float>(d.gen.normal());
     for (int64_t i = 0; i < M * ldc; ++i)
-        C.data[i] = beta == 0 || i % ldc >= N ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(d.gen.normal());
+        C.data()[i] = beta == 0 || i % ldc >= N ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(d.gen.normal());
     rec.guarded([&] {
-        gemm_with(GemmPath::avx2, ta, tb, M, N, K, alpha, A.data, ta ? M : K, B.data, tb ? K : N, beta, C.data, ldc);
+        gemm_with(GemmPath::avx2, ta, tb, M, N, K, alpha, A.data(), ta ? M : K, B.data(), tb ? K : N, beta, C.data(),
+                  ldc);
         for (int64_t i = 0; i < M * ldc; ++i) {
-            if (i % ldc < N) rec.add(C.data[i]);
-            else rec.add(std::isnan(C.data[i]) ? 0.0 : 1.0);  // C's padding between rows untouched
+            if (i % ldc < N) rec.add(C.data()[i]);
+            else rec.add(std::isnan(C.data()[i]) ? 0.0 : 1.0);  // C's padding between rows untouched
         }
     });
     gemm_internal::set_packing(gemm_internal::Packing::by_size);

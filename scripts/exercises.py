@@ -384,11 +384,13 @@ def make_tree(names, out):
 
 
 # ---- proving the graders ----------------------------------------------------------------
-def double_build_object(path):
-    """The object of a source file in the float64 build's grader: its own,
-    but the float library's for the GEMM's files, which it shares (Makefile)."""
+def grader_objects(path):
+    """The objects of a source file that the float64 build's grader may link:
+    its own (the float library's for the GEMM's files, which it shares), and
+    the memory-checked one of a file that holds an exercise's cut code
+    (the Makefile)."""
     build = "float" if path.startswith("tensor/gemm/") else "double"
-    return pathlib.Path("build/obj") / build / pathlib.Path(path).with_suffix(".o")
+    return [pathlib.Path("build/obj") / b / pathlib.Path(path).with_suffix(".o") for b in (build, "checked")]
 
 
 class Worker:
@@ -403,8 +405,8 @@ class Worker:
     After each change the copy gets its original files, times and links
     back: the next change rebuilds only its own files."""
 
-    LINKED = ["build/obj/double", "build/obj/float/tensor/gemm", "build/obj/pch", "build/lib/libattn_double.a",
-              "build/course"]
+    LINKED = ["build/obj/double", "build/obj/float/tensor/gemm", "build/obj/pch", "build/obj/checked",
+              "build/lib/libattn_double.a", "build/lib/libattn_double_grade.a", "build/course"]
 
     def __init__(self, number, files):
         self.root = ROOT / "build" / "check-exercises" / f"w{number}"
@@ -432,9 +434,12 @@ class Worker:
     def _restore(self, paths):
         for path in paths:
             shutil.copy2(ROOT / path, self.root / path)
-            obj = double_build_object(path)
-            self._link(ROOT / obj, self.root / obj)
-        for linked in ["build/lib/libattn_double.a", GRADER]:
+            for obj in grader_objects(path):
+                if (ROOT / obj).exists():
+                    self._link(ROOT / obj, self.root / obj)
+                else:  # (a build without it: the mistake's own must not stay)
+                    (self.root / obj).unlink(missing_ok=True)
+        for linked in ["build/lib/libattn_double.a", "build/lib/libattn_double_grade.a", GRADER]:
             self._link(ROOT / linked, self.root / linked)
 
     def run(self, writes, args, werror):
@@ -567,6 +572,7 @@ def check(args):
     # deliberate mistake, whose unused parameter or variable is not what it
     # is about: built without -Werror), each in a copy of the tree.
     jobs, what = [], []
+    answer_wheats = read_wheats(ANSWER_WHEATS)
     for e in chosen:
         if e.id == "capstone":  # the stub: course/capstone.txt as a student's tree has it
             jobs.append(({"course/capstone.txt": capstone_template()}, [e.id], True))
@@ -590,8 +596,23 @@ def check(args):
             what.append((e, m))
         if not mine:
             what[-1] = (e, "none")
-    totals = {"mistakes": 0, "named": 0}
+        # correct answers written another way (course/hidden/wheats.txt): each must pass
+        for w in answer_wheats:
+            if w.get("exercise") == e.id:
+                jobs.append(({w["file"]: apply(w)}, [e.id], False))
+                what.append((e, ("wheat", w)))
+    totals = {"mistakes": 0, "named": 0, "wheats": 0, "accepted": 0}
     for (e, m), (built, rc, out) in zip(what, in_workers(jobs)):
+        if isinstance(m, tuple):
+            w = m[1]
+            ok = built and rc == 0
+            totals["wheats"] += 1
+            totals["accepted"] += ok
+            print(f"   correct answer written another way: {'accepted' if ok else 'REJECTED'}: {mistake_words(w['title'])}")
+            if not ok:
+                failures.append(f"{e.id}: its grader rejects a correct answer ({w['where']}: {mistake_words(w['title'])})"
+                                + ("" if built else ": it does not compile") + "\n" + out[-1500:])
+            continue
         if m == "weak":
             ok = built and rc == 1 and "these got through:" in out
             print(f"   weak answer: {'fails, what got through named' if ok else 'NOT FAILED'} ({checks_in(out)[1]} "
@@ -638,7 +659,8 @@ def check(args):
     if mode != "none":
         prove_against_mutants(chosen, mode, failures)
     print(f"== {len(chosen)} exercises: stubs fail, solutions pass; {totals['named']} of "
-          f"{totals['mistakes']} known mistakes fail and are named; {time.time() - start:.0f} s")
+          f"{totals['mistakes']} known mistakes fail and are named; {totals['accepted']} of {totals['wheats']} "
+          f"correct answers written another way pass; {time.time() - start:.0f} s")
     if failures:
         print("FAILED:")
         for f in failures:
@@ -880,13 +902,20 @@ def capstone_template():
     return CAPSTONE.read_text().split("\n\n", 1)[0] + "\n"
 
 
-def read_wheats():
+ANSWER_WHEATS = ROOT / "course" / "hidden" / "wheats.txt"
+
+
+def read_wheats(path=WHEATS):
     """course/wheats.txt: correct variants of a mechanism, in the mutation
-    lists' format: a student's checks must pass on each."""
+    lists' format: a student's checks must pass on each. (path
+    course/hidden/wheats.txt: correct answers to the exercises, written another
+    way, that every grader must pass; each names its `exercise`.)"""
     wheats, current = [], None
-    for number, raw in enumerate(WHEATS.read_text().splitlines(), 1):
+    if not path.exists():
+        return wheats
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
         if raw.startswith("## "):
-            current = {"title": raw[3:].strip(), "where": f"wheats.txt:{number}"}
+            current = {"title": raw[3:].strip(), "where": f"{path.relative_to(ROOT)}:{number}"}
             wheats.append(current)
         elif current is not None and ": " in raw and not raw.startswith("#"):
             key, _, value = raw.partition(": ")
