@@ -352,13 +352,16 @@ progress: $(GRADE_BIN)
 # OUT=dir: a student's tree with that exercise's code cut out (EX=all: every
 # exercise). make check-exercises: every grader fails on its stub, passes the
 # solution and names every known mistake; no line of an answer is left in a
-# student's tree (CI runs it). make fingerprints: the known mistakes' values,
-# into course/fingerprints.txt. (scripts/exercises.py; docs/course/.)
+# student's tree (CI runs it); and the graders against mistakes nobody wrote
+# down: small changes made in each solution by scripts/mutants.py, a spread
+# of each exercise's (MUTANTS=all: every one, about 25 minutes; MUTANTS=none:
+# none), every one that computes anything else failed. make fingerprints: the
+# known mistakes' values, into course/fingerprints.txt. (scripts/exercises.py; docs/course/.)
 exercise:
 	@if [ -n "$(EX)" ]; then python3 scripts/exercises.py tree "$(EX)" "$(OUT)"; \
 		else python3 scripts/exercises.py list; fi
 check-exercises:
-	@python3 scripts/exercises.py check $(EX)
+	@python3 scripts/exercises.py check $(if $(MUTANTS),--mutants $(MUTANTS)) $(EX)
 	@if [ -z "$(EX)" ]; then python3 scripts/bugs.py check; fi
 
 # make bug SEED=n OUT=dir: a student's tree with one deliberate mistake of

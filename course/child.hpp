@@ -35,6 +35,11 @@ struct ChildResult {
 // the parent's, except a sanitizer's report, which becomes `problem`.
 ChildResult run_in_child(const std::function<std::string()>& body, int seconds);
 
+// A cap on every time limit after this (0: none): make check-exercises
+// grades hundreds of mistakes, some of which loop forever, and needs no
+// student's patience (grade --time-cap S).
+void set_time_cap(int seconds);
+
 // What went wrong, in a sentence a student reads: "your code called exit(3)
 // inside the check", "the program was killed by a segmentation fault (…)",
 // "your code read 8 bytes past the end of a tensor's memory in binary

@@ -104,7 +104,41 @@ struct Report {
         if (!timed) outcomes += 'w';
         std::cout << "  WRONG  " << what << ": " << detail << "\n";
     }
+    // The counts as one line, for a child to send back (grade_apart).
+    std::string counts() const { return std::to_string(checks) + " " + std::to_string(wrong) + " " + outcomes; }
 };
+
+// Grades a group of checks (one catalog case, one op case) in a child
+// process of its own: the student's code may crash, exit, hang or write
+// past a tensor's end there, and that ends this group alone, said in words
+// ("matmul (a constant b): the program was killed by a segmentation fault"),
+// while the other groups are still graded. The child prints its lines as it
+// goes and sends back its counts, which the parent checks before it adds them.
+void grade_apart(Report& r, const std::string& what, const std::function<void(Report&)>& grade_group, int seconds) {
+    const ChildResult run = run_in_child(
+        [&] {
+            Report mine;
+            grade_group(mine);
+            std::cout.flush();
+            return mine.counts();
+        },
+        seconds);
+    std::istringstream in(run.payload);
+    int checks = -1, wrong = -1;
+    std::string outcomes;
+    in >> checks >> wrong >> outcomes;
+    const bool consistent = run.finished && checks >= 0 && wrong >= 0 && wrong <= checks &&
+                            static_cast<int>(outcomes.size()) <= checks &&
+                            outcomes.find_first_not_of("rw") == std::string::npos &&
+                            std::count(outcomes.begin(), outcomes.end(), 'w') <= wrong;
+    if (!consistent) {
+        r.fail(what, run.finished ? "its checks' results did not come back whole" : crash_words(run));
+        return;
+    }
+    r.checks += checks;
+    r.wrong += wrong;
+    r.outcomes += outcomes;
+}
 
 std::string sci(double x) {
     std::ostringstream os;
@@ -135,8 +169,14 @@ void grade_gradient_table(Report& r, const std::string& what, const GradcheckRes
 // student's code, so it is not theirs to be graded on.
 bool runs_the_fast_twin(const Case& c) { return c.variant.rfind("fused", 0) == 0; }
 
+void grade_case_here(Report& r, const Entry& e, const Case& c, uint64_t seed);
+
 void grade_case(Report& r, const Entry& e, const Case& c, uint64_t seed) {
     std::cout << "\n" << e.id << " (" << c.variant << ")\n";
+    grade_apart(r, "this case", [&](Report& mine) { grade_case_here(mine, e, c, seed); }, 300);
+}
+
+void grade_case_here(Report& r, const Entry& e, const Case& c, uint64_t seed) {
     try {
         const Prepared p(e, c, seed);
         bool values_ok = true;
@@ -189,22 +229,24 @@ void grade_op(Report& r, const std::string& op, uint64_t seed) {
         if (c.op != op) continue;
         ++cases;
         std::cout << "\n" << op << " (" << c.variant << ")\n";
-        try {
-            Generator gen(seed + static_cast<uint64_t>(cases));
-            const std::vector<Tensor> inputs = sample_inputs(c, gen);
-            GradcheckOptions every;
-            every.every_element = true;
-            const GradcheckResult g = gradcheck(op, c.build, inputs, every);
-            if (g.tensors.empty()) {
-                r.fail("gradients", g.message);
-                continue;
+        grade_apart(r, "this case", [&](Report& mine) {
+            try {
+                Generator gen(seed + static_cast<uint64_t>(cases));
+                const std::vector<Tensor> inputs = sample_inputs(c, gen);
+                GradcheckOptions every;
+                every.every_element = true;
+                const GradcheckResult g = gradcheck(op, c.build, inputs, every);
+                if (g.tensors.empty()) {
+                    mine.fail("gradients", g.message);
+                    return;
+                }
+                std::vector<std::string> names;
+                for (size_t i = 0; i < inputs.size(); ++i) names.push_back(std::to_string(i));
+                grade_gradient_table(mine, "input", g, names);
+            } catch (const std::exception& ex) {
+                mine.fail("this case", what_threw(ex));
             }
-            std::vector<std::string> names;
-            for (size_t i = 0; i < inputs.size(); ++i) names.push_back(std::to_string(i));
-            grade_gradient_table(r, "input", g, names);
-        } catch (const std::exception& ex) {
-            r.fail("this case", what_threw(ex));
-        }
+        }, 120);
     }
     if (cases == 0) r.fail("the op registry", "has no case of '" + op + "' (tests/grad/registry.cpp)");
 }
@@ -400,7 +442,18 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
 // Brown's Examplar does with its "chaffs".
 bool g_checks_only = false;  // --checks-only: the entries' checks alone (what each built mistake runs)
 
-// The entries course/capstone.txt names ("entry: ID" lines).
+// The entries course/capstone.txt names ("entry: ID" lines), without a word.
+std::vector<std::string> capstone_ids() {
+    std::vector<std::string> ids;
+    std::ifstream in(kCapstone);
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+        if (line.rfind("entry: ", 0) == 0) ids.push_back(line.substr(7));
+    }
+    return ids;
+}
+
+// The same, saying what is missing.
 std::vector<std::string> capstone_entries(Report& r) {
     std::vector<std::string> ids;
     std::ifstream in(kCapstone);
@@ -481,6 +534,8 @@ void grade_written_tests(Report& r, const Exercise& ex, bool capstone, double ne
                    "they fail on it, yet it is right: they ask for more than the formula (a tolerance too "
                    "tight, an order of operations)");
         else if (kind == "unbuilt") std::cout << "  (left out: " << words << ")\n";
+        else if (kind == "equivalent")
+            std::cout << "  (left out, the same as your code on every draw of its inputs: " << words << ")\n";
         else printed += line + "\n";
         std::cout.flush();
     }
@@ -1120,7 +1175,8 @@ int main(int argc, char** argv) try {
         else if (a == "--hidden") g_hidden = true;
         else if (a == "--checks-only") g_checks_only = true;
         else if (a == "--probe" && i + 1 < argc) probe_draws = std::strtoull(argv[++i], nullptr, 10);
-        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only)");
+        else if (a == "--time-cap" && i + 1 < argc) attn::course::set_time_cap(std::atoi(argv[++i]));
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --time-cap S)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);
@@ -1134,11 +1190,15 @@ int main(int argc, char** argv) try {
                 [&] {
                     std::ostringstream os;
                     os << std::setprecision(17);
-                    for (double v : attn::course::probe(wanted[0], k)) os << v << " ";
+                    const std::vector<double> values = wanted[0] == "capstone"
+                                                           ? attn::course::probe_entries(capstone_ids(), k)
+                                                           : attn::course::probe(wanted[0], k);
+                    for (double v : values) os << v << " ";
                     return os.str();
                 },
                 10);
             std::cout << "draw " << k << ": " << (run.finished ? run.payload : "stopped: " + crash_words(run)) << "\n";
+            if (run.timed_out) break;  // (the rest would only wait as long again)
         }
         return 0;
     }

@@ -38,6 +38,7 @@
 #include "tensor/ops.hpp"
 #include "tensor/random.hpp"
 #include "tensor/reference.hpp"
+#include "tests/grad/catalog_checks.hpp"
 
 namespace attn::course {
 namespace {
@@ -552,6 +553,36 @@ void gemm_probe(Record& rec, Draw& d) {
 }
 
 }  // namespace
+
+std::vector<double> probe_entries(const std::vector<std::string>& ids, uint64_t draw) {
+    using namespace attn::testing;
+    Record rec;
+    for (const std::string& id : ids) {
+        const Entry* e = find_entry(id);
+        if (!e) continue;
+        for (size_t k = 0; k < e->cases.size(); ++k) {
+            const Case& c = e->cases[k];
+            rec.guarded([&] {
+                const Prepared p(*e, c, 50000 + draw * 100 + k);
+                std::vector<Var> x;
+                for (const Tensor& t : p.inputs) x.emplace_back(t, true);
+                const Outputs outs = p.run(x, c.masks);
+                Generator weights(draw);
+                Var loss;
+                for (const Named& o : outs) {
+                    rec.add(o.value.value());
+                    if (!o.differentiable) continue;
+                    const Var term = sum(o.value * Var(Tensor::normal(o.value.shape(), 0, 1, weights)));
+                    loss = loss.defined() ? loss + term : term;
+                }
+                if (loss.defined() && loss.requires_grad()) loss.backward();
+                for (const Var& v : x) rec.grad(v);
+                if (p.module) parameters(rec, *p.module);
+            });
+        }
+    }
+    return rec.values;
+}
 
 std::vector<double> probe(const std::string& exercise, uint64_t draw) {
     Record rec;

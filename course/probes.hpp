@@ -14,4 +14,11 @@ namespace attn::course {
 // machine. Throws std::invalid_argument for an exercise without a probe.
 std::vector<double> probe(const std::string& exercise, uint64_t draw);
 
+// The same for catalog entries: every case of the entries named, its inputs
+// and parameters drawn anew for each draw, outputs and the gradients to
+// every input and parameter. Exercise 7.2 (the capstone) tells a small
+// mistake made in the student's code that computes the same function from
+// one that does not by it.
+std::vector<double> probe_entries(const std::vector<std::string>& ids, uint64_t draw);
+
 }  // namespace attn::course

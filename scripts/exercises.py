@@ -473,10 +473,11 @@ def grader_run(root, args, seconds=120):
     """(exit status, output) of the grader built in root, run with args. A
     grader still running after `seconds` (a mistake that loops forever in a
     check the grader times only after 600 s) is stopped: exit status −1."""
+    start = time.time()
     try:
         r = subprocess.run([str(root / GRADER)] + args, cwd=root, capture_output=True, text=True,
                            timeout=seconds, errors="replace")
-        return r.returncode, r.stdout + r.stderr
+        return r.returncode, r.stdout + r.stderr + f"\n[graded in {time.time() - start:.1f} s]"
     except subprocess.TimeoutExpired as stopped:
         out = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
         return -1, out + f"\n(the grader was still running after {seconds} s: stopped)"
@@ -573,6 +574,7 @@ def check(args):
     # is about: built without -Werror), each in a copy of the tree.
     jobs, what = [], []
     answer_wheats = read_wheats(ANSWER_WHEATS)
+    hostile = read_wheats(HOSTILE)
     for e in chosen:
         if e.id == "capstone":  # the stub: course/capstone.txt as a student's tree has it
             jobs.append(({"course/capstone.txt": capstone_template()}, [e.id], True))
@@ -601,8 +603,25 @@ def check(args):
             if w.get("exercise") == e.id:
                 jobs.append(({w["file"]: apply(w)}, [e.id], False))
                 what.append((e, ("wheat", w)))
+        # answers that try to pass without being right (course/hidden/hostile.txt)
+        for h in hostile:
+            if h.get("exercise") == e.id:
+                jobs.append(({h["file"]: apply(h)}, [e.id], False))
+                what.append((e, ("hostile", h)))
     totals = {"mistakes": 0, "named": 0, "wheats": 0, "accepted": 0}
     for (e, m), (built, rc, out) in zip(what, in_workers(jobs)):
+        if isinstance(m, tuple) and m[0] == "hostile":
+            h = m[1]
+            took = re.search(r"\[graded in ([\d.]+) s\]", out) if built else None
+            seconds = float(took.group(1)) if took else float("inf")
+            ok = built and rc == int(h.get("expect-exit", "1")) and h["expect"] in out and \
+                seconds <= float(h.get("seconds", "60"))
+            print(f"   hostile answer: {'handled' if ok else 'NOT HANDLED'} in {seconds:.1f} s: {h['title']}")
+            if not ok:
+                failures.append(f"{e.id}: the hostile answer '{h['title']}' ({h['where']}): exit {rc}, "
+                                f"{seconds:.1f} s, expected exit {h.get('expect-exit', '1')} and '{h['expect']}'\n"
+                                + out[-1500:])
+            continue
         if isinstance(m, tuple):
             w = m[1]
             ok = built and rc == 0
@@ -774,7 +793,9 @@ def prove_against_mutants(chosen, mode, failures):
         generated = exercise_mutants(e)
         picked = generated if mode == "all" else spread(generated, MUTANTS_SAMPLED)
         for words, writes in picked:
-            jobs.append((writes, [[e.id], ["--probe", str(PROBE_DRAWS), e.id]], False))
+            # (every check capped at 20 s: a mistake that loops forever is failed by the time-out alone)
+            jobs.append((writes, [["--time-cap", "20", e.id], ["--time-cap", "5", "--probe", str(PROBE_DRAWS), e.id]],
+                         False))
             what.append((e, words, len(generated)))
     results = {}
     for (e, words, generated), (built, rcs, outs) in zip(what, in_workers(jobs)):
@@ -783,14 +804,21 @@ def prove_against_mutants(chosen, mode, failures):
         r["tried"] += 1
         if not built:
             r["unbuilt"].append(words)
+            verdict = "does not compile"
         elif rcs[0] != 0:
             r["caught"] += 1
+            verdict = "failed"
         elif same_values(probe_values(outs[1]), baseline[e.id]):
             r["equivalent"].append(words)
+            verdict = "equivalent"
         elif mutant_key(words) in listed:
             r["listed"].append(words)
+            verdict = "equivalent (listed)"
         else:
             r["survived"].append(words)
+            verdict = "GOT THROUGH"
+        if mode == "all":
+            print(f"   {e.id}: {verdict}: {words}", flush=True)
     shares = []
     for e in exercises:
         r = results.get(e.id)
@@ -875,17 +903,48 @@ def grade_student(args):
 
     for path in tracked_files():
         put(path, (ROOT / path).read_bytes())
+    # An exercise's files: only the bodies of the blocks the student was given
+    # are theirs, spliced into this tree's file; the rest of the file is this
+    # tree's. So nothing a student adds outside those blocks (a static
+    # initialiser that runs before the grader's main, a second definition)
+    # is compiled; what differs there is said.
+    spliced = {}
     for e in chosen:
-        files = [file for file, _ in e.cuts]
         if e.id == "capstone":
             # the capstone's files are the student's own: those course/capstone.txt names
             code, named = read_capstone(student / "course" / "capstone.txt")
-            files = ["course/capstone.txt"] + named + [file for file, _ in code]
-        for file in files:
+            for file in ["course/capstone.txt"] + named + [file for file, _ in code]:
+                theirs = student / file
+                if not theirs.is_file():
+                    sys.exit(f"{theirs}: missing from the student's tree")
+                put(file, theirs.read_bytes())
+            continue
+        for file, opening in e.cuts:
             theirs = student / file
-            if not theirs.exists():
+            if not theirs.is_file():
                 sys.exit(f"{theirs}: missing from the student's tree")
-            put(file, theirs.read_bytes())
+            text = theirs.read_text(errors="replace")
+            if opening.rstrip() not in [l.rstrip() for l in text.split("\n")]:
+                sys.exit(f"{theirs}: the block to write is not there (its first line, {opening.strip()!r}, was changed "
+                         f"or removed): only the bodies of the blocks given are graded")
+            start, end = block_span(text, opening, str(theirs))
+            spliced.setdefault(file, []).append((opening, text[start:end]))
+    for file, blocks in spliced.items():
+        text = (ROOT / file).read_text()
+        spans = [(block_span(text, opening, file), body) for opening, body in blocks]
+        for (start, end), body in sorted(spans, reverse=True):
+            text = text[:start] + body + text[end:]
+        # the student's file with this tree's bodies in the blocks: anything else that differs is not graded
+        theirs = (student / file).read_text(errors="replace")
+        outside = theirs
+        for opening, _ in blocks:
+            start, end = block_span(outside, opening, file)
+            ours_start, ours_end = block_span((ROOT / file).read_text(), opening, file)
+            outside = outside[:start] + (ROOT / file).read_text()[ours_start:ours_end] + outside[end:]
+        if outside != (ROOT / file).read_text():
+            print(f"note: {file} differs from this tree's outside the blocks to write: those lines are not graded "
+                  f"(this tree's are)")
+        put(file, text.encode())
     r = subprocess.run(["make", "--no-print-directory", "-j2", GRADER], cwd=scratch, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout[-3000:] + r.stderr[-3000:])
@@ -903,6 +962,7 @@ def capstone_template():
 
 
 ANSWER_WHEATS = ROOT / "course" / "hidden" / "wheats.txt"
+HOSTILE = ROOT / "course" / "hidden" / "hostile.txt"
 
 
 def read_wheats(path=WHEATS):
@@ -1063,16 +1123,28 @@ def mistakes(name):
                 sys.exit(f"{words}: its `find` is no longer in {path}: the list needs mending")
     if not chaff:
         sys.exit("no mistakes to build: the exercise names no code (course/capstone.txt: code: FILE | OPENING)")
-    jobs = [(writes, ["--checks-only", e.id], False) for _, writes in wheat + chaff]
+    # A capstone's mistakes are made blind: some compute the same function (a
+    # shift common to a softmax's row, a sum in another order). A mistake the
+    # student's checks miss is drawn on (the grader's --probe: the entries'
+    # outputs and gradients on inputs and parameters drawn anew, 20 times); one
+    # that agrees with the student's code every time is left out, not counted.
+    capstone = grade[0] == "capstone"
+    probe = ["--probe", "20", "capstone"]
+    baseline = probe_values(run_grader(probe)[1]) if capstone else {}
+    jobs = [(writes, [["--checks-only", e.id]] + ([probe] if capstone and kind == "chaff" else []), False)
+            for (_, writes), kind in zip(wheat + chaff, ["wheat"] * len(wheat) + ["chaff"] * len(chaff))]
     kinds = ["wheat"] * len(wheat) + ["chaff"] * len(chaff)
-    for (words, _), kind, (built, rc, out) in zip(wheat + chaff, kinds, in_workers(jobs)):
+    for (words, _), kind, (built, rcs, outs) in zip(wheat + chaff, kinds, in_workers(jobs)):
+        rc = rcs[0] if built else rcs
         if not built or rc not in (0, 1):
             tag = "unbuilt"
             words += " (does not compile here)" if not built else f" (the grader stopped, exit {rc})"
         elif kind == "wheat":
             tag = "accepted" if rc == 0 else "rejected"
+        elif rc == 1:
+            tag = "caught"
         else:
-            tag = "caught" if rc == 1 else "missed"
+            tag = "equivalent" if capstone and same_values(probe_values(outs[1]), baseline) else "missed"
         print(f"{tag}\t{words}", flush=True)
 
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -24,6 +25,13 @@
 #if defined(__has_include)
 #if __has_include(<sanitizer/asan_interface.h>)
 #include <sanitizer/asan_interface.h>
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTN_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTN_UNDER_ASAN 1
 #endif
 #endif
 #ifndef ASAN_POISON_MEMORY_REGION
@@ -128,10 +136,17 @@ size_t storage_size_class(size_t bytes) {
 
 namespace {
 
-// The block as a tensor of `bytes` uses it: the rest of its size class out of bounds.
+// The block as a tensor of `bytes` uses it: the rest of its size class out
+// of bounds. Under AddressSanitizer its bytes are also set to all ones, a NaN
+// in every float and double, so that a value a tensor's code never wrote
+// reads as NaN, never as what the block held before (which, reused from the
+// same computation a moment ago, may be the right value by luck).
 void* handed_out(void* p, size_t bytes, size_t size) {
     ASAN_UNPOISON_MEMORY_REGION(p, bytes);
     ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + bytes, size - bytes);
+#ifdef ATTN_UNDER_ASAN
+    std::memset(p, 0xff, bytes);
+#endif
     return p;
 }
 

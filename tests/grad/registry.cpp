@@ -14,6 +14,11 @@ namespace {
 using In = const std::vector<Var>&;
 
 Tensor tensor(std::vector<real> values, const Shape& shape) { return Tensor::from(std::move(values), shape); }
+// A constant operand (no gradient wanted), the same values every time.
+Var constant(const Shape& shape, uint64_t seed) {
+    Generator gen(seed);
+    return Var(Tensor::normal(shape, 0, 1, gen));
+}
 const real kNegInf = -std::numeric_limits<real>::infinity();
 
 std::vector<OpCase> elementwise_cases() {
@@ -57,6 +62,10 @@ std::vector<OpCase> elementwise_cases() {
          }},
         {"sigmoid", "2×3", {{2, 3}}, N, [](In x) { return sigmoid(x[0]); }},
         {"sigmoid", "3×4, large |a| where σ saturates", {{3, 4}}, N, [](In x) { return sigmoid(x[0] * 4.0); }},
+        // x by two sigmoids: each backward adds its share to x's gradient; one that
+        // overwrote it (rather than accumulate) would lose the other's.
+        {"sigmoid", "one input, two sigmoids: σ(x)·σ(2x)", {{2, 3}}, N,
+         [](In x) { return sigmoid(x[0]) * sigmoid(x[0] * 2.0); }},
         {"sigmoid", "2×3×2, its output used twice: σ² + σ", {{2, 3, 2}}, N,
          [](In x) {
              const Var s = sigmoid(x[0]);
@@ -97,6 +106,16 @@ std::vector<OpCase> reduce_and_linalg_cases() {
         {"matmul", "batch axes broadcast in part, 2×1×3×4 · 3×4×2", {{2, 1, 3, 4}, {3, 4, 2}}, N,
          [](In x) { return matmul(x[0], x[1]); }},
         {"matmul", "x·xᵀ (one input used twice)", {{3, 4}}, N, [](In x) { return matmul(x[0], x[0], false, true); }},
+        // A backward that computes a gradient nobody asked for (bw.needs(i) false)
+        // meets an input that is not there: these two crash it.
+        {"matmul", "b a constant: only a wants a gradient", {{3, 4}}, N,
+         [](In x) { return matmul(x[0], constant({4, 5}, 11)); }},
+        {"matmul", "a a constant, stored 4×3: only b wants a gradient", {{4, 5}}, N,
+         [](In x) { return matmul(constant({4, 3}, 12), x[0], true, false); }},
+        // Two products from one input: each hands in its share of the gradient,
+        // added to what the other handed in, never in place of it.
+        {"matmul", "x used by two products, x·W and (2x)·V", {{2, 3}}, N,
+         [](In x) { return matmul(x[0], constant({3, 2}, 13)) + matmul(x[0] * 2.0, constant({3, 2}, 14)); }},
         {"matmul_bias", "3×4 · 4×5 + 5", {{3, 4}, {4, 5}, {5}}, N,
          [](In x) { return matmul_bias(x[0], x[1], x[2]); }},
         {"matmul_bias", "2×3×4 · (5×4)ᵀ + 5 (Linear's layout; the leading axes are rows)", {{2, 3, 4}, {5, 4}, {5}}, N,
@@ -157,6 +176,10 @@ std::vector<OpCase> nn_cases() {
     return {
         {"softmax", "axis −1", {{3, 4}}, N, [](In x) { return softmax(x[0], -1); }},
         {"softmax", "axis 0 of 3×2×2", {{3, 2, 2}}, N, [](In x) { return softmax(x[0], 0); }},
+        {"softmax", "axis −2 of 2×3×2", {{2, 3, 2}}, N, [](In x) { return softmax(x[0], -2); }},
+        // x by two softmaxes: each backward adds its share (see sigmoid's).
+        {"softmax", "one input, two softmaxes: softmax(x)·softmax(2x), axis 1", {{2, 3}}, N,
+         [](In x) { return softmax(x[0], 1) * softmax(x[0] * 2.0, 1); }},
         {"softmax_composed", "axis 1 of 3×4×2", {{3, 4, 2}}, N, [](In x) { return softmax_composed(x[0], 1); }},
         {"softmax", "keep mask, one row fully masked", {{3, 4}}, N,
          [keep](In x) { return softmax(x[0], 1, SoftmaxMask::keep(keep)); }},
