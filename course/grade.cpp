@@ -45,6 +45,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/gradcheck.hpp"
@@ -75,7 +76,12 @@ using attn::course::what_threw;
 // The sanitizers' settings for the grader, whose student objects are checked
 // (the Makefile): no leak report at exit (the grader's own statics), and
 // their report read by course/child.cpp, which turns it into words.
-extern "C" const char* __asan_default_options() { return "detect_leaks=0:exitcode=86:print_summary=1"; }
+// No allocation stacks (malloc_context_size=0): every tensor allocation would
+// record one, and a report would symbolize it; the access's own stack is
+// what the grader reads.
+extern "C" const char* __asan_default_options() {
+    return "detect_leaks=0:exitcode=86:malloc_context_size=0:symbolize_inline_frames=0";
+}
 extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1:exitcode=86"; }
 
 namespace {
@@ -389,12 +395,47 @@ void grade_each(Report& r, const std::vector<Check>& checks, int seconds) {
 // FLAGS into build/course/trainer/, and reads the test set's exact match from
 // the RESULT line it prints; then looks for the report and its alignments.
 // Every piece of the library the student wrote runs inside it.
+// A process's wait status, in words: "" for exit 0.
+std::string status_words(int status) {
+    if (WIFSIGNALED(status)) return "was killed by " + attn::course::signal_words(WTERMSIG(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return "stopped with exit code " + std::to_string(WEXITSTATUS(status));
+    return "";
+}
+
+// The trainer is built before any exercise is graded, on every core and
+// outside every time limit (a time limit measures the student's code, never
+// our build): build_trainer() in main. "" when it built.
+std::string g_trainer_build_problem;
+const char* const kTrainerDir = "build/course/trainer";
+
+std::string build_trainer() {
+    std::filesystem::create_directories(kTrainerDir);
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::cout << "building the date translator on your code for exercise 6.1 (make -j" << cores
+              << " build/examples/seq2seq; a few minutes the first time; its output: " << kTrainerDir
+              << "/build.log) ..." << std::endl;
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(("make --no-print-directory -s -j" + std::to_string(cores) +
+                                    " build/examples/seq2seq > " + kTrainerDir + "/build.log 2>&1").c_str());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (status == 0) {
+        std::cout << "built in " << static_cast<int>(seconds + 0.5) << " s\n";
+        return "";
+    }
+    // the first error the compiler printed, the student's file first
+    std::ifstream log(std::string(kTrainerDir) + "/build.log");
+    std::string first;
+    for (std::string line; std::getline(log, line);)
+        if (line.find("error") != std::string::npos && first.empty()) first = line;
+    return "your code does not compile in the trainer's build (" + std::string(kTrainerDir) + "/build.log)" +
+           (first.empty() ? "" : ": " + first);
+}
+
 void grade_trainer(Report& r, const std::string& threshold, const std::string& flags) {
-    const std::string out_dir = "build/course/trainer";
+    const std::string out_dir = kTrainerDir;
     std::cout << "\nthe date translator, trained on your code: build/examples/seq2seq " << flags << "\n";
-    std::filesystem::create_directories(out_dir);
-    if (std::system(("make --no-print-directory -s build/examples/seq2seq > " + out_dir + "/build.log 2>&1").c_str()) != 0) {
-        r.fail("building build/examples/seq2seq", "make failed: its output is in " + out_dir + "/build.log");
+    if (!g_trainer_build_problem.empty()) {
+        r.fail("building build/examples/seq2seq", g_trainer_build_problem);
         return;
     }
     std::filesystem::remove_all(out_dir + "/seq2seq");
@@ -411,8 +452,9 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
     }
     if (status != 0 || result.empty()) {
         const size_t tail = text.size() > 600 ? text.size() - 600 : 0;
-        r.fail("training", "the trainer stopped (exit " + std::to_string(status) + "); the end of " + log + ":\n" +
-                               text.substr(tail));
+        const std::string how = status_words(status);
+        r.fail("training", "the trainer " + (how.empty() ? std::string("ended without its RESULT line") : how) +
+                               "; the end of " + log + ":\n" + text.substr(tail));
         return;
     }
     r.right("training", "finished in " + std::to_string(static_cast<int>(seconds + 0.5)) + " s; " + test_line);
@@ -1184,22 +1226,25 @@ int main(int argc, char** argv) try {
         // What make check-exercises compares a mistake's code with the
         // solution's by (course/probes.cpp): one line a draw, each draw in a
         // child process of its own (a crash or a hang is that draw's value).
+        // (All the draws in one child: a draw that crashes or hangs differs
+        // from the solution's already, and what would follow it matters no more.)
         if (wanted.size() != 1) throw std::invalid_argument("--probe takes one exercise");
-        for (uint64_t k = 1; k <= probe_draws; ++k) {
-            const ChildResult run = run_in_child(
-                [&] {
-                    std::ostringstream os;
-                    os << std::setprecision(17);
+        const ChildResult run = run_in_child(
+            [&] {
+                std::ostringstream os;
+                os << std::setprecision(17);
+                for (uint64_t k = 1; k <= probe_draws; ++k) {
                     const std::vector<double> values = wanted[0] == "capstone"
                                                            ? attn::course::probe_entries(capstone_ids(), k)
                                                            : attn::course::probe(wanted[0], k);
+                    os << "draw " << k << ": ";
                     for (double v : values) os << v << " ";
-                    return os.str();
-                },
-                10);
-            std::cout << "draw " << k << ": " << (run.finished ? run.payload : "stopped: " + crash_words(run)) << "\n";
-            if (run.timed_out) break;  // (the rest would only wait as long again)
-        }
+                    os << "\n";
+                }
+                return os.str();
+            },
+            60);
+        std::cout << (run.finished ? run.payload : "draw 0: stopped: " + crash_words(run) + "\n");
         return 0;
     }
     if (wanted.empty()) wanted = assigned();
@@ -1227,6 +1272,10 @@ int main(int argc, char** argv) try {
         return 0;
     }
     const bool student_tree = std::filesystem::exists(kAssignment);
+    bool trainer_built = false;
+    for (const Exercise* e : exercises)
+        for (const std::string& line : e->grade)
+            if (line.rfind("trainer", 0) == 0 && !trainer_built) g_trainer_build_problem = build_trainer(), trainer_built = true;
     int wrong = 0;
     for (const Exercise* e : exercises) {
         const Verdict v = grade_in_child(*e, seed);  // names known mistakes at the default seed only
