@@ -329,9 +329,23 @@ $(STD_PCH_CHECKED).gch: pch/std.hpp
 $(B)/obj/checked/%.o: %.cpp $(STD_PCH_CHECKED).gch
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(DOUBLE_OPT) $(MEMCHECK_FLAGS) -include $(STD_PCH_CHECKED) -Winvalid-pch -DATTN_DOUBLE $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+# The GEMM's AVX2 kernel (exercise 4.1) for the grader: at the library's -O2
+# and instruction set (it is timed) with UndefinedBehaviorSanitizer's bounds
+# checks: the tile's registers are arrays, and an index past one (a loop that
+# zeroes one accumulator row too many) is reported. Once the loops are
+# unrolled every index is a constant, so a right kernel pays nothing.
+ifneq ($(CHECKED_SRC),)
+ifeq ($(ARCH),x86_64)
+CHECKED_GEMM := tensor/gemm/gemm_avx2.cpp
+$(call obj_c,$(CHECKED_GEMM)): $(CHECKED_GEMM)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(FAST_OPT) $(AVX2_FLAGS) -fsanitize=bounds -fno-sanitize-recover=bounds $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+endif
+endif
 # The double library as the grader links it: the checked objects in place of the plain ones.
 LIB_D_GRADE := $(B)/lib/libattn_double_grade.a
-$(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)),$(LIB_D_OBJ)) $(call obj_c,$(CHECKED_SRC))
+$(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)) $(call obj_f,$(CHECKED_GEMM)),$(LIB_D_OBJ)) \
+		$(call obj_c,$(CHECKED_SRC) $(CHECKED_GEMM))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))

@@ -462,10 +462,12 @@ std::vector<Check> reinforce_checks(uint64_t seed) {
         const Tensor s = Tensor::from({0, std::log(3.0), -std::log(3.0)}, {1, 3});
         return ReinforcedAlignment::score_selection(Var(s), Tensor::ones({1, 3}), Tensor::from({1, 0, 1}, {1, 3}));
     };
-    checks.push_back({"log p(z) and the share kept by hand: π = [1/2 3/4 1/4], z = [1 0 1] → −log 32, 2/3",
+    checks.push_back({"π, log p(z) and the share kept by hand: π = [1/2 3/4 1/4], z = [1 0 1] → −log 32, 2/3",
                       [=] {
                           return caught([&] {
                               const ReinforceSelection sel = by_hand();
+                              const std::string pi = differs(sel.probs.value(), Shape{1, 3}, {0.5, 0.75, 0.25}, 1e-12);
+                              if (!pi.empty()) return "π = σ(s): " + pi;
                               const std::string lp = differs(sel.log_prob.value(), Shape{1}, {-std::log(32.0)}, 1e-12);
                               if (!lp.empty()) return "log p(z): " + lp;
                               const std::string kept = differs(sel.kept, Shape{1}, {2.0 / 3}, 1e-12);
@@ -475,6 +477,31 @@ std::vector<Check> reinforce_checks(uint64_t seed) {
                       [=] {
                           const ReinforceSelection sel = by_hand();
                           return std::vector<double>{sel.log_prob.value()[0], sel.kept[0]};
+                      }});
+    // An example with one real token and one with none (a padding token is
+    // never selected: z = 0 there): the share kept is z over 1 real token, and
+    // 0 (not 0/0) over none; log p(z) of an example with no real token is 0
+    // (nothing was drawn). s = [ln 3, 5, −5 | 2, 0, 1], z = [1 0 0 | 0 0 0]:
+    // only s_1 = ln 3 counts, log p = log σ(ln 3) = log ¾.
+    auto ragged = [] {
+        const Tensor s = Tensor::from({std::log(3.0), 5, -5, 2, 0, 1}, {2, 3});
+        return ReinforcedAlignment::score_selection(Var(s), Tensor::from({1, 0, 0, 0, 0, 0}, {2, 3}),
+                                                    Tensor::from({1, 0, 0, 0, 0, 0}, {2, 3}));
+    };
+    checks.push_back({"one real token and none: kept = [1, 0] (not 0/0), log p(z) = [log ¾, 0]",
+                      [=] {
+                          return caught([&] {
+                              const ReinforceSelection sel = ragged();
+                              const std::string kept = differs(sel.kept, Shape{2}, {1, 0}, 1e-12);
+                              if (!kept.empty()) return "kept: " + kept;
+                              const std::string lp = differs(sel.log_prob.value(), Shape{2}, {std::log(0.75), 0}, 1e-12);
+                              return lp.empty() ? lp : "log p(z): " + lp;
+                          });
+                      },
+                      [=] {
+                          const ReinforceSelection sel = ragged();
+                          return std::vector<double>{sel.kept[0], sel.kept[1], sel.log_prob.value()[0],
+                                                     sel.log_prob.value()[1]};
                       }});
     // One selection of the 2-example batch (the padded token left out of
     // log p and of the share kept): the loss's value against the formula.

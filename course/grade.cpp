@@ -375,6 +375,45 @@ std::vector<Check> engine_checks() {
                           return std::string("the second backward() ran through a freed graph without an error");
                       },
                       nullptr});
+    // A refused backward() leaves the search where it stopped: the next one,
+    // on a new graph, must start afresh. 3x and the freed graph's h share
+    // nothing, so dy/dx = 3 whatever the first pass left behind.
+    auto after_refusal = [] {
+        Var x(Tensor::from({1.0, 2.0}), true);
+        Var h = tanh(x);
+        Var y = sum(h * h), y2 = sum(h + h * 2.0);
+        y.backward();
+        try {
+            y2.backward();
+        } catch (const std::runtime_error&) {
+        }
+        Var w(Tensor::from({0.5, -1.0}), true);
+        sum(w * 3.0).backward();
+        return w.grad();
+    };
+    checks.push_back({"after a backward() refused halfway, the next one on a new graph is right: d(Σ 3w)/dw = 3",
+                      [=] { return same(after_refusal(), {3, 3}); },
+                      [=] { const Tensor g = after_refusal(); return std::vector<double>(g.data(), g.data() + g.numel()); }});
+    // A node with more inputs than a node keeps inline (three): concat of five.
+    auto five = [] {
+        std::vector<Var> parts;
+        for (int k = 0; k < 5; ++k) parts.emplace_back(Tensor::from({static_cast<real>(k + 1)}), true);
+        const Var c = concat(parts, 0);
+        sum(c * c).backward();  // d/dp_k = 2 p_k
+        std::vector<double> g;
+        for (const Var& p : parts) g.push_back(p.grad().defined() ? p.grad()[0] : std::nan(""));
+        return g;
+    };
+    checks.push_back({"a node with five inputs, concat(p_1 … p_5): d(Σ c²)/dp_k = 2 p_k for each",
+                      [=] {
+                          const std::vector<double> g = five();
+                          for (size_t k = 0; k < g.size(); ++k)
+                              if (!(std::fabs(g[k] - 2.0 * static_cast<double>(k + 1)) <= 1e-12))
+                                  return "dy/dp_" + std::to_string(k + 1) + ": expected " + num(2.0 * static_cast<double>(k + 1)) +
+                                         ", got " + num(g[k]);
+                          return std::string();
+                      },
+                      [=] { return five(); }});
     return checks;
 }
 

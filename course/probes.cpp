@@ -80,7 +80,11 @@ struct Record {
 
 struct Draw {
     Generator gen;
-    explicit Draw(uint64_t seed) : gen(seed * 7919 + 13) {}
+    // One draw in five, every time: inputs of a shape the code must refuse
+    // (a width off by one, sizes that do not broadcast, a mask of another
+    // length), each probe picking which.
+    bool wrong_shape;
+    explicit Draw(uint64_t seed) : gen(seed * 7919 + 13), wrong_shape(seed % 5 == 2) {}
     int64_t size(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(gen.randint(static_cast<uint64_t>(hi - lo + 1))); }
     bool coin(double p = 0.5) { return gen.uniform() < p; }
     Tensor normal(const Shape& s, double scale = 1) { return Tensor::normal(s, 0, scale, gen); }
@@ -147,7 +151,7 @@ void broadcast(Record& rec, Draw& d) {
         return Shape(s);
     };
     Shape a = shape_of(ra), b = shape_of(rb);
-    if (d.coin(0.15)) {  // last axes of sizes s and s + 1 ≥ 2: they do not broadcast
+    if (d.wrong_shape) {  // last axes of sizes s and s + 1 ≥ 2: they do not broadcast
         const int64_t s = d.size(2, 3);
         a = d.coin() ? Shape{s} : Shape{2, s};
         b = d.coin() ? Shape{s + 1} : Shape{1, s + 1};
@@ -271,7 +275,14 @@ void engine_order(Record& rec, Draw& d) {
     for (int k = 0; k < ops; ++k) {
         const Var& p = nodes[d.gen.randint(nodes.size())];
         const Var& q = nodes[d.gen.randint(nodes.size())];
-        const int op = static_cast<int>(d.gen.randint(4));
+        const int op = static_cast<int>(d.gen.randint(5));
+        if (op == 4) {  // a node of many inputs: more than a node keeps inline
+            std::vector<Var> parts;
+            for (int j = 0, n = static_cast<int>(d.size(2, 6)); j < n; ++j) parts.push_back(nodes[d.gen.randint(nodes.size())]);
+            const Var c = concat(parts, 0);
+            nodes.push_back(reshape(sum(reshape(c, {static_cast<int64_t>(parts.size()), 2}), 0), {2}));
+            continue;
+        }
         nodes.push_back(op == 0 ? p + q : op == 1 ? p * q * 0.5 : op == 2 ? tanh(p) : p - q * 0.25);
     }
     rec.guarded([&] {
@@ -304,7 +315,7 @@ void engine_order(Record& rec, Draw& d) {
 void gru_gates_probe(Record& rec, Draw& d) {
     const int64_t B = d.size(1, 3), H = d.size(1, 4);
     // now and then a shape that does not fit
-    const int64_t wrong = d.coin(0.15) ? d.size(1, 2) : 0;
+    const int64_t wrong = d.wrong_shape ? d.size(1, 2) : 0;
     Var gi(d.normal(Shape{B, 3 * H + wrong}), true), gh(d.normal(Shape{B, 3 * H}), true), h(d.normal(Shape{B, H}), true);
     rec.guarded([&] {
         const Var y = gru_gates(gi, gh, h);
@@ -324,7 +335,7 @@ void layer_norm_probe(Record& rec, Draw& d) {
     Var x(d.normal(Shape(s), d.coin(0.2) ? 1e-3 : 2), true);
     Var w = d.coin(0.7) ? Var(d.normal(Shape{D}), true) : Var();
     Var b = d.coin(0.7) ? Var(d.normal(Shape{D}), true) : Var();
-    if (d.coin(0.1)) w = Var(d.normal(Shape{D + 1}), true);  // refused
+    if (d.wrong_shape) w = Var(d.normal(Shape{D + 1}), true);  // refused
     const real eps = static_cast<real>(d.coin() ? 1e-5 : d.gen.uniform(0.01, 1));
     rec.guarded([&] {
         const Var y = layer_norm(x, w, b, eps);
@@ -369,9 +380,9 @@ void adam_probe(Record& rec, Draw& d) {
 void reinforce_probe(Record& rec, Draw& d) {
     const int64_t B = d.size(1, 3), n = d.size(1, 4);
     Tensor valid = d.key_keep(B, n), z = Tensor::empty({B, n});
-    for (int64_t i = 0; i < z.numel(); ++i) z[i] = d.coin() ? 1 : 0;
+    for (int64_t i = 0; i < z.numel(); ++i) z[i] = valid[i] != 0 && d.coin() ? 1 : 0;  // (padding is never selected)
     Var s(d.normal(Shape{B, n}, d.coin(0.3) ? 30 : 1.5), true);
-    const Tensor task = d.normal(Shape{d.coin(0.1) ? B + 1 : B});
+    const Tensor task = d.normal(Shape{d.wrong_shape ? B + 1 : B});
     const real sparsity = static_cast<real>(d.gen.uniform(0, 1)), baseline = static_cast<real>(d.gen.uniform(-1, 1));
     rec.guarded([&] {
         const ReinforcedAlignment::Selection sel = ReinforcedAlignment::score_selection(s, valid, z);
@@ -391,7 +402,7 @@ void additive_score_probe(Record& rec, Draw& d) {
                   dw = d.size(1, 4);
     AdditiveScore score(dq, dk, dw, d.gen, d.activation(), d.coin(0.7));
     shake(score, d);
-    Var q(d.normal(Shape{B, m, d.coin(0.1) ? dq + 1 : dq}), true), k(d.normal(Shape{B, n, dk}), true);
+    Var q(d.normal(Shape{B, m, d.wrong_shape ? dq + 1 : dq}), true), k(d.normal(Shape{B, n, dk}), true);
     const bool projected = d.coin(0.4);
     rec.guarded([&] {
         const Var e = projected ? score.score_projected(q, score.project_keys(k)) : score.score(q, k);
@@ -415,7 +426,7 @@ void local_monotonic_probe(Record& rec, Draw& d) {
                                               : kind == 2 ? d.gen.uniform(0, static_cast<double>(n - 1))  // fractional
                                                           : d.gen.uniform(-2, static_cast<double>(n + 1)));  // beyond the ends
     }
-    if (d.coin(0.1)) positions = Tensor::zeros({B, m + 1});  // refused
+    if (d.wrong_shape) positions = Tensor::zeros({B, m + 1});  // refused
     const Tensor keep = d.coin(0.6) ? d.key_keep(B, n) : Tensor();
     LocalMonotonicAlignment align(D);
     rec.guarded([&] {
@@ -446,7 +457,7 @@ void multi_dimensional_probe(Record& rec, Draw& d) {
     shake(att, d);
     Tensor padding;
     const Tensor mask = mechanism_mask(d, B, m, n, &padding);
-    Tensor K = d.normal(Shape{B, n, dk}), V = d.normal(Shape{B, n, d.coin(0.1) ? dv + 1 : dv});
+    Tensor K = d.normal(Shape{B, n, dk}), V = d.normal(Shape{B, n, d.wrong_shape ? dv + 1 : dv});
     if (padding.defined() && d.coin()) K = d.with_nan_where_hidden(K, padding), V = d.with_nan_where_hidden(V, padding);
     Var q(d.normal(Shape{B, m, dq}), true), k(K, true), v(V, true);
     rec.guarded([&] {
@@ -487,7 +498,7 @@ void multi_head_probe(Record& rec, Draw& d) {
     });
     // the helpers alone, on widths that are and are not a multiple of the heads
     rec.guarded([&] {
-        const int64_t heads = d.size(1, 3), width = heads * d.size(1, 3) + (d.coin(0.1) ? 1 : 0);
+        const int64_t heads = d.size(1, 3), width = heads * d.size(1, 3) + (d.wrong_shape ? 1 : 0);
         Var x(d.normal(Shape{B, m, width}), true);
         const Var split = split_heads(x, heads);
         rec.add(split.value());
@@ -505,7 +516,7 @@ void relative_position_probe(Record& rec, Draw& d) {
     Tensor padding;
     Tensor mask = mechanism_mask(d, B, n, n, &padding);
     if (d.coin(0.3)) mask = combine_masks(mask, causal_mask(n, n));
-    Var x(d.normal(Shape{B, n, d.coin(0.1) ? dm + 1 : dm}), true);
+    Var x(d.normal(Shape{B, n, d.wrong_shape ? dm + 1 : dm}), true);
     rec.guarded([&] {
         rec.add(att.relative_index(n));
         const AttentionOutput out = att.forward(x, mask);

@@ -248,4 +248,26 @@ Property independent_of(int changed, std::vector<std::string> unchanged) {
             }};
 }
 
+Property refuses_wider(int input, std::string name) {
+    return {"refuses " + name + " one column wider, with an error",
+            [=](const PropertyContext& c) -> std::string {
+                std::vector<Tensor> x = c.inputs;
+                Tensor& t = x[static_cast<size_t>(input)];
+                std::vector<int64_t> dims = t.shape().to_vector();
+                dims.back() += 1;
+                t = Tensor::zeros(Shape(dims));
+                try {
+                    c.run(x, c.masks);
+                } catch (const std::logic_error& e) {
+                    // (a stub's "not implemented" is a std::logic_error too, and refuses nothing)
+                    const std::string what = e.what();
+                    return what.rfind("not implemented", 0) == 0 ? "not written yet (" + what + ")" : "";
+                } catch (const std::exception& e) {
+                    return std::string("it threw an error that is not a refusal of the arguments: ") + e.what();
+                }
+                return name + " " + t.shape().str() + " (a column wider than the case's) gave a result instead of an "
+                       "error: a width that broadcasts (1 against 2) is no match";
+            }};
+}
+
 }  // namespace attn::testing

@@ -148,6 +148,10 @@ Property permutation_equivariant_keys(std::vector<int> permuted, std::vector<int
 Property convex_combination(const std::string& output, int values, int mask = -1);
 // Changing input `changed` leaves `unchanged` outputs exactly as they were.
 Property independent_of(int changed, std::vector<std::string> unchanged);
+// Input `input` made one column wider (zeros) is refused with a
+// std::invalid_argument (any std::logic_error), never run: `name` says which
+// input it is ("values").
+Property refuses_wider(int input, std::string name);
 
 // ---- cases and entries ---------------------------------------------------------------------
 // How inputs are drawn: N(0, 1) unless the case needs positive values or the like.

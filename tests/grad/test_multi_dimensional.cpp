@@ -174,6 +174,16 @@ const RegisterEntry multi_dimensional_attention_entry(30, "multi_dimensional_att
      .run = run_qkv,
      .reference = [](const Ref& r) { return multi_dimensional_attention_reference(r, relu); },
      .properties = {columns_sum_to_one("weights"), masked_keys_get_zero}},
+    // d_v = 1: one column of weights, which broadcasts against values of any
+    // width. Values two wide are not the case's: refused, not weighed.
+    {.variant = "d_v 1 (one feature), a key mask (lengths 3, 1); values one column wider are refused",
+     .inputs = {Shape{2, 2, 3}, Shape{2, 3, 2}, Shape{2, 3, 1}},
+     .masks = {keep_first({3, 1}, 3)},
+     .make = [](Generator& g) { return std::make_unique<MultiDimensionalAttention>(3, 2, 4, 1, g); },
+     .run = run_qkv,
+     .reference = [](const Ref& r) { return multi_dimensional_attention_reference(r, tanh_); },
+     .masking = {{.mask = 0, .inputs = {1, 2}, .weights = {}, .zero_when_empty = {"output", "weights"}}},
+     .properties = {columns_sum_to_one("weights"), masked_keys_get_zero, refuses_wider(2, "values")}},
 });
 
 }  // namespace
