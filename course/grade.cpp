@@ -1104,8 +1104,12 @@ std::vector<std::string> assigned() {
     std::vector<std::string> ids;
     std::ifstream in(kAssignment);
     std::string line;
-    while (std::getline(in, line))
-        if (!line.empty() && line[0] != '#') ids.push_back(line);
+    while (std::getline(in, line)) {
+        // (a file saved with Windows line ends, or a trailing space: the id is the line's word)
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+        const size_t start = line.find_first_not_of(" \t");
+        if (start != std::string::npos && line[start] != '#') ids.push_back(line.substr(start));
+    }
     return ids;
 }
 
@@ -1250,13 +1254,24 @@ int main(int argc, char** argv) try {
     uint64_t probe_draws = 0;  // --probe N: N draws of course/probes.cpp
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+        if (a == "--seed" && i + 1 < argc) {
+            const std::string v = argv[++i];
+            if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+                throw std::invalid_argument("--seed (make grade SEED=n): expected a whole number from 0 to "
+                                            "999999999999999999, got '" + v + "'");
+            seed = std::stoull(v);
+        }
         else if (a == "--fingerprint") fingerprint = true;
         else if (a == "--progress") progress = true;
         else if (a == "--hidden") g_hidden = true;
         else if (a == "--checks-only") g_checks_only = true;
-        else if (a == "--probe" && i + 1 < argc) probe_draws = std::strtoull(argv[++i], nullptr, 10);
-        else if (a == "--time-cap" && i + 1 < argc) attn::course::set_time_cap(std::atoi(argv[++i]));
+        else if ((a == "--probe" || a == "--time-cap") && i + 1 < argc) {
+            const std::string v = argv[++i];
+            if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || v == "0")
+                throw std::invalid_argument(a + ": expected a whole number from 1 to 999999, got '" + v + "'");
+            if (a == "--probe") probe_draws = std::stoull(v);
+            else attn::course::set_time_cap(std::stoi(v));
+        }
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --time-cap S)");
         else wanted.push_back(a);
     }

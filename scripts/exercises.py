@@ -929,8 +929,10 @@ def grade_student(args):
             code, named = read_capstone(student / "course" / "capstone.txt")
             for file in ["course/capstone.txt"] + named + [file for file, _ in code]:
                 theirs = student / file
-                if not theirs.is_file():
-                    sys.exit(f"{theirs}: missing from the student's tree")
+                if theirs.is_symlink() or not theirs.is_file():
+                    sys.exit(f"{theirs}: missing from the student's tree, or not a plain file")
+                if not (scratch / file).resolve().is_relative_to(scratch.resolve()):
+                    sys.exit(f"{theirs}: outside the tree graded: refused")
                 put(file, theirs.read_bytes())
             continue
         for file, opening in e.cuts:
@@ -997,6 +999,23 @@ def read_wheats(path=WHEATS):
     return wheats
 
 
+CAPSTONE_FOLDERS = ("tensor", "autograd", "nn", "io", "attention", "tests")
+
+
+def inside_tree(name, where):
+    """name, a path a student wrote in course/capstone.txt, if it names a C++
+    source of the library or its tests: relative, no '..', in one of their
+    folders. Anything else (the Makefile, a script, a path out of the tree) is
+    refused: the grader copies these files into an instructor's tree and
+    builds there."""
+    p = pathlib.PurePosixPath(name)
+    if not name or p.is_absolute() or ".." in p.parts or "\\" in name or len(p.parts) < 2 or \
+            p.parts[0] not in CAPSTONE_FOLDERS or p.suffix not in (".cpp", ".hpp"):
+        sys.exit(f"{where}: '{name}' is not a C++ file of the library's folders ({', '.join(CAPSTONE_FOLDERS)}; "
+                 f"a relative path, no '..'): refused")
+    return p.as_posix()
+
+
 def read_capstone(path=CAPSTONE):
     """([(file, opening)], files) of course/capstone.txt: the functions the
     mistakes are made in, and the files it names. (Its entries the grader
@@ -1016,9 +1035,9 @@ def read_capstone(path=CAPSTONE):
             file, bar, opening = value.partition(" | ")
             if not bar:
                 sys.exit(f"{path}:{number}: expected 'code: FILE | OPENING LINE'")
-            code.append((file.strip(), opening))
+            code.append((inside_tree(file.strip(), f"{path}:{number}"), opening))
         elif key == "file":
-            files.append(value.strip())
+            files.append(inside_tree(value.strip(), f"{path}:{number}"))
         else:
             sys.exit(f"{path}:{number}: unknown key '{key}' (paper, entry, code, file)")
     return code, files

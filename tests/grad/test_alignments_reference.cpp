@@ -296,6 +296,30 @@ const RegisterEntry hard_entry(23, "hard_alignment", {
 // ---- 24. local_monotonic_alignment ----------------------------------------------------------------
 // positions: B×m window centres (empty: the query's index i).
 
+// Centres that are not one per query (B×(m+1), and B×(m−1)) are refused:
+// read as they come, they would put each window in another query's place.
+const Property positions_of_another_shape_refused{
+    "positions not one per query (B×(m+1), B×(m−1)) are refused with an error",
+    [](const PropertyContext& c) -> std::string {
+        const Tensor& e = c.inputs[0];
+        const int64_t B = e.size(0), m = e.size(1);
+        for (const int64_t columns : {m + 1, m - 1}) {
+            if (columns == 0) continue;
+            const Tensor wrong = Tensor::zeros(Shape{B, columns});
+            try {
+                as<LocalMonotonicAlignment>(c.module).align({Var(e), Tensor(), Var(), wrong});
+            } catch (const std::logic_error& error) {
+                const std::string what = error.what();
+                if (what.rfind("not implemented", 0) == 0) return "not written yet (" + what + ")";
+                continue;
+            } catch (const std::exception& error) {
+                return std::string("positions ") + wrong.shape().str() + ": an error that is not a refusal: " + error.what();
+            }
+            return "positions " + wrong.shape().str() + " for scores " + e.shape().str() + " gave weights instead of an error";
+        }
+        return "";
+    }};
+
 Case local_m_case(std::string variant, int64_t D, Shape scores, std::vector<real> positions, Tensor mask) {
     const int64_t B = scores[0], m = scores[1], n = scores[2];
     const Tensor p = positions.empty() ? Tensor() : Tensor::from(positions, Shape{B, m});
@@ -311,7 +335,8 @@ Case local_m_case(std::string variant, int64_t D, Shape scores, std::vector<real
                return expect_weights(local_monotonic_reference(r.x[0], keep_of_case(r, r.x[0]), D, Array(p)));
            },
            .masking = {kWeightsMasked},
-           .properties = {rows_sum_to_one("weights"), shift_invariant("weights"), masked_scores_inert(run)}};
+           .properties = {rows_sum_to_one("weights"), shift_invariant("weights"), masked_scores_inert(run),
+                          positions_of_another_shape_refused}};
     if (D >= n)
         c.properties.push_back(same_as("soft_alignment", [](const Var& e, const Tensor& keep) {
             return SoftAlignment().align({e, keep, Var(), Tensor()});
