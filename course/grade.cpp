@@ -497,7 +497,8 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
         return;
     }
     r.right("training", "finished in " + std::to_string(static_cast<int>(seconds + 0.5)) + " s; " + test_line);
-    const Json* test = parse_json(result.substr(7)).find("test");  // after "RESULT "
+    const Json parsed = parse_json(result.substr(7));  // after "RESULT "
+    const Json* test = parsed.find("test");
     const Json* exact = test ? test->find("exact") : nullptr;
     const std::string what = "exact match on the test dates at least " + threshold;
     if (!exact) r.fail(what, "the RESULT line has no test score");

@@ -880,7 +880,7 @@ def fingerprints(names):
     jobs = [({m["file"]: apply(m)}, ["--fingerprint", e.id], False) for e, m in what]
     for (e, m), (built, _, printed) in zip(what, in_workers(jobs)):
         if built:
-            lines = printed.strip().splitlines()
+            lines = [l for l in printed.strip().splitlines() if l.strip() and not l.startswith("[graded in ")]
             out += [f"exercise: {e.id}", f"mistake: {mistake_words(m['title'])}"] + lines[-2:]
             print(f"{e.id}: {mistake_words(m['title'])}")
     FINGERPRINTS.write_text("\n".join(out) + "\n")
