@@ -29,6 +29,17 @@ std::string num(double x) {
     return os.str();
 }
 
+std::string expected_got(double want, double got) {
+    // six digits, or as many more as it takes to show the two differ
+    for (int digits = 6; digits <= 17; ++digits) {
+        std::ostringstream w, g;
+        w << std::setprecision(digits) << want;
+        g << std::setprecision(digits) << got;
+        if (w.str() != g.str() || digits == 17) return "expected " + w.str() + ", got " + g.str();
+    }
+    return "";
+}
+
 std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance) {
     if (!got.defined()) return "nothing was returned (an undefined tensor)";
     if (got.shape() != shape) return "the shape is " + got.shape().str() + ", expected " + shape.str();
@@ -40,7 +51,7 @@ std::string differs(const Tensor& got, const Shape& shape, const std::vector<dou
         }
     if (wrong == 0) return "";
     return std::to_string(wrong) + " of " + std::to_string(got.numel()) + " elements wrong; first at flat index " +
-           std::to_string(first) + ": expected " + num(want[static_cast<size_t>(first)]) + ", got " + num(got[first]);
+           std::to_string(first) + ": " + expected_got(want[static_cast<size_t>(first)], got[first]);
 }
 
 // The same against a tensor the library computed another way.

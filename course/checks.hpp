@@ -27,6 +27,8 @@ struct Check {
 // yet"); "" when got has `shape` and every element is want's to
 // tolerance·(1 + |want|), else how many are wrong and the first, in words.
 std::string num(double x);
+// "expected 1.04384, got 1.04383" to six digits, or to as many as show that they differ.
+std::string expected_got(double want, double got);
 std::string what_threw(const std::exception& e);  // (course/child.cpp)
 std::string differs(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tolerance);
 

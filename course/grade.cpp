@@ -193,8 +193,7 @@ void grade_case_here(Report& r, const Entry& e, const Case& c, uint64_t seed) {
                 values_ok = false;
             } else if (f.wrong > 0) {
                 r.fail(what, std::to_string(f.wrong) + " of " + std::to_string(f.total) + " elements wrong; first at " +
-                                 index_str(f.shape, f.first) + ": expected " + num(f.expected) + ", got " +
-                                 num(f.got));
+                                 index_str(f.shape, f.first) + ": " + attn::course::expected_got(f.expected, f.got));
                 values_ok = false;
             } else {
                 r.right(what, std::to_string(f.total) + " elements");
@@ -750,8 +749,8 @@ std::string gemm_shape_problem(const GemmShape& g, uint64_t seed) {
                     first = static_cast<int64_t>(k);
             if (wrong > 0)
                 return std::to_string(wrong) + " of " + std::to_string(want.size()) + " elements wrong (" +
-                       packing_words(packing) + "); first at " + index_str(Shape{g.M, g.N}, first) + ": expected " +
-                       num(want[static_cast<size_t>(first)]) + ", got " + num(got[static_cast<size_t>(first)]);
+                       packing_words(packing) + "); first at " + index_str(Shape{g.M, g.N}, first) + ": " +
+                       attn::course::expected_got(want[static_cast<size_t>(first)], got[static_cast<size_t>(first)]);
         }
     return "";
 }
@@ -834,8 +833,14 @@ void observe_in_child(const std::function<std::vector<double>()>& f, int seconds
             return os.str();
         },
         seconds);
-    if (!run.finished || run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
-        out.push_back(error_mark(run.finished ? run.payload : crash_words(run)));
+    if (!run.finished) {
+        // how it ended, not where: a report's words name lines, which move with any edit
+        out.push_back(error_mark(run.timed_out ? "timed out" : run.signal ? "signal " + std::to_string(run.signal)
+                                 : !run.report.empty() ? "a sanitizer's report" : "exit " + std::to_string(run.exit_code)));
+        return;
+    }
+    if (run.payload.rfind("threw", 0) == 0 || run.payload.rfind("not written", 0) == 0) {
+        out.push_back(error_mark(run.payload));
         return;
     }
     std::istringstream in(run.payload);
@@ -853,28 +858,31 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
                 const Entry* e = find_entry(name);
                 if (!e) continue;
                 uint64_t s = seed;
-                for (const Case& c : e->cases) try {
+                for (const Case& c : e->cases) {
                     if (runs_the_fast_twin(c)) {
                         ++s;
                         continue;
                     }
-                    const Prepared p(*e, c, s++);
-                    std::vector<Var> x;
-                    for (const Tensor& t : p.inputs) x.emplace_back(t, true);
-                    const Outputs outs = p.run(x, c.masks);
-                    Generator g(5);
-                    Var loss;
-                    for (const Named& o : outs) {
-                        sample(o.value.value(), out);
-                        if (!o.differentiable) continue;
-                        const Var term = sum(o.value * Var(Tensor::normal(o.value.shape(), 0, 1, g)));
-                        loss = loss.defined() ? loss + term : term;
-                    }
-                    if (loss.defined() && loss.requires_grad()) loss.backward();
-                    for (const Var& v : x)
-                        if (v.grad().defined()) sample(v.grad(), out);
-                } catch (const std::exception& error) {
-                    out.push_back(error_mark(error.what()));
+                    // each case in a child of its own: a crash in one still leaves the others' values
+                    observe_in_child([&, case_seed = s++]() {
+                        std::vector<double> values;
+                        const Prepared p(*e, c, case_seed);
+                        std::vector<Var> x;
+                        for (const Tensor& t : p.inputs) x.emplace_back(t, true);
+                        const Outputs outs = p.run(x, c.masks);
+                        Generator g(5);
+                        Var loss;
+                        for (const Named& o : outs) {
+                            sample(o.value.value(), values);
+                            if (!o.differentiable) continue;
+                            const Var term = sum(o.value * Var(Tensor::normal(o.value.shape(), 0, 1, g)));
+                            loss = loss.defined() ? loss + term : term;
+                        }
+                        if (loss.defined() && loss.requires_grad()) loss.backward();
+                        for (const Var& v : x)
+                            if (v.grad().defined()) sample(v.grad(), values);
+                        return values;
+                    }, 120, out);
                 }
             }
         } else if (kind == "ops") {
@@ -882,30 +890,30 @@ std::vector<double> observe(const Exercise& ex, uint64_t seed) {
             int cases = 0;
             for (const OpCase& c : op_registry()) {
                 if (c.op != name) continue;
-                Generator gen(seed + static_cast<uint64_t>(++cases));
-                try {
+                const uint64_t case_seed = seed + static_cast<uint64_t>(++cases);
+                observe_in_child([&]() {
+                    std::vector<double> values;
+                    Generator gen(case_seed);
                     std::vector<Var> x;
                     for (const Tensor& t : sample_inputs(c, gen)) x.emplace_back(t, true);
                     Var y = c.build(x);
                     Generator w(1234);
                     y.backward(Tensor::normal(y.shape(), 0, 1, w));
                     for (const Var& v : x)
-                        if (v.grad().defined()) sample(v.grad(), out);
-                } catch (const std::exception& error) {
-                    out.push_back(error_mark(error.what()));
-                }
+                        if (v.grad().defined()) sample(v.grad(), values);
+                    return values;
+                }, 60, out);
             }
         } else if (kind == "gemm") {
             set_num_threads(1);
-            for (size_t i = 0; i < gemm_shapes().size(); ++i) {
-                try {
+            for (size_t i = 0; i < gemm_shapes().size(); ++i)
+                observe_in_child([&]() {
+                    std::vector<double> values;
                     const std::vector<float> c = gemm_product(GemmPath::avx2, gemm_shapes()[i], seed + i);
                     const size_t k = std::min<size_t>(c.size(), 8);
-                    for (size_t j = 0; j < k; ++j) out.push_back(c[j * c.size() / k]);
-                } catch (const std::exception& error) {
-                    out.push_back(error_mark(error.what()));
-                }
-            }
+                    for (size_t j = 0; j < k; ++j) values.push_back(c[j * c.size() / k]);
+                    return values;
+                }, 60, out);
         } else if (kind == "checks") {
             words >> name;
             for (const Check& c : attn::course::named_checks(name, seed))
