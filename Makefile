@@ -368,7 +368,7 @@ progress: $(GRADE_BIN)
 # solution and names every known mistake; no line of an answer is left in a
 # student's tree (CI runs it); and the graders against mistakes nobody wrote
 # down: small changes made in each solution by scripts/mutants.py, a spread
-# of each exercise's (MUTANTS=all: every one, about 25 minutes; MUTANTS=none:
+# of 5 of each exercise's (MUTANTS=all: every one, about 35 minutes; MUTANTS=none:
 # none), every one that computes anything else failed. make fingerprints: the
 # known mistakes' values, into course/fingerprints.txt. (scripts/exercises.py; docs/course/.)
 exercise:

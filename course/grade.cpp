@@ -1123,7 +1123,16 @@ std::vector<std::string> assigned() {
 }
 
 void record_attempt(const Exercise& ex, const Verdict& v) {
+    std::error_code error;
+    if (std::filesystem::exists(kProgress, error) && !std::filesystem::is_regular_file(kProgress, error)) {
+        std::cout << "(this attempt is not recorded: " << kProgress << " is not a file; move it away and grade again)\n";
+        return;
+    }
     std::ofstream out(kProgress, std::ios::app);
+    if (!out) {
+        std::cout << "(this attempt is not recorded: " << kProgress << " cannot be written)\n";
+        return;
+    }
     const std::time_t now = std::time(nullptr);
     char when[32];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", std::localtime(&now));
