@@ -10,11 +10,15 @@
 # their failed checks (so that the end of a long log names them), and one
 # total line: "N passed, N failed".
 # TEST_RUNNER, if set, is a command to run them under (an emulator: make check-arm).
+# TEST_TIMEOUT (default 1200 s, twice the longest run seen, under qemu) stops a
+# run that hangs: a test waiting forever fails, named, instead of holding CI
+# until its own limit kills everything without a word.
 #
 # A run's own summary counts every case of the binary as passed or failed
 # (doctest counts the cases outside --first/--last as passing its filters), so
 # the total below counts each run's range, less the cases that failed in it.
 status=0; passed=0; failed=0
+limit=${TEST_TIMEOUT:-1200}
 shards=${TEST_SHARDS:-$(nproc 2>/dev/null || echo 2)}
 logs=$(mktemp -d)
 i=0
@@ -24,7 +28,7 @@ for bin in "$@"; do
     if [ -z "$count" ]; then
         # no count (the binary failed to start): one run, whose log says why
         echo "1 0" > "$logs/$i.1.range"
-        $TEST_RUNNER "$bin" > "$logs/$i.1" 2>&1 &
+        { timeout -k 10 "$limit" $TEST_RUNNER "$bin" > "$logs/$i.1" 2>&1; echo $? > "$logs/$i.1.rc"; } &
         continue
     fi
     per=$(( (count + shards - 1) / shards ))
@@ -34,7 +38,8 @@ for bin in "$@"; do
         s=$((s + 1)); last=$((first + per - 1))
         [ "$last" -le "$count" ] || last=$count
         echo "$first $last $count" > "$logs/$i.$s.range"
-        $TEST_RUNNER "$bin" --order-by=rand --rand-seed=${TEST_SEED:-1} --first=$first --last=$last > "$logs/$i.$s" 2>&1 &
+        { timeout -k 10 "$limit" $TEST_RUNNER "$bin" --order-by=rand --rand-seed=${TEST_SEED:-1} --first=$first --last=$last \
+              > "$logs/$i.$s" 2>&1; echo $? > "$logs/$i.$s.rc"; } &
         first=$((last + 1))
     done
 done
@@ -61,6 +66,12 @@ for bin in "$@"; do
                          if (errors == 0 && name != "") print "  " name
                          if (++errors <= 3) print "    " $0 }
                      END { more() }' "$log"
+                rc=$(cat "$log.rc" 2>/dev/null)
+                if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+                    # doctest prints a case's name only when it fails: the case running is not known here
+                    echo "  stopped after $limit s (TEST_TIMEOUT): a test case hangs; run the range alone to find it:"
+                    echo "    $bin --order-by=rand --rand-seed=${TEST_SEED:-1} --first=$first --last=$last -s"
+                fi
                 [ -n "$line" ] || { echo "  no summary (the run did not finish); its last lines:"; tail -n 5 "$log" | sed 's/^/    /'; }
             } >> "$logs/failed"
         fi
