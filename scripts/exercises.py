@@ -241,9 +241,10 @@ def read_mutations():
             if line.startswith("## "):
                 current = {"title": line[3:].strip(), "where": f"{path.name}:{number}", "list": path}
                 mutations.append(current)
-            elif current is not None and ": " in line and not line.startswith("#"):
-                key, _, value = line.partition(": ")
-                current[key.strip()] = value
+            elif current is not None and not line.startswith("#") and re.match(r"[a-z_]+:( |$)", line):
+                # "key: value", or "key:" alone for an empty value (a replace: that deletes the line)
+                key, _, value = line.partition(":")
+                current[key.strip()] = value[1:] if value.startswith(" ") else value
     return mutations
 
 

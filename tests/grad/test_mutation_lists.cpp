@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 // The repository root: where make test runs, else two folders above this file.
 fs::path repository_root() {
-    if (fs::exists("tests/mutations")) return ".";
+    if (fs::exists("tests/grad")) return ".";
     return fs::path(__FILE__).parent_path().parent_path().parent_path();
 }
 
@@ -68,6 +68,9 @@ using attn::testing::occurrences;
 
 TEST_CASE("mutation lists: every mutation applies to the code as it reads now") {
     const fs::path root = repository_root();
+    // A find-the-bug tree (make bug) holds no lists: they would name its
+    // mistake's file and neighbours (scripts/bugs.py leaves them out).
+    if (fs::exists(root / "course" / "bug.txt") && !fs::exists(root / "tests" / "mutations")) return;
     std::vector<fs::path> lists;
     for (const auto& file : fs::directory_iterator(root / "tests" / "mutations"))
         if (file.path().extension() == ".txt") lists.push_back(file.path());
@@ -99,6 +102,5 @@ TEST_CASE("mutation lists: every mutation applies to the code as it reads now") 
             }
         }
     }
-    MESSAGE(total << " mutations in " << lists.size() << " lists");
     CHECK(total >= 400);
 }
