@@ -47,6 +47,16 @@ MAKEFLAGS += -j$(NPROC)
 endif
 # When this make started, for the time `make test` and `make run` report.
 START_TIME := $(shell date +%s)
+# V=1 prints every compiler command as run; by default a build says one short
+# line a file ("  CXX  tensor/tensor.cpp (double)"): a passing build reads
+# as progress, and a warning or an error stands out.
+ifeq ($(V),1)
+Q :=
+quietly =
+else
+Q := @
+quietly = @printf '  %-4s %s\n' '$1' '$2' && 
+endif
 elapsed = echo "$1: $$(( $$(date +%s) - $(START_TIME) )) s, build included"
 
 CXX ?= g++
@@ -223,11 +233,11 @@ std_pch = $(if $3,$(if $(call isa_flags,$1),,-include $2 -Winvalid-pch))
 
 $(B)/obj/float/%.o: %.cpp $(if $(FAST_STD_PCH),$(STD_PCH_FAST).gch)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(OPT) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(call quietly,CXX,$<)$(CXX) $(ATTN_CXXFLAGS) $(OPT) $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
 $(B)/obj/double/%.o: %.cpp $(STD_PCH_DOUBLE).gch
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(OPT) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(call quietly,CXX,$< (double))$(CXX) $(ATTN_CXXFLAGS) $(OPT) -DATTN_DOUBLE $(call isa_flags,$<) $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 
 OPT = $(FAST_OPT) $(call std_pch,$<,$(STD_PCH_FAST),$(FAST_STD_PCH))
 $(B)/obj/double/%.o: OPT = $(DOUBLE_OPT) $(call std_pch,$<,$(STD_PCH_DOUBLE),1)
@@ -236,8 +246,8 @@ $(B)/obj/double/%.o: OPT = $(DOUBLE_OPT) $(call std_pch,$<,$(STD_PCH_DOUBLE),1)
 # copy beside the .gch is what -include names; the compiler takes the .gch).
 define precompile
 	@mkdir -p $(dir $@)
-	cp $< $(basename $@)
-	$(CXX) $(ATTN_CXXFLAGS) $1 $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
+	$(Q)cp $< $(basename $@)
+	$(call quietly,PCH,$@)$(CXX) $(ATTN_CXXFLAGS) $1 $(TEST_INCLUDE) $(CXXFLAGS) -x c++-header $< -o $@
 endef
 $(STD_PCH_FAST).gch: pch/std.hpp
 	$(call precompile,$(FAST_OPT))
@@ -248,7 +258,7 @@ $(TEST_PCH).gch: pch/tests.hpp pch/std.hpp
 
 $(LIB_F): $(call obj_f,$(LIB_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 # The double library holds the float GEMM too (its float products, and the
 # coursework grader's, which times a student's micro-kernel as make bench
 # would: course/grade.cpp). Those files never see `real` (tensor/gemm/
@@ -259,10 +269,10 @@ GEMM_SRC := $(filter tensor/gemm/%,$(LIB_SRC))
 LIB_D_OBJ := $(call obj_d,$(filter-out $(GEMM_SRC),$(LIB_SRC))) $(call obj_f,$(GEMM_SRC))
 $(LIB_D): $(LIB_D_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 $(LIB_COMMON): $(call obj_f,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 
 # ---- tests -------------------------------------------------------------------
 # The test objects use pch/tests.hpp. One header serves both test builds:
@@ -292,10 +302,10 @@ libraries_first = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive $(
 # (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp.)
 $(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
 # make grade: the coursework grader (course/grade.cpp), in the double build
 # beside the gradient tests, whose files register the cases it runs.
@@ -328,7 +338,7 @@ $(STD_PCH_CHECKED).gch: pch/std.hpp
 	$(call precompile,$(DOUBLE_OPT) $(MEMCHECK_FLAGS))
 $(B)/obj/checked/%.o: %.cpp $(STD_PCH_CHECKED).gch
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(DOUBLE_OPT) $(MEMCHECK_FLAGS) -include $(STD_PCH_CHECKED) -Winvalid-pch -DATTN_DOUBLE $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(call quietly,CXX,$< (memory-checked for the grader))$(CXX) $(ATTN_CXXFLAGS) $(DOUBLE_OPT) $(MEMCHECK_FLAGS) -include $(STD_PCH_CHECKED) -Winvalid-pch -DATTN_DOUBLE $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 # The GEMM's AVX2 kernel (exercise 4.1) for the grader: at the library's -O2
 # and instruction set (it is timed) with UndefinedBehaviorSanitizer's bounds
 # checks: the tile's registers are arrays, and an index past one (a loop that
@@ -339,7 +349,7 @@ ifeq ($(ARCH),x86_64)
 CHECKED_GEMM := tensor/gemm/gemm_avx2.cpp
 $(call obj_c,$(CHECKED_GEMM)): $(CHECKED_GEMM)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(FAST_OPT) $(AVX2_FLAGS) -fsanitize=bounds -fno-sanitize-recover=bounds $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
+	$(call quietly,CXX,$< (bounds-checked for the grader))$(CXX) $(ATTN_CXXFLAGS) $(FAST_OPT) $(AVX2_FLAGS) -fsanitize=bounds -fno-sanitize-recover=bounds $(TEST_INCLUDE) $(CXXFLAGS) -c $< -o $@
 endif
 endif
 # The double library as the grader links it: the checked objects in place of the plain ones.
@@ -347,10 +357,10 @@ LIB_D_GRADE := $(B)/lib/libattn_double_grade.a
 $(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)) $(call obj_f,$(CHECKED_GEMM)),$(LIB_D_OBJ)) \
 		$(call obj_c,$(CHECKED_SRC) $(CHECKED_GEMM))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
 grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); exit $$status
@@ -398,7 +408,7 @@ debug:
 
 # TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
 test: $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
-	@TEST_RUNNER="$(TEST_RUNNER)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
+	@TEST_RUNNER="$(TEST_RUNNER)" V="$(V)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
 		$(call elapsed,make test); exit $$status
 
 # make check FILE=attention/scores.cpp: after editing one file, rebuild the
@@ -423,7 +433,7 @@ check-libcxx:
 # ---- benchmarks and examples -------------------------------------------------
 $(B)/bench/%: $(B)/obj/float/bench/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS) -ldl
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS) -ldl
 
 bench: $(BENCH_BINS)
 	@sh bench/run.sh "$(B)" "$(BENCH)"
@@ -436,10 +446,10 @@ bench: $(BENCH_BINS)
 .PRECIOUS: $(B)/obj/float/%.o $(B)/obj/double/%.o $(B)/obj/checked/%.o
 $(B)/lib/libtask_%.a: $$(call obj_f,$$(call task_src,$$*))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 $(B)/examples/%: $$(call obj_f,$$(wildcard examples/%/*.cpp)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
 # make run: trains each example on its built-in data (a minute or two each)
 # and writes out/report.html. make data: the real data sets, into data/.
@@ -505,7 +515,7 @@ comma := ,
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(if $(LIBCXX),-Wl$(comma)-l:libstdc++.so.6)
 $(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
-	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)
 	@sh scripts/fuzz.sh "$(B)" "$(FUZZ_SECONDS)" "$(FUZZ)"
 

@@ -6,9 +6,10 @@
 # shuffled by a fixed seed (TEST_SEED, default 1), so the slow cases, which sit
 # together in the files' order (fast_math, gemm, graph_draw), are spread over
 # the runs; the same seed gives the same runs every time.
-# Then prints their output in the order given, the failed cases again with
-# their failed checks (so that the end of a long log names them), and one
-# total line: "N passed, N failed".
+# Then prints, in the order given, each failed run's output (a passing run
+# is one line; V=1 prints every run's output, the figures its cases report),
+# the failed cases again with their failed checks (so that the end of a long
+# log names them), and one total line: "N passed, N failed".
 # TEST_RUNNER, if set, is a command to run them under (an emulator: make check-arm).
 # TEST_TIMEOUT (default 1200 s, twice the longest run seen, under qemu) stops a
 # run that hangs: a test waiting forever fails, named, instead of holding CI
@@ -51,11 +52,11 @@ for bin in "$@"; do
     while [ -f "$logs/$i.$s.range" ]; do
         log="$logs/$i.$s"
         read -r first last count < "$log.range"
-        echo "== $bin: test cases $first to $last${count:+ of $count}"
-        cat "$log"
         line=$(grep '^\[doctest\] test cases:' "$log" | tail -n 1)
         f=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) failed.*/\1/p')
         if [ -z "$line" ] || [ "${f:-1}" -ne 0 ] || grep -q 'Status: FAILURE' "$log"; then
+            echo "== $bin: test cases $first to $last${count:+ of $count}"
+            cat "$log"
             status=1
             {
                 echo "$bin, test cases $first to $last:"
@@ -74,6 +75,12 @@ for bin in "$@"; do
                 fi
                 [ -n "$line" ] || { echo "  no summary (the run did not finish); its last lines:"; tail -n 5 "$log" | sed 's/^/    /'; }
             } >> "$logs/failed"
+        elif [ "${V:-0}" = 1 ]; then
+            echo "== $bin: test cases $first to $last${count:+ of $count}"
+            cat "$log"
+        else
+            # a passing run in one line (V=1: its whole output, the figures its cases print)
+            echo "== $bin: test cases $first to $last${count:+ of $count}: all $((last - first + 1)) passed"
         fi
         if [ -n "$line" ]; then
             passed=$((passed + last - first + 1 - f)); failed=$((failed + f))
