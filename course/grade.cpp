@@ -1206,8 +1206,8 @@ void write_progress_page(const std::vector<Exercise>& all, const std::vector<std
             << "(exercise 6.1).</p>\n";
     } else {
         out << "<p>The date translator trained on your code by exercise 6.1: <b>" << html_escape(test_line)
-            << "</b>. Every row of a picture is one output symbol, every column one input character; the darker, "
-            << "the more weight. The whole report, with the learning curves and an explorer of every step: "
+            << "</b>. Every row of a picture is one output symbol, every column one input character; the brighter "
+            << "(yellow), the more weight, dark purple none, as the colour bar beside each picture says. The whole report, with the learning curves and an explorer of every step: "
             << "<a href=\"trainer/report.html\">trainer/report.html</a>.</p>\n";
         for (int k = 0; k < 8; ++k) {
             const std::string svg = "trainer/seq2seq/attention_" + std::to_string(k) + ".svg";
