@@ -289,8 +289,10 @@ $(FAST_MATH_TEST_OBJ): OPT = $(FAST_OPT)
 # suite 35.9 s instead of 29.8). The libraries' archives hold nothing a
 # test binary does not use.
 libraries_first = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive $(filter-out %.a,$^)
-# (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp.)
-$(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
+# (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp;
+# and the readers of its files, tests/test_course_files.cpp.)
+COURSE_FILES_SRC := course/course_files.cpp course/exercises.cpp
+$(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp $(COURSE_FILES_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
@@ -302,7 +304,7 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/course_files.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
 # The student's code checked for memory errors: the library's files that hold
 # an exercise's cut code (the `cut:` lines of course/exercises.txt) are
 # compiled for the grader a second time, under AddressSanitizer and
