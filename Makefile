@@ -353,6 +353,17 @@ $(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)) $(call obj_f,$(CHECKED
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
+# One make grade, make progress or make grade-student at a time in a tree
+# (two at once rebuilt the same build/lib/*.a under each other, and
+# course/progress.txt): each takes GRADE_LOCK (scripts/grade-lock.sh, with
+# flock(1)) before building anything, and runs again under it; a second is
+# refused at once, naming the holder (GRADE_WAIT=s: it waits that long first).
+GRADE_LOCK ?= build/grade.lock
+ifeq ($(GRADE_LOCK_HELD),)
+grade grade-student progress:
+	@sh scripts/grade-lock.sh "$(GRADE_LOCK)" "make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-))" \
+		$(MAKE) --no-print-directory GRADE_LOCK_HELD=1 $@
+else
 grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); exit $$status
@@ -363,6 +374,7 @@ grade-student:
 	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
 progress: $(GRADE_BIN)
 	@$(GRADE_BIN) --progress
+endif
 
 # make exercise: the exercises, one id per line first; make exercise EX=id
 # OUT=dir: a student's tree with that exercise's code cut out (EX=all: every

@@ -1,14 +1,19 @@
 // The grader's files read where they enter (course/course_files.hpp,
 // course/exercises.hpp): a file missing, a folder, random bytes, a line of
 // the wrong form each said with the file, the line and what was expected;
-// the progress file written whole and renamed.
+// the progress file written whole and renamed; and one make grade at a time
+// in a tree (scripts/grade-lock.sh, taken by the Makefile).
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "course/course_files.hpp"
 #include "course/exercises.hpp"
@@ -34,6 +39,17 @@ std::string error_of(F f) {
         return e.what();
     }
     return "";
+}
+
+struct Run {
+    int status = -1;
+    std::string output;
+};
+
+Run run(const std::string& command, const TempDir& dir) {
+    const std::string full = command + " > '" + (dir / "output") + "' 2>&1";
+    const int raw = std::system(full.c_str());
+    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(dir / "output")};
 }
 
 const std::string kProgressForm =
@@ -168,4 +184,42 @@ TEST_CASE("course files: the exercise list names the line and what was expected"
           "course/exercises.txt:1: exercise 1.1 needs an id, a cut and a grade line");
     // The list as it is shipped reads.
     CHECK(course::read_exercises(repository_path("course/exercises.txt")).size() > 10);
+}
+
+// Two make grade at once in one tree rebuilt the same archives under each
+// other. The Makefile takes build/grade.lock (here GRADE_LOCK, a file of the
+// test's) before building anything: while one holds it, make progress is
+// refused at once with the holder's pid, start time and command line; killed,
+// the holder holds nothing more.
+TEST_CASE("course files: a second make grade in a tree is refused while the first holds the lock, and not after") {
+    TempDir dir("grade_lock");
+    const std::string lock = dir / "grade.lock";
+    const std::string script = repository_path("scripts/grade-lock.sh");
+    const std::string root = std::filesystem::path(repository_path("Makefile")).parent_path().string();
+    // The holder: the lock script running a command that waits, as make grade's would.
+    REQUIRE(std::system(("sh '" + script + "' '" + lock + "' 'make grade EX=softmax' sleep 60 > /dev/null 2>&1 & echo $! > '" +
+                         (dir / "holder") + "'").c_str()) == 0);
+    const pid_t holder = std::stoi(read_file(dir / "holder"));
+    for (int i = 0; i < 200 && read_file(lock).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    const std::string held = read_file(lock);
+    REQUIRE(held.rfind("pid " + std::to_string(holder) + ", started ", 0) == 0);
+    const std::string started = held.substr(held.find("started ") + 8, 8);
+
+    const std::string make = "cd '" + (root.empty() ? std::string(".") : root) +
+                             "' && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s progress GRADE_LOCK='" +
+                             lock + "'";
+    const Run refused = run(make, dir);
+    CHECK(refused.status == 2);
+    CHECK(refused.output.rfind("another make grade is running in this tree (pid " + std::to_string(holder) + ", started " +
+                                   started + ", `make grade EX=softmax`); wait for it or stop it\n",
+                               0) == 0);
+
+    ::kill(holder, SIGKILL);
+    for (int i = 0; i < 200 && ::kill(holder, 0) == 0; ++i) {
+        ::waitpid(holder, nullptr, WNOHANG);
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    const Run after = run("sh '" + script + "' '" + lock + "' 'make progress' echo ran", dir);
+    CHECK(after.status == 0);
+    CHECK(after.output == "ran\n");
 }
