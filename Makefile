@@ -520,6 +520,10 @@ FUZZ_LDFLAGS := -fsanitize=fuzzer $(if $(LIBCXX),-Wl$(comma)-l:libstdc++.so.6)
 $(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
+# The targets of the grader's files (fuzz/course_*.cpp) need only their readers.
+$(B)/fuzz/course_%: $(B)/obj/float/fuzz/course_%.o $(call obj_f,$(COURSE_FILES_SRC) io/atomic_file.cpp)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)
 	@sh scripts/fuzz.sh "$(B)" "$(FUZZ_SECONDS)" "$(FUZZ)"
 
