@@ -12,12 +12,30 @@ set -u
 lock=$1
 what=$2
 shift 2
-mkdir -p "$(dirname "$lock")"
+wait=${GRADE_WAIT:-0}
+case $wait in
+    '' | *[!0-9]*) echo "GRADE_WAIT: expected a whole number of seconds, got '$wait'" >&2; exit 2 ;;
+esac
+if ! command -v flock > /dev/null 2>&1; then
+    # (macOS has no flock(1); Debian's is in util-linux, always installed.)
+    echo "(flock(1) not found: this runs without the lock of one make grade at a time; run one at a time)" >&2
+    exec "$@"
+fi
+mkdir -p "$(dirname "$lock")" 2> /dev/null
+if [ -d "$lock" ] || ! (: >> "$lock") 2> /dev/null; then
+    echo "the lock of one make grade at a time, $lock, cannot be opened for writing (a folder, or read-only): remove it or make it writable" >&2
+    exit 2
+fi
 # Opened for appending: the holder's words are not truncated before the lock is ours.
 exec 9>>"$lock"
-if ! flock -w "${GRADE_WAIT:-0}" 9; then
-    holder=$(head -n 1 "$lock" 2>/dev/null)
+flock -E 75 -w "$wait" 9
+status=$?
+if [ "$status" -eq 75 ]; then
+    holder=$(head -n 1 "$lock" 2> /dev/null)
     echo "another make grade is running in this tree (${holder:-its holder did not say who it is}); wait for it or stop it" >&2
+    exit 2
+elif [ "$status" -ne 0 ]; then
+    echo "the lock of one make grade at a time, $lock, could not be taken (flock(1) failed, above)" >&2
     exit 2
 fi
 # The same open file, truncated, then our words (the lock stays ours).

@@ -223,3 +223,34 @@ TEST_CASE("course files: a second make grade in a tree is refused while the firs
     CHECK(after.status == 0);
     CHECK(after.output == "ran\n");
 }
+
+// What stops the lock from being taken is said as such, never as another
+// make grade running: a lock file that is a folder, a GRADE_WAIT that is no
+// number; and where flock(1) is missing (macOS), make grade runs unlocked, saying so.
+TEST_CASE("course files: the lock's own problems are said as such; without flock(1) it runs unlocked, said") {
+    TempDir dir("grade_lock");
+    const std::string script = repository_path("scripts/grade-lock.sh");
+    std::filesystem::create_directory(dir / "folder.lock");
+    const Run folder = run("sh '" + script + "' '" + (dir / "folder.lock") + "' 'make grade' echo ran", dir);
+    CHECK(folder.status == 2);
+    CHECK(folder.output == "the lock of one make grade at a time, " + (dir / "folder.lock") +
+                               ", cannot be opened for writing (a folder, or read-only): remove it or make it writable\n");
+    const Run wait = run("GRADE_WAIT=soon sh '" + script + "' '" + (dir / "grade.lock") + "' 'make grade' echo ran", dir);
+    CHECK(wait.status == 2);
+    CHECK(wait.output == "GRADE_WAIT: expected a whole number of seconds, got 'soon'\n");
+
+    // A PATH with what the script needs but flock.
+    std::filesystem::create_directory(dir / "bin");
+    for (const char* tool : {"mkdir", "dirname", "head", "date", "echo"})
+        for (const char* where : {"/usr/bin/", "/bin/"})
+            if (std::filesystem::exists(std::string(where) + tool) && !std::filesystem::exists(dir / "bin/" + tool)) {
+                std::filesystem::create_symlink(std::string(where) + tool, dir / "bin/" + tool);
+                break;
+            }
+    const Run unlocked = run("PATH='" + (dir / "bin") + "' /bin/sh '" + script + "' '" + (dir / "grade.lock") +
+                                 "' 'make grade' echo ran",
+                             dir);
+    CHECK(unlocked.status == 0);
+    CHECK(unlocked.output ==
+          "(flock(1) not found: this runs without the lock of one make grade at a time; run one at a time)\nran\n");
+}
