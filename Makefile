@@ -361,7 +361,7 @@ $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D
 GRADE_LOCK ?= build/grade.lock
 ifeq ($(GRADE_LOCK_HELD),)
 grade grade-student progress:
-	@sh scripts/grade-lock.sh "$(GRADE_LOCK)" "make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-))" \
+	@sh scripts/grade-lock.sh '$(subst ','\'',$(GRADE_LOCK))' '$(subst ','\'',make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-)))' \
 		$(MAKE) --no-print-directory GRADE_LOCK_HELD=1 $@
 else
 grade: $(GRADE_BIN)

@@ -1,5 +1,6 @@
 #include "course/course_files.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,10 @@
 namespace attn::course {
 
 namespace {
+
+// Far more than a course's files hold (the exercise list: 20 kB; a progress
+// line: about 60 bytes), far less than what would exhaust the memory.
+constexpr uintmax_t kMostCourseFileBytes = 64u << 20;
 
 std::string trim(std::string_view s) {
     const size_t a = s.find_first_not_of(" \t");
@@ -80,6 +85,13 @@ std::string read_course_file(const std::string& path, const std::string& what) {
     const auto status = std::filesystem::status(path, error);
     if (!std::filesystem::exists(status)) throw std::runtime_error(path + ": not found (" + what + ")");
     if (std::filesystem::is_directory(status)) throw std::runtime_error(path + ": is a folder, not a file (" + what + ")");
+    // (A FIFO or /dev/zero would be read forever.)
+    if (!std::filesystem::is_regular_file(status))
+        throw std::runtime_error(path + ": is not a plain file (a device, a FIFO or a socket) (" + what + ")");
+    const uintmax_t size = std::filesystem::file_size(path, error);
+    if (!error && size > kMostCourseFileBytes)
+        throw std::runtime_error(path + ": holds " + std::to_string(size) + " bytes, more than the " +
+                                 std::to_string(kMostCourseFileBytes) + " a course file may (" + what + ")");
     std::ifstream in(path, std::ios::binary);
     std::ostringstream bytes;
     if (in) bytes << in.rdbuf();

@@ -17,7 +17,9 @@
 namespace attn::course {
 
 // The whole file. Throws "PATH: not found (WHAT)", "PATH: is a folder, not a
-// file", "PATH: cannot be read"; `what` says what the file is for.
+// file", "PATH: is not a plain file" (a FIFO, a device), "PATH: holds N
+// bytes, more than ..." (64 MiB), "PATH: cannot be read"; `what` says what
+// the file is for.
 std::string read_course_file(const std::string& path, const std::string& what);
 
 // An exercise id a file names, and the line it is on.

@@ -1244,7 +1244,7 @@ int show_progress(const std::vector<Exercise>& all) {
             tried = attn::course::parse_progress(attn::course::read_course_file(kProgress, "your attempts"), kProgress);
         } catch (const std::runtime_error& e) {
             throw std::runtime_error(std::string(e.what()) + "; move " + kProgress +
-                                     " away (the next make grade starts a new one), or mend that line");
+                                     " away (the next make grade starts a new one)");
         }
     for (const attn::course::Attempt& a : tried) {
         ++attempts[a.id];

@@ -135,6 +135,20 @@ TEST_CASE("course files: a progress file that is a folder, unreadable or not the
     }
     CHECK(error_of([&] { course::read_course_file(dir / "none.txt", "the exercise list"); }) ==
           dir / "none.txt" + ": not found (the exercise list)");
+    // Read forever before: a FIFO, a link to /dev/zero.
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    CHECK(error_of([&] { course::read_course_file(dir / "fifo", "your attempts"); }) ==
+          dir / "fifo" + ": is not a plain file (a device, a FIFO or a socket) (your attempts)");
+    std::filesystem::create_symlink("/dev/zero", dir / "zero");
+    CHECK(error_of([&] { course::record_attempt(dir / "zero", a); }) ==
+          dir / "zero" + ": is not a plain file (a device, a FIFO or a socket) (your attempts)");
+    {
+        std::ofstream big(dir / "big", std::ios::binary);
+        big.seekp((64 << 20) + 1);
+        big.put('\n');
+    }
+    CHECK(error_of([&] { course::read_course_file(dir / "big", "your attempts"); }) ==
+          dir / "big" + ": holds 67108866 bytes, more than the 67108864 a course file may (your attempts)");
 }
 
 TEST_CASE("course files: the assignment and the capstone name the line and what was expected") {
