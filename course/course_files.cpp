@@ -1,5 +1,10 @@
 #include "course/course_files.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -191,7 +196,30 @@ std::string progress_line(const Attempt& a) {
     return line;
 }
 
+// The folder holding the progress file, locked (flock(2)) while its file is
+// read, added to and renamed: two graders at once (run outside make grade's
+// lock) each add their line. Released when closed, the process killed too.
+class FolderLock {
+public:
+    explicit FolderLock(const std::string& file) {
+        const std::string folder = std::filesystem::path(file).parent_path().string();
+        fd_ = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd_ >= 0)
+            while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+            }
+    }
+    ~FolderLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    FolderLock(const FolderLock&) = delete;
+    FolderLock& operator=(const FolderLock&) = delete;
+
+private:
+    int fd_ = -1;  // none: the folder cannot be opened, and the write says why
+};
+
 void record_attempt(const std::string& path, const Attempt& a) {
+    const FolderLock lock(path);
     std::string text;
     if (std::filesystem::exists(path) || std::filesystem::is_symlink(path)) {
         text = read_course_file(path, "your attempts");

@@ -57,7 +57,8 @@ std::string progress_line(const Attempt& a);
 // Adds `a`'s line to the progress file at `path` (made if missing): the file
 // is read and checked by parse_progress, then written again whole, to a
 // temporary file renamed over it (io/atomic_file.hpp), so that a grader
-// killed while writing leaves it as it was. Throws std::runtime_error,
+// killed while writing leaves it as it was; its folder is locked meanwhile
+// (flock(2)), so that graders at once each add their line. Throws std::runtime_error,
 // leaving the file untouched, when it is a folder, cannot be read or
 // written, or holds a line that is not the grader's.
 void record_attempt(const std::string& path, const Attempt& a);

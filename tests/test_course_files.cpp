@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "course/course_files.hpp"
@@ -267,4 +268,38 @@ TEST_CASE("course files: the lock's own problems are said as such; without flock
     CHECK(unlocked.status == 0);
     CHECK(unlocked.output ==
           "(flock(1) not found: this runs without the lock of one make grade at a time; run one at a time)\nran\n");
+}
+
+// Two graders run at once outside make (build/course/grade twice) each read
+// the file, add their line and rename: without a lock one's line was lost.
+TEST_CASE("course files: attempts recorded at once by several processes are all kept") {
+    TempDir dir("course_files");
+    const std::string path = dir / "progress.txt";
+    constexpr int kProcesses = 4, kEach = 40;
+    std::vector<pid_t> children;
+    for (int p = 0; p < kProcesses; ++p) {
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            course::Attempt a;
+            a.when = "2026-12-02 07:12";
+            a.id = "p" + std::to_string(p);
+            a.checks = 1;
+            try {
+                for (int i = 0; i < kEach; ++i) course::record_attempt(path, a);
+            } catch (...) {
+                ::_exit(1);
+            }
+            ::_exit(0);
+        }
+        children.push_back(child);
+    }
+    int failed = 0;
+    for (const pid_t child : children) {
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    }
+    CHECK(failed == 0);
+    CHECK(course::parse_progress(read_file(path), path).size() == size_t{kProcesses * kEach});
 }
