@@ -360,6 +360,10 @@ $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D
 # refused at once, naming the holder (GRADE_WAIT=s: it waits that long first).
 GRADE_LOCK ?= build/grade.lock
 ifeq ($(GRADE_LOCK_HELD),)
+# (make grade progress: one after the other, not the second refused by the first.)
+ifneq ($(filter-out 0 1,$(words $(filter grade grade-student progress,$(MAKECMDGOALS)))),)
+.NOTPARALLEL:
+endif
 grade grade-student progress:
 	@sh scripts/grade-lock.sh '$(subst ','\'',$(GRADE_LOCK))' '$(subst ','\'',make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-)))' \
 		$(MAKE) --no-print-directory GRADE_LOCK_HELD=1 $@
