@@ -299,8 +299,10 @@ $(FAST_MATH_TEST_OBJ): OPT = $(FAST_OPT)
 # suite 35.9 s instead of 29.8). The libraries' archives hold nothing a
 # test binary does not use.
 libraries_first = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive $(filter-out %.a,$^)
-# (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp.)
-$(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
+# (course/child.cpp too: the grader's child runner, tested in tests/test_course_child.cpp;
+# and the readers of its files, tests/test_course_files.cpp.)
+COURSE_FILES_SRC := course/course_files.cpp course/exercises.cpp
+$(UNIT_BIN): $(call obj_f,$(UNIT_SRC) course/child.cpp $(COURSE_FILES_SRC)) $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
 	@mkdir -p $(dir $@)
 	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
@@ -312,7 +314,7 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
+GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/course_files.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
 # The student's code checked for memory errors: the library's files that hold
 # an exercise's cut code (the `cut:` lines of course/exercises.txt) are
 # compiled for the grader a second time, under AddressSanitizer and
@@ -361,6 +363,21 @@ $(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)) $(call obj_f,$(CHECKED
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))
 	@mkdir -p $(dir $@)
 	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
+# One make grade, make progress or make grade-student at a time in a tree
+# (two at once rebuilt the same build/lib/*.a under each other, and
+# course/progress.txt): each takes GRADE_LOCK (scripts/grade-lock.sh, with
+# flock(1)) before building anything, and runs again under it; a second is
+# refused at once, naming the holder (GRADE_WAIT=s: it waits that long first).
+GRADE_LOCK ?= build/grade.lock
+ifeq ($(GRADE_LOCK_HELD),)
+# (make grade progress: one after the other, not the second refused by the first.)
+ifneq ($(filter-out 0 1,$(words $(filter grade grade-student progress,$(MAKECMDGOALS)))),)
+.NOTPARALLEL:
+endif
+grade grade-student progress:
+	@sh scripts/grade-lock.sh '$(subst ','\'',$(GRADE_LOCK))' '$(subst ','\'',make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-)))' \
+		$(MAKE) --no-print-directory GRADE_LOCK_HELD=1 $@
+else
 grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); exit $$status
@@ -371,6 +388,7 @@ grade-student:
 	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
 progress: $(GRADE_BIN)
 	@$(GRADE_BIN) --progress
+endif
 
 # make exercise: the exercises, one id per line first; make exercise EX=id
 # OUT=dir: a student's tree with that exercise's code cut out (EX=all: every
@@ -514,6 +532,10 @@ fuzz:
 comma := ,
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(if $(LIBCXX),-Wl$(comma)-l:libstdc++.so.6)
 $(B)/fuzz/%: $(B)/obj/float/fuzz/%.o $(TASK_LIBS) $(LIB_COMMON) $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
+# The targets of the grader's files (fuzz/course_*.cpp) need only their readers.
+$(B)/fuzz/course_%: $(B)/obj/float/fuzz/course_%.o $(call obj_f,$(COURSE_FILES_SRC) io/atomic_file.cpp)
 	@mkdir -p $(dir $@)
 	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(FUZZ_LDFLAGS) $(LDFLAGS)
 fuzz-run: $(FUZZ_BINS)

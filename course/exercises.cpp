@@ -1,6 +1,7 @@
 #include "course/exercises.hpp"
 
-#include <fstream>
+#include "course/course_files.hpp"
+
 #include <stdexcept>
 
 namespace attn::course {
@@ -24,14 +25,15 @@ Cut read_cut(const std::string& value, const std::string& where) {
 }  // namespace
 
 std::vector<Exercise> read_exercises(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": cannot open the exercise list");
+    return parse_exercises(read_course_file(path, "the exercise list"), path);
+}
+
+std::vector<Exercise> parse_exercises(std::string_view text, const std::string& path) {
     std::vector<Exercise> all;
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-        ++number;
-        const std::string where = path + ":" + std::to_string(number);
+    std::vector<int> opened;  // the line of each exercise's heading
+    for (const Line& l : text_lines(text, path)) {
+        const std::string& line = l.text;
+        const std::string where = path + ":" + std::to_string(l.number);
         if (trim(line).empty()) continue;
         if (line.rfind("## ", 0) == 0) {
             const std::string heading = trim(line.substr(3));
@@ -41,12 +43,13 @@ std::vector<Exercise> read_exercises(const std::string& path) {
             e.number = heading.substr(0, space);
             e.title = trim(heading.substr(space + 1));
             all.push_back(e);
+            opened.push_back(l.number);
             continue;
         }
         if (line[0] == '#') continue;  // a comment
         const size_t colon = line.find(": ");
         if (colon == std::string::npos) throw std::runtime_error(where + ": expected 'KEY: VALUE' or '## NUMBER TITLE'");
-        if (all.empty()) throw std::runtime_error(where + ": a field before the first '## NUMBER TITLE'");
+        if (all.empty()) throw std::runtime_error(where + ": expected '## NUMBER TITLE' before the first field");
         Exercise& e = all.back();
         const std::string key = line.substr(0, colon), value = line.substr(colon + 2);
         if (key == "id") e.id = trim(value);
@@ -60,10 +63,21 @@ std::vector<Exercise> read_exercises(const std::string& path) {
     }
     // An exercise with nothing cut grades what the others built (a trainer
     // run) or what the student adds (the capstone, named in course/capstone.txt).
-    for (const Exercise& e : all) {
+    if (all.empty()) throw std::runtime_error(path + ": expected exercises ('## NUMBER TITLE' blocks), found none");
+    for (size_t i = 0; i < all.size(); ++i) {
+        const Exercise& e = all[i];
+        const std::string where = path + ":" + std::to_string(opened[i]);
         const bool uncut = !e.grade.empty() && (e.grade[0].rfind("trainer", 0) == 0 || e.grade[0].rfind("capstone", 0) == 0);
         if (e.id.empty() || (e.cuts.empty() && !uncut) || e.grade.empty())
-            throw std::runtime_error(path + ": exercise " + e.number + " needs an id, a cut and a grade line");
+            throw std::runtime_error(where + ": exercise " + e.number + " needs an id, a cut and a grade line");
+        if (e.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
+            throw std::runtime_error(where + ": exercise " + e.number + ": expected an id of letters, digits and '_', got '" +
+                                     quote_line(e.id) + "'");
+        for (size_t j = 0; j < i; ++j)
+            if (all[j].id == e.id || all[j].number == e.number)
+                throw std::runtime_error(where + ": exercise " + e.number + " (" + e.id + "): its " +
+                                         (all[j].id == e.id ? "id" : "number") + " is that of the exercise at line " +
+                                         std::to_string(opened[j]));
     }
     return all;
 }

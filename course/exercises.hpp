@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::course {
@@ -37,9 +38,13 @@ struct Exercise {
     std::string speed;  // for "gemm": the fraction of the shipped kernel to reach, e.g. "0.25"
 };
 
-// Reads the list; throws std::runtime_error naming the file and line of
-// anything it cannot read.
+// Reads the list; throws std::runtime_error naming the file, the line and
+// what was expected there (course/course_files.hpp's rules: a missing file,
+// a folder, bytes that are not text are said so too).
 std::vector<Exercise> read_exercises(const std::string& path);
+
+// The same from the list's text (fuzz/course_exercises.cpp).
+std::vector<Exercise> parse_exercises(std::string_view text, const std::string& path);
 
 // The exercise with this id or number ("sigmoid_backward" or "1.1"), or nullptr.
 const Exercise* find_exercise(const std::vector<Exercise>& all, const std::string& id_or_number);

@@ -52,6 +52,7 @@
 #include "autograd/ops.hpp"
 #include "course/checks.hpp"
 #include "course/child.hpp"
+#include "course/course_files.hpp"
 #include "course/guard.hpp"
 #include "course/exercises.hpp"
 #include "course/probes.hpp"
@@ -523,28 +524,29 @@ void grade_trainer(Report& r, const std::string& threshold, const std::string& f
 // Brown's Examplar does with its "chaffs".
 bool g_checks_only = false;  // --checks-only: the entries' checks alone (what each built mistake runs)
 
-// The entries course/capstone.txt names ("entry: ID" lines), without a word.
+// The entries course/capstone.txt names ("entry: ID" lines); none without
+// the file. A line of the wrong form throws, naming it.
 std::vector<std::string> capstone_ids() {
     std::vector<std::string> ids;
-    std::ifstream in(kCapstone);
-    for (std::string line; std::getline(in, line);) {
-        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-        if (line.rfind("entry: ", 0) == 0) ids.push_back(line.substr(7));
-    }
+    if (!std::filesystem::exists(kCapstone)) return ids;
+    for (const attn::course::NamedId& n : attn::course::parse_capstone_entries(
+             attn::course::read_course_file(kCapstone, "the capstone's entries"), kCapstone))
+        ids.push_back(n.id);
     return ids;
 }
 
-// The same, saying what is missing.
+// The same, saying what is missing or wrong as a failed check.
 std::vector<std::string> capstone_entries(Report& r) {
-    std::vector<std::string> ids;
-    std::ifstream in(kCapstone);
-    if (!in) {
+    if (!std::filesystem::exists(kCapstone)) {
         r.fail(kCapstone, std::string("not found: not written yet (docs/course/7-write-the-test.md says what it holds)"));
-        return ids;
+        return {};
     }
-    for (std::string line; std::getline(in, line);) {
-        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-        if (line.rfind("entry: ", 0) == 0) ids.push_back(line.substr(7));
+    std::vector<std::string> ids;
+    try {
+        ids = capstone_ids();
+    } catch (const std::runtime_error& e) {
+        r.fail(kCapstone, e.what());
+        return {};
     }
     if (ids.empty())
         r.fail(kCapstone, "names no entry ('entry: ID'): not written yet");
@@ -1109,37 +1111,51 @@ Verdict grade_in_child(const Exercise& ex, uint64_t seed) {
 }
 
 // ---- progress (the student's tree) ------------------------------------------------------------------
-std::vector<std::string> assigned() {
+// The exercises of course/assignment.txt (none without it), each checked
+// against the list: an unknown one throws, naming its line and the known ones.
+std::string known_ids(const std::vector<Exercise>& all) {
+    std::string words;
+    for (const Exercise& e : all) words += (words.empty() ? "" : ", ") + e.id;
+    return words;
+}
+
+std::vector<std::string> assigned(const std::vector<Exercise>& all) {
     std::vector<std::string> ids;
-    std::ifstream in(kAssignment);
-    std::string line;
-    while (std::getline(in, line)) {
-        // (a file saved with Windows line ends, or a trailing space: the id is the line's word)
-        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-        const size_t start = line.find_first_not_of(" \t");
-        if (start != std::string::npos && line[start] != '#') ids.push_back(line.substr(start));
+    if (!std::filesystem::exists(kAssignment)) return ids;
+    for (const attn::course::NamedId& n : attn::course::parse_assignment(
+             attn::course::read_course_file(kAssignment, "the exercises of this tree"), kAssignment)) {
+        if (!attn::course::find_exercise(all, n.id))
+            throw std::runtime_error(std::string(kAssignment) + ":" + std::to_string(n.line) + ": no exercise '" + n.id +
+                                     "' in " + kExerciseList + " (the exercises: " + known_ids(all) + ")");
+        ids.push_back(n.id);
     }
     return ids;
 }
 
+// Adds the attempt's line to course/progress.txt (atomically:
+// course/course_files.hpp). A file that cannot be read or written, or whose
+// lines are not the grader's, is left alone, and the line is printed.
 void record_attempt(const Exercise& ex, const Verdict& v) {
-    std::error_code error;
-    if (std::filesystem::exists(kProgress, error) && !std::filesystem::is_regular_file(kProgress, error)) {
-        std::cout << "(this attempt is not recorded: " << kProgress << " is not a file; move it away and grade again)\n";
-        return;
-    }
-    std::ofstream out(kProgress, std::ios::app);
-    if (!out) {
-        std::cout << "(this attempt is not recorded: " << kProgress << " cannot be written)\n";
-        return;
-    }
     const std::time_t now = std::time(nullptr);
     char when[32];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", std::localtime(&now));
-    out << when << "\t" << ex.id << "\t" << (v.wrong == 0 && v.checks > 0 ? "right" : "wrong") << "\t"
-        << v.checks - v.wrong << "/" << v.checks;
-    for (const std::string& m : v.mistakes) out << "\t" << m;
-    out << "\n";
+    attn::course::Attempt a;
+    a.when = when;
+    a.id = ex.id;
+    a.right = v.wrong == 0 && v.checks > 0;
+    a.right_checks = v.checks - v.wrong;
+    a.checks = v.checks;
+    for (std::string m : v.mistakes) {
+        for (char& c : m)
+            if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+        if (!m.empty()) a.mistakes.push_back(m);
+    }
+    try {
+        attn::course::record_attempt(kProgress, a);
+    } catch (const std::exception& e) {
+        std::cout << "(this attempt is not recorded: " << e.what() << ".\nMove " << kProgress
+                  << " away and grade again, or add this line to it yourself:\n" << attn::course::progress_line(a) << "\n)\n";
+    }
 }
 
 std::string html_escape(const std::string& s) {
@@ -1222,24 +1238,25 @@ int show_progress(const std::vector<Exercise>& all) {
     std::map<std::string, int> attempts;
     std::map<std::string, std::string> last, best;
     std::map<std::string, std::vector<std::string>> mistakes;
-    std::ifstream in(kProgress);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::vector<std::string> f;
-        std::istringstream s(line);
-        std::string part;
-        while (std::getline(s, part, '\t')) f.push_back(part);
-        if (f.size() < 4) continue;
-        ++attempts[f[1]];
-        last[f[1]] = f[0];
-        if (f[2] == "right") best[f[1]] = "done";
-        for (size_t i = 4; i < f.size(); ++i) {
+    std::vector<attn::course::Attempt> tried;
+    if (std::filesystem::exists(kProgress) || std::filesystem::is_symlink(kProgress))
+        try {
+            tried = attn::course::parse_progress(attn::course::read_course_file(kProgress, "your attempts"), kProgress);
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(std::string(e.what()) + "; move " + kProgress +
+                                     " away (the next make grade starts a new one)");
+        }
+    for (const attn::course::Attempt& a : tried) {
+        ++attempts[a.id];
+        last[a.id] = a.when;
+        if (a.right) best[a.id] = "done";
+        for (const std::string& m : a.mistakes) {
             bool seen = false;
-            for (const std::string& m : mistakes[f[1]]) seen = seen || m == f[i];
-            if (!seen) mistakes[f[1]].push_back(f[i]);
+            for (const std::string& known : mistakes[a.id]) seen = seen || known == m;
+            if (!seen) mistakes[a.id].push_back(m);
         }
     }
-    std::vector<std::string> ids = assigned();
+    std::vector<std::string> ids = assigned(all);
     if (ids.empty())
         for (const Exercise& e : all) ids.push_back(e.id);
     std::cout << std::left << std::setw(6) << "ex" << std::setw(22) << "id" << std::setw(13) << "status"
@@ -1319,13 +1336,13 @@ int main(int argc, char** argv) try {
         std::cout << (run.finished ? run.payload : "draw 0: stopped: " + crash_words(run) + "\n");
         return 0;
     }
-    if (wanted.empty()) wanted = assigned();
+    if (wanted.empty()) wanted = assigned(all);
     if (wanted.empty()) return usage(all);
     std::vector<const Exercise*> exercises;
     for (const std::string& w : wanted) {
         const Exercise* e = attn::course::find_exercise(all, w);
         if (!e) {
-            std::cout << "no exercise '" << w << "'\n";
+            std::cout << "no exercise '" << w << "' in " << kExerciseList << " (EX= takes an id or a number)\n";
             return usage(all);
         }
         exercises.push_back(e);
