@@ -1007,10 +1007,50 @@ struct Verdict {
 // --hidden: also the instructor's cases of course/hidden/ ("hidden:ID").
 bool g_hidden = false;
 
+// The whole declaration a cut block opens, on one line: the opening line of
+// course/exercises.txt with the lines of the signature above it (the GEMM's
+// opening line alone is "int64_t cols) {"), its spaces collapsed, the "{"
+// dropped. The opening line alone if the file cannot be read.
+std::string declaration_of(const attn::course::Cut& c) {
+    std::ifstream in(c.file);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    const auto trimmed = [](const std::string& s) {
+        const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t\r");
+        return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    std::string text = trimmed(c.opening);
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (lines[i] != c.opening) continue;
+        // earlier lines of the same declaration: up to a line that ends one (;, { or }), a blank or a comment
+        for (size_t k = i; k-- > 0;) {
+            const std::string t = trimmed(lines[k]);
+            if (t.empty() || t.rfind("//", 0) == 0 || t.back() == ';' || t.back() == '{' || t.back() == '}') break;
+            text = t + " " + text;
+        }
+        // later ones, when the opening line is not the signature's last (policy_loss's)
+        for (size_t k = i + 1; k < lines.size() && !text.empty() && text.back() != '{'; ++k)
+            text += " " + trimmed(lines[k]);
+        break;
+    }
+    if (!text.empty() && text.back() == '{') text.pop_back();
+    std::string collapsed;
+    for (char ch : text)
+        if (!(ch == ' ' && (collapsed.empty() || collapsed.back() == ' ' || collapsed.back() == '('))) collapsed += ch;
+    while (!collapsed.empty() && collapsed.back() == ' ') collapsed.pop_back();
+    return collapsed;
+}
+
 Verdict grade(const Exercise& ex, uint64_t seed, bool name_mistakes) {
     std::cout << "== Exercise " << ex.number << ": " << ex.title << "\n";
     for (const attn::course::Cut& c : ex.cuts)
-        std::cout << "   yours to write: " << c.file << ", " << c.opening.substr(c.opening.find_first_not_of(' ')) << "\n";
+    {
+        const std::string d = declaration_of(c);
+        // a backward function is a lambda inside a statement: "the function in return record(...)"
+        const bool lambda = d.find("](") != std::string::npos && d.rfind("return ", 0) == 0;
+        std::cout << "   yours to write: " << (lambda ? "the backward function (the lambda) of " : "the body of ") << d
+                  << " (" << c.file << ")\n";
+    }
     for (const std::string& r : ex.read) std::cout << "   read: " << r << "\n";
     Report r;
     for (const std::string& line : ex.grade) {
