@@ -161,14 +161,17 @@ public:
     // the child calls exit()) would wait forever. So the pool's lock is held
     // across fork() (no worker is inside it then), and the child forgets its
     // workers without joining them (a joinable std::thread must not be
-    // destroyed: their handles are left to leak) and gets fresh condition
+    // destroyed: their handles are moved to a list that is never destroyed,
+    // reachable from a static pointer, so that LeakSanitizer does not count
+    // them as leaked when the child exits) and gets fresh condition
     // variables (the old ones may count waiters that are not there): it runs
     // on one thread, and may start workers of its own. Registered with
     // pthread_atfork when the pool is made.
     void before_fork() { mutex_.lock(); }
     void after_fork_in_parent() { mutex_.unlock(); }
     void after_fork_in_child() {
-        (void)new std::vector<std::thread>(std::move(workers_));
+        static std::vector<std::thread>* const forgotten = new std::vector<std::thread>;
+        for (std::thread& w : workers_) forgotten->push_back(std::move(w));
         workers_.clear();
         new (&wake_) std::condition_variable;
         new (&done_) std::condition_variable;
