@@ -769,6 +769,51 @@ double time_product(GemmPath path, int64_t n, int runs) {
     return best;
 }
 
+// The machine's AVX2 peak on one core, measured: twelve independent chains of
+// 8-wide FMAs (more than two FMA units of four cycles' latency keep busy, so
+// no chain waits on another), the best of `runs` (only on a CPU with AVX2
+// and FMA: grade_gemm asks gemm_path_supported first). A kernel is judged by its
+// share of this: the same bar on every CPU. (Judged against the triple loop
+// instead, the bar moved with the loop's memory traffic and with the load of
+// the machine: a tile of plain loops passed a floor of 16× at 35×, and one
+// kernel measured 16× and 39× in two runs.)
+#if defined(__x86_64__)
+double avx2_peak_gflops(int runs) {
+    // In assembly: the grader is compiled without optimisation, where the
+    // chains written in intrinsics would live in memory, not in registers.
+    constexpr int64_t kIterations = 60'000;  // about 0.1 ms: as short as a product, so that a busy machine interrupts either as rarely
+    double best = 0;
+    for (int run = 0; run < runs; ++run) {
+        int64_t left = kIterations;
+        const auto start = std::chrono::steady_clock::now();
+        asm volatile(
+            "vxorps %%ymm0, %%ymm0, %%ymm0\n\tvxorps %%ymm1, %%ymm1, %%ymm1\n\tvxorps %%ymm2, %%ymm2, %%ymm2\n\t"
+            "vxorps %%ymm3, %%ymm3, %%ymm3\n\tvxorps %%ymm4, %%ymm4, %%ymm4\n\tvxorps %%ymm5, %%ymm5, %%ymm5\n\t"
+            "vxorps %%ymm6, %%ymm6, %%ymm6\n\tvxorps %%ymm7, %%ymm7, %%ymm7\n\tvxorps %%ymm8, %%ymm8, %%ymm8\n\t"
+            "vxorps %%ymm9, %%ymm9, %%ymm9\n\tvxorps %%ymm10, %%ymm10, %%ymm10\n\tvxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+            "vxorps %%ymm12, %%ymm12, %%ymm12\n\tvxorps %%ymm13, %%ymm13, %%ymm13\n"
+            "1:\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm0\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm1\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm2\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm3\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm4\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm5\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm6\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm7\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm8\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm9\n\t"
+            "vfmadd231ps %%ymm12, %%ymm13, %%ymm10\n\tvfmadd231ps %%ymm12, %%ymm13, %%ymm11\n\t"
+            "dec %0\n\tjnz 1b\n\t"
+            "vzeroupper"
+            : "+r"(left)
+            :
+            : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+              "xmm12", "xmm13", "cc");
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        best = std::max(best, 2.0 * 8 * 12 * static_cast<double>(kIterations) / seconds / 1e9);
+    }
+    return best;
+}
+#else
+double avx2_peak_gflops(int) { return 0; }
+#endif
+
 void grade_gemm(Report& r, const Exercise& ex, uint64_t seed) {
     std::cout << "\nthe AVX2 micro-kernel (tensor/gemm/gemm_avx2.cpp), against the triple loop\n";
     if (!gemm_path_supported(GemmPath::avx2)) {
@@ -788,23 +833,29 @@ void grade_gemm(Report& r, const Exercise& ex, uint64_t seed) {
             r.fail(gemm_label(g), what_threw(error));
         }
     }
+    // speed: the share of the machine's AVX2 peak to reach, in percent ("60%")
     const double target = ex.speed.empty() ? 0 : std::strtod(ex.speed.c_str(), nullptr);
     if (target <= 0) return;
     const int64_t n = 256;
-    double loop = 0, yours = 0;
+    const double flops = 2.0 * n * n * n;
+    // The peak and the kernel measured in turns, the best of each kept: a
+    // moment the machine was busy slows one try, not the verdict.
+    double peak = 0, yours = 1e30;
     try {
-        loop = time_product(GemmPath::reference, n, 2);
-        yours = time_product(GemmPath::avx2, n, 9);
+        for (int round = 0; round < 3; ++round) {
+            peak = std::max(peak, avx2_peak_gflops(15));
+            yours = std::min(yours, time_product(GemmPath::avx2, n, 15));
+        }
     } catch (const std::exception& error) {
         r.fail("speed", what_threw(error), true);
         return;
     }
-    const double flops = 2.0 * n * n * n, ratio = loop / yours;
+    const double gflops = flops / yours / 1e9, share = peak > 0 ? 100 * gflops / peak : 0;
     const std::string what = "speed, a 256×256×256 product on one core: at least " + num(target) +
-                             "× the triple loop";
-    const std::string measured = "yours " + num(flops / yours / 1e9) + " GFLOP/s, the loop " +
-                                 num(flops / loop / 1e9) + " GFLOP/s: " + num(ratio) + "×";
-    if (ratio >= target) r.right(what, measured, /*timed=*/true);
+                             "% of this core's AVX2 peak";
+    const std::string measured = "yours " + num(gflops) + " GFLOP/s, " + num(share) + "% of the peak, " +
+                                 num(peak) + " GFLOP/s (measured: twelve chains of FMAs)";
+    if (share >= target) r.right(what, measured, /*timed=*/true);
     else r.fail(what, measured + " (docs/gemm.md: the tile held in registers, the k loop over packed panels)", true);
 }
 
