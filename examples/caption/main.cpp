@@ -86,7 +86,7 @@ void declare_flags(FlagParser& flags, Settings& s) {
               "straight-through)");
     flags.add("--attention", &s.attention_kind, "the older name of --align");
     flags.add("--tau", &s.temperature, "gumbel-st: the temperature τ of the relaxed softmax", 1e-3);
-    flags.add("--data-dir", &s.data_dir, "where --data fashion finds the IDX files");
+    flags.add_path("--data-dir", &s.data_dir, "where --data fashion finds the IDX files", FlagParser::PathUse::input);
     flags.add("--batch", &s.batch_size, "images per batch", 1, 65536);
     flags.add("--lr", &s.lr, "Adam's learning rate", 0);
     flags.add("--hidden", &s.hidden, "LSTM hidden size d_h", 1, kMaxWidth);

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/atomic_file.hpp"
+
 namespace attn {
 
 FlagParser::FlagParser(std::string program, std::string summary)
@@ -87,6 +89,37 @@ void FlagParser::add(const std::string& name, double* target, const std::string&
     flags_.back().default_value = flags_.back().get();  // for --help
 }
 
+void FlagParser::add_below(const std::string& name, double* target, const std::string& help, double min,
+                           double below, const std::string& note) {
+    flags_.push_back({name, help, "X",
+                      [name, target, min, below, note](const std::string& v) {
+                          char* end = nullptr;
+                          const double x = std::strtod(v.c_str(), &end);
+                          if (v.empty() || *end != '\0' || !std::isfinite(x))
+                              throw std::invalid_argument(name + " expects a finite number, got '" + v + "'");
+                          if (!(x >= min && x < below))
+                              throw std::invalid_argument(name + " must be in [" + number_text(min) + ", " +
+                                                          number_text(below) + ")" +
+                                                          (note.empty() ? "" : " (" + note + ")") + ", got " + v);
+                          *target = x;
+                      },
+                      [target] { return number_text(*target); }});
+    flags_.back().default_value = flags_.back().get();  // for --help
+}
+
+void FlagParser::add_path(const std::string& name, std::string* target, const std::string& help, PathUse use) {
+    flags_.push_back({name, help, use == PathUse::output ? "FILE" : "PATH",
+                      [name, target, use](const std::string& v) {
+                          if (v.empty()) throw std::invalid_argument(name + ": an empty path");
+                          if (use == PathUse::output)
+                              if (const std::string problem = special_file_problem(v); !problem.empty())
+                                  throw std::invalid_argument(name + " " + v + ": " + problem);
+                          *target = v;
+                      },
+                      [target] { return *target; }});
+    flags_.back().default_value = flags_.back().get();  // for --help
+}
+
 void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
     flags_.push_back({name, help, "",
                       [name, target](const std::string& v) {
@@ -125,9 +158,10 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "schedule spans --epochs", 0);
     add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
     add("--patience", &f.patience, "stop after this many epochs without a better validation score (0: never)", 0);
-    add("--ema", &f.ema,
-        "Polyak averaging with decay X: after every step, average = X·average + (1 − X)·weights; validation, "
-        "the best checkpoint and the test use the average (0: off; e.g. 0.999)", 0, 0.9999999);
+    add_below("--ema", &f.ema,
+              "Polyak averaging with decay X: after every step, average = X·average + (1 − X)·weights; "
+              "validation, the best checkpoint and the test use the average (0: off; e.g. 0.999)",
+              0, 1, "0 = off");
     add_choice("--schedule", &f.schedule, {"constant", "cosine", "noam"},
                "the learning rate over the run: constant, cosine-annealed to 5% of --lr over --epochs, or noam "
                "(Vaswani et al. 2017: linear warm-up to --lr over --warmup steps, then --lr·sqrt(warmup/step))");
@@ -168,12 +202,16 @@ std::string kernels_line(bool fast, const std::string& ratio, const std::string&
 
 void FlagParser::add_predict(PredictFlags& f, const std::string& what) {
     add("--predict", &f.on, what + " with a trained checkpoint, and show the attention");
-    add("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)");
-    add("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)");
+    add_path("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)",
+             PathUse::input);
+    add_path("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)",
+             PathUse::output);
     add("--show", &f.show, "--predict: draw the attention also when stdout is not a terminal");
-    add("--dump-reference", &f.dump_reference,
-        "write fixed inputs and the model's logits and attention weights to this safetensors file, for the "
-        "PyTorch reference (python/check_torch.py); the model is --checkpoint (default OUT/NAME/model.safetensors)");
+    add_path("--dump-reference", &f.dump_reference,
+             "write fixed inputs and the model's logits and attention weights to this safetensors file, for the "
+             "PyTorch reference (python/check_torch.py); the model is --checkpoint (default "
+             "OUT/NAME/model.safetensors)",
+             PathUse::output);
 }
 
 const FlagParser::Flag* FlagParser::find(const std::string& name) const {

@@ -103,16 +103,20 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
     flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
     flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
-    flags.add("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)");
-    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)");
-    flags.add("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
-                                           "without it the final score is on dev)");
+    flags.add_path("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)",
+                   FlagParser::PathUse::input);
+    flags.add_path("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)",
+                   FlagParser::PathUse::input);
+    flags.add_path("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
+                                                "without it the final score is on dev)",
+                   FlagParser::PathUse::input);
     flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
     flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
     flags.add("--ensemble", &s.ensemble,
               "trained models (model files or checkpoints, comma-separated) decoding together, their next-token "
               "distributions averaged: with --predict, for the arguments; otherwise no training, the dev (and "
-              "--test) words of --data are scored");
+              "--test) words of --data are scored",
+              /*may_be_empty=*/false);
 }
 
 // "a,b,,c" → {"a", "b", "c"}
