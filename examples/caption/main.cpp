@@ -361,7 +361,9 @@ int main(int argc, char** argv) try {
         s.picture.svg = s.predict.svg;
         s.picture.show = s.predict.show;
         s.picture.seed = static_cast<uint64_t>(s.common.seed);
-        return predict_captions(s.picture);
+        const int status = predict_captions(s.picture);
+        check_standard_output("the captions");
+        return status;
     }
     flags.refuse_positional("inputs on the command line are read only with --predict");
     std::cerr << "seed " << s.common.seed << "\n";
@@ -398,6 +400,7 @@ int main(int argc, char** argv) try {
     const LoopResult trained = train_loop(options, model, optimizer, training.parts());
 
     test_and_report(s, data, model, trained, options.dir, run_name, flags);
+    check_standard_output("the results");
     return 0;
 } catch (const std::bad_alloc&) {
     std::cerr << out_of_memory_message("caption", kCaptionSizeFlags, "") << "\n";

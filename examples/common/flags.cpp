@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -191,6 +193,25 @@ std::string error_message(const std::string& program, const std::string& what) {
     return named ? what : program + ": " + what;
 }
 
+void check_standard_output(const std::string& what) {
+    // A write that failed before (when the buffer filled, or at std::endl)
+    // left nothing for the flush below to fail on; its reason is still in
+    // errno unless a later call replaced it, so it is named only if it is one
+    // a write gives (a stale "No such file or directory" would mislead).
+    const bool failed_before = std::cout.fail() || std::ferror(stdout);
+    const int earlier = errno;
+    errno = 0;
+    std::cout.flush();                              // with sync_with_stdio, this is fflush(stdout)
+    const bool flushed = std::fflush(stdout) == 0;  // what printf wrote, if std::cout had nothing
+    int reason = errno;
+    const bool write_error = earlier == ENOSPC || earlier == EDQUOT || earlier == EFBIG || earlier == EIO ||
+                             earlier == EPIPE || earlier == EBADF;
+    if (reason == 0 && failed_before && write_error) reason = earlier;
+    if (std::cout.fail() || !flushed || std::ferror(stdout))
+        throw std::runtime_error("could not write " + what + " to standard output: " +
+                                 (reason != 0 ? std::strerror(reason) : "a write failed"));
+}
+
 std::string kernels_line(bool fast, const std::string& ratio, const std::string& task) {
     const std::string speedup = "about " + ratio + " faster on the " + task + " task (2 cores; docs/performance.md)";
     if (fast)
@@ -225,6 +246,7 @@ bool FlagParser::parse(int argc, const char* const* argv) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
             std::cout << usage();
+            check_standard_output("the help");
             return false;
         }
         if (arg.rfind("--", 0) != 0 || arg == "--") {

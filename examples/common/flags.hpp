@@ -78,6 +78,13 @@ std::string out_of_memory_message(const std::string& program, const std::string&
 // from the example's own code, "seq2seq --ensemble: …").
 std::string error_message(const std::string& program, const std::string& what);
 
+// Flushes standard output (std::cout and printf's buffer) and throws
+// std::runtime_error if anything written to it was lost: "could not write
+// `what` to standard output: No space left on device". A trainer calls it
+// before it exits 0: `--predict > /dev/full` once lost every answer and
+// reported success.
+void check_standard_output(const std::string& what);
+
 // The line a trainer prints first about its kernels: which ones run, and what
 // the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
 // measured on `task`, make run's data, on 2 cores (docs/performance.md).

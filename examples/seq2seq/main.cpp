@@ -286,18 +286,25 @@ int main(int argc, char** argv) try {
     const std::vector<std::string> ensemble = comma_list(s.ensemble);
     if (!s.ensemble.empty() && ensemble.empty())
         throw std::invalid_argument("--ensemble: expected model files separated by commas, got '" + s.ensemble + "'");
-    if (s.predict.on)
-        return predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
-                                         .ensemble = ensemble,
-                                         .inputs = flags.positional(), .svg = s.predict.svg,
-                                         .show = s.predict.show, .beam = s.beam,
-                                         .length_penalty = s.length_penalty});
+    if (s.predict.on) {
+        const int status = predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
+                                                     .ensemble = ensemble,
+                                                     .inputs = flags.positional(), .svg = s.predict.svg,
+                                                     .show = s.predict.show, .beam = s.beam,
+                                                     .length_penalty = s.length_penalty});
+        check_standard_output("the predictions");
+        return status;
+    }
     flags.refuse_positional("inputs on the command line are read only with --predict");
 
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
     const TaskData task = load_task(s.task);
-    if (!ensemble.empty()) return evaluate_ensemble(s, task, ensemble, flags);
+    if (!ensemble.empty()) {
+        const int status = evaluate_ensemble(s, task, ensemble, flags);
+        check_standard_output("the results");
+        return status;
+    }
     apply_task_defaults(s, task.g2p);
     Seq2SeqSetup setup{.model = s.model_kind, .config = s.model, .transformer = s.transformer, .g2p = task.g2p,
                        .source_vocab = task.source_vocab, .target_vocab = task.target_vocab};
@@ -357,6 +364,7 @@ int main(int argc, char** argv) try {
     const LoopResult trained = train_loop(options, model, opt, parts);
 
     test_and_report(s, task, model, trained, options.dir, flags);
+    check_standard_output("the results");
     return 0;
 } catch (const std::bad_alloc&) {
     std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, "") << "\n";
