@@ -105,6 +105,7 @@ int main(int argc, char** argv) try {
     if (list) {
         for (const ZooTask& t : tasks)
             std::printf("%-3s %-10s %-45s %s\n", t.family.c_str(), t.task.c_str(), t.mechanism.c_str(), t.summary.c_str());
+        check_standard_output("the list");
         return 0;
     }
 
@@ -170,6 +171,7 @@ int main(int argc, char** argv) try {
     write_report_part(out, "zoo", report);
     std::cerr << "zoo: " << run - missed << " of " << run << " tasks reached their target; report: " << out
               << "/report.html\n";
+    check_standard_output("the results");
     return missed == 0 ? 0 : 1;
 } catch (const std::exception& e) {
     std::cerr << error_message("zoo", e.what()) << "\n";
