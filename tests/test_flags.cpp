@@ -75,8 +75,8 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     CHECK(error({"--epochs", "-1"}) == "--epochs must be at least 1, got -1");
     CHECK(error({"--steps", "-5"}) == "--steps must be at least 0, got -5");
     CHECK(error({"--threads", "4294967297"}) == "--threads must be at most 1024, got 4294967297");
-    CHECK(error({"--out", ""}) == "--out must not be empty");
-    CHECK(error({"--out="}) == "--out must not be empty");
+    CHECK(error({"--out", ""}) == "--out: an empty path");
+    CHECK(error({"--out="}) == "--out: an empty path");
     CHECK(error({"--dropout", "1.5"}) == "--dropout must be at most 0.99, got 1.5");
     CHECK(error({"--lr", "nan"}) == "--lr expects a finite number, got 'nan'");
     CHECK(error({"--lr", "1e999"}) == "--lr expects a finite number, got '1e999'");
@@ -147,6 +147,22 @@ TEST_CASE("flags: a path flag refuses an empty value; an output path refuses wha
     CHECK(error({"--svg", fifo.c_str()}) == "--svg " + fifo + ": is a FIFO (named pipe)" + why);
     CHECK(error({"--dump-reference", dir.path.c_str()}) == "--dump-reference " + dir.path + ": is a directory" + why);
     CHECK(error({"--svg", link.c_str()}) == "--svg " + link + ": is a symbolic link" + why);
+    // --out is a folder: one that exists must be one (or a link to one).
+    CommonFlags common;
+    FlagParser trainer("trainer", "test");
+    trainer.add_common(common, "dates");
+    const char* out_null[] = {"trainer", "--out", "/dev/null"};
+    CHECK_THROWS_WITH_AS(trainer.parse(3, out_null),
+                         "--out /dev/null: is a character device, not a directory; give a folder",
+                         std::invalid_argument);
+    const std::string out_fifo = "--out " + fifo + ": is a FIFO (named pipe), not a directory; give a folder";
+    const char* out_pipe[] = {"trainer", "--out", fifo.c_str()};
+    CHECK_THROWS_WITH_AS(trainer.parse(3, out_pipe), out_fifo.c_str(), std::invalid_argument);
+    std::filesystem::create_directory(dir / "runs");
+    std::filesystem::create_directory_symlink(dir / "runs", dir / "runs-link");
+    const std::string runs_link = dir / "runs-link", fresh = dir / "fresh";
+    const char* out_ok[] = {"trainer", "--out", runs_link.c_str(), "--out", fresh.c_str()};
+    CHECK(trainer.parse(5, out_ok));
     // A regular file, a new name, and an input path of any kind are fine.
     CHECK(error({"--svg", plain.c_str()}).empty());
     CHECK(error({"--dump-reference", (dir / "new.safetensors").c_str()}).empty());

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -109,13 +110,36 @@ void FlagParser::add_below(const std::string& name, double* target, const std::s
     flags_.back().default_value = flags_.back().get();  // for --help
 }
 
+namespace {
+
+// What `path` is when it exists and is not a folder: "a character device",
+// ...; "" for a folder, a link to one, or nothing there yet (it is made).
+std::string not_a_folder(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    switch (fs::status(path, ec).type()) {  // links followed: --out may name a link to a folder
+        case fs::file_type::regular: return "a regular file";
+        case fs::file_type::character: return "a character device";
+        case fs::file_type::block: return "a block device";
+        case fs::file_type::fifo: return "a FIFO (named pipe)";
+        case fs::file_type::socket: return "a socket";
+        default: return "";  // a folder, nothing there, or unreadable: creating it says
+    }
+}
+
+}  // namespace
+
 void FlagParser::add_path(const std::string& name, std::string* target, const std::string& help, PathUse use) {
-    flags_.push_back({name, help, use == PathUse::output ? "FILE" : "PATH",
+    flags_.push_back({name, help, use == PathUse::output ? "FILE" : use == PathUse::output_folder ? "DIR" : "PATH",
                       [name, target, use](const std::string& v) {
                           if (v.empty()) throw std::invalid_argument(name + ": an empty path");
                           if (use == PathUse::output)
                               if (const std::string problem = special_file_problem(v); !problem.empty())
                                   throw std::invalid_argument(name + " " + v + ": " + problem);
+                          if (use == PathUse::output_folder)
+                              if (const std::string kind = not_a_folder(v); !kind.empty())
+                                  throw std::invalid_argument(name + " " + v + ": is " + kind +
+                                                              ", not a directory; give a folder");
                           *target = v;
                       },
                       [target] { return *target; }});
@@ -171,7 +195,7 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "steps of linear warm-up: noam's W (0: a tenth of the run's steps); cosine: before the annealing (0: none)", 0);
     add("--seed", &f.seed, "the seed every random choice derives from", 0, std::numeric_limits<int64_t>::max());
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
-    add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);
+    add_path("--out", &f.out, "directory for checkpoints, metrics and the report", PathUse::output_folder);
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");

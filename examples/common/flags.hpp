@@ -102,7 +102,9 @@ public:
     // names a device, a FIFO, a directory or a symbolic link is refused too,
     // before any work, by the rule of every writer (io/atomic_file.hpp):
     // "--svg /dev/null: is a character device, not a regular file; give a file path".
-    enum class PathUse { input, output };
+    // An output folder (--out) that exists must be a folder, or a link to one:
+    // "--out /dev/null: is a character device, not a directory; give a folder".
+    enum class PathUse { input, output, output_folder };
     void add_path(const std::string& name, std::string* target, const std::string& help, PathUse use);
     // A whole number in [min, max]. Unless declared otherwise, at most a
     // billion either way: a count like --epochs multiplied by the batches of
