@@ -62,9 +62,29 @@ void remove_stale_temporaries(const std::string& path) {
 
 }  // namespace
 
+std::string special_file_problem(const std::string& path) {
+    struct stat st {};
+    if (path.empty() || ::lstat(path.c_str(), &st) != 0) return "";  // nothing there yet (or unreadable: the write says)
+    const char* kind = S_ISREG(st.st_mode)  ? nullptr
+                       : S_ISLNK(st.st_mode)  ? "a symbolic link"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a file of an unknown kind";
+    if (!kind) return "";
+    return std::string("is ") + kind + ", not a regular file; give a file path";
+}
+
 void write_file_atomic(const std::string& path, std::string_view bytes, const char* what) {
     const std::string prefix = std::string(what) + ": cannot write '" + path + "': ";
     if (path.empty() || path.back() == '/') throw std::runtime_error(prefix + "not a file name");
+    // Checked before the temporary file exists. A path that turns special
+    // between this check and the rename is replaced, not written through:
+    // rename() never follows a link nor writes into a device.
+    if (const std::string problem = special_file_problem(path); !problem.empty())
+        throw std::runtime_error(prefix + problem);
 
     remove_stale_temporaries(path);
     TempFile tmp;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "examples/caption/predict.hpp"
@@ -76,4 +77,14 @@ TEST_CASE("caption predict: word maps side by side, each under its word") {
     // escape sequences take no room: the same width with colour
     const std::string coloured = maps_side_by_side({"ab"}, {"\033[48;5;240m  \033[0m\n"});
     CHECK(coloured == "ab  \n\033[48;5;240m  \033[0m  \n");
+}
+
+// `caption --predict ''` once said only ": cannot open".
+TEST_CASE("caption predict: an empty picture path is refused, naming the flag") {
+    CaptionPredictOptions options;
+    options.checkpoint = "no/such.safetensors";
+    options.images = {""};
+    CHECK_THROWS_WITH_AS(predict_captions(options), "--predict: an empty path", std::invalid_argument);
+    options.images = {"scene.png", ""};
+    CHECK_THROWS_WITH_AS(predict_captions(options), "--predict: an empty path", std::invalid_argument);
 }

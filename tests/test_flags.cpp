@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -73,8 +75,8 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     CHECK(error({"--epochs", "-1"}) == "--epochs must be at least 1, got -1");
     CHECK(error({"--steps", "-5"}) == "--steps must be at least 0, got -5");
     CHECK(error({"--threads", "4294967297"}) == "--threads must be at most 1024, got 4294967297");
-    CHECK(error({"--out", ""}) == "--out must not be empty");
-    CHECK(error({"--out="}) == "--out must not be empty");
+    CHECK(error({"--out", ""}) == "--out: an empty path");
+    CHECK(error({"--out="}) == "--out: an empty path");
     CHECK(error({"--dropout", "1.5"}) == "--dropout must be at most 0.99, got 1.5");
     CHECK(error({"--lr", "nan"}) == "--lr expects a finite number, got 'nan'");
     CHECK(error({"--lr", "1e999"}) == "--lr expects a finite number, got '1e999'");
@@ -84,6 +86,87 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     CHECK(error({"--batch", "1", "--dropout", "0.99", "--threads", "1024", "--steps", "0"}).empty());
     CHECK(batch == 1);
     CHECK(dropout == 0.99);
+}
+
+// --ema 1 was refused with "must be at most 1, got 1" (the bound 0.9999999
+// printed as 1): the rule is the half-open [0, 1), and the message says so.
+TEST_CASE("flags: --ema is in [0, 1) and says so") {
+    CommonFlags common;
+    FlagParser flags("trainer", "test");
+    flags.add_common(common, "dates");
+    auto error = [&](std::vector<const char*> args) -> std::string {
+        args.insert(args.begin(), "trainer");
+        try {
+            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(error({"--ema", "1"}) == "--ema must be in [0, 1) (0 = off), got 1");
+    CHECK(error({"--ema=1.5"}) == "--ema must be in [0, 1) (0 = off), got 1.5");
+    CHECK(error({"--ema", "-0.1"}) == "--ema must be in [0, 1) (0 = off), got -0.1");
+    CHECK(error({"--ema", "nan"}) == "--ema expects a finite number, got 'nan'");
+    CHECK(error({"--ema", "0"}).empty());
+    CHECK(error({"--ema", "0.99999999"}).empty());  // under 1 is allowed, however close
+    CHECK(common.ema == 0.99999999);  // a refused value leaves the last accepted one
+}
+
+// A path flag given an empty value once did something else than asked:
+// `--svg ''` drew nothing, `--checkpoint ''` quietly used the default. An
+// output path that is not a regular file (a device, a FIFO, a directory, a
+// symbolic link) is refused before any work: run as root, `--svg /dev/null`
+// replaced /dev/null. /dev/null is only looked at here (its type), never written.
+TEST_CASE("flags: a path flag refuses an empty value; an output path refuses what is not a regular file") {
+    PredictFlags predict;
+    std::string train;
+    FlagParser flags("trainer", "test");
+    flags.add_predict(predict, "predict");
+    flags.add_path("--train", &train, "lexicon", FlagParser::PathUse::input);
+    auto error = [&](std::vector<const char*> args) -> std::string {
+        args.insert(args.begin(), "trainer");
+        try {
+            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(error({"--svg", ""}) == "--svg: an empty path");
+    CHECK(error({"--checkpoint="}) == "--checkpoint: an empty path");
+    CHECK(error({"--dump-reference", ""}) == "--dump-reference: an empty path");
+    CHECK(error({"--train", ""}) == "--train: an empty path");
+
+    const std::string why = ", not a regular file; give a file path";
+    CHECK(error({"--svg", "/dev/null"}) == "--svg /dev/null: is a character device" + why);
+    testing::TempDir dir("flags_outputs");
+    const std::string fifo = dir / "fifo", link = dir / "link", plain = dir / "plain.svg";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::ofstream(plain) << "<svg/>";
+    std::filesystem::create_symlink(plain, link);
+    CHECK(error({"--svg", fifo.c_str()}) == "--svg " + fifo + ": is a FIFO (named pipe)" + why);
+    CHECK(error({"--dump-reference", dir.path.c_str()}) == "--dump-reference " + dir.path + ": is a directory" + why);
+    CHECK(error({"--svg", link.c_str()}) == "--svg " + link + ": is a symbolic link" + why);
+    // --out is a folder: one that exists must be one (or a link to one).
+    CommonFlags common;
+    FlagParser trainer("trainer", "test");
+    trainer.add_common(common, "dates");
+    const char* out_null[] = {"trainer", "--out", "/dev/null"};
+    CHECK_THROWS_WITH_AS(trainer.parse(3, out_null),
+                         "--out /dev/null: is a character device, not a directory; give a folder",
+                         std::invalid_argument);
+    const std::string out_fifo = "--out " + fifo + ": is a FIFO (named pipe), not a directory; give a folder";
+    const char* out_pipe[] = {"trainer", "--out", fifo.c_str()};
+    CHECK_THROWS_WITH_AS(trainer.parse(3, out_pipe), out_fifo.c_str(), std::invalid_argument);
+    std::filesystem::create_directory(dir / "runs");
+    std::filesystem::create_directory_symlink(dir / "runs", dir / "runs-link");
+    const std::string runs_link = dir / "runs-link", fresh = dir / "fresh";
+    const char* out_ok[] = {"trainer", "--out", runs_link.c_str(), "--out", fresh.c_str()};
+    CHECK(trainer.parse(5, out_ok));
+    // A regular file, a new name, and an input path of any kind are fine.
+    CHECK(error({"--svg", plain.c_str()}).empty());
+    CHECK(error({"--dump-reference", (dir / "new.safetensors").c_str()}).empty());
+    CHECK(error({"--checkpoint", link.c_str(), "--train", "/dev/null"}).empty());
 }
 
 // Each of these was once accepted: --save=no turned saving on; --epochs

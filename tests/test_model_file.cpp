@@ -264,3 +264,10 @@ TEST_CASE("seq2seq --predict: an input longer than kMaxPredictSymbols is refused
                          doctest::Contains("--predict: input 2 has 1001 symbols; at most 1000 are decoded"),
                          std::invalid_argument);
 }
+
+// `seq2seq --predict ''` decoded a guess from nothing, its warnings naming no input.
+TEST_CASE("seq2seq --predict: an empty input is refused, naming it") {
+    const seq2seq::Seq2SeqSetup setup = tiny_seq2seq();
+    CHECK_THROWS_WITH_AS(seq2seq::predict_source_ids("", 2, setup),
+                         "--predict: input 3 is empty (nothing to normalise)", std::invalid_argument);
+}

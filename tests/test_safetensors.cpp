@@ -300,11 +300,14 @@ TEST_CASE("safetensors: a failed save leaves the old file intact and no temporar
                          std::runtime_error);
     std::filesystem::remove(tmp_name);
 
-    // The rename fails after the data was written: the target is a non-empty
-    // directory. The temporary file must be gone afterwards.
+    // The target is a directory: refused before anything is written (its
+    // rename once failed only after the data was; io/atomic_file.hpp), and no
+    // temporary file is left.
     const std::string dir_target = dir / "is_a_dir";
     std::filesystem::create_directories(dir_target + "/inside");
-    CHECK_THROWS_WITH_AS(save_safetensors(dir_target, new_tensors), doctest::Contains("renaming"),
+    CHECK_THROWS_WITH_AS(save_safetensors(dir_target, new_tensors),
+                         ("save_safetensors: cannot write '" + dir_target +
+                          "': is a directory, not a regular file; give a file path").c_str(),
                          std::runtime_error);
 
     // A directory we may not write to (meaningless for root, who may).

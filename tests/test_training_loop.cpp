@@ -281,6 +281,44 @@ TEST_CASE("train_loop: with --ema the average is validated, drawn and kept as be
     ema_decay = 0;
 }
 
+// A run resumed with another --ema than it started with was accepted
+// silently: its average would change its decay midway and be neither run's.
+TEST_CASE("train_loop: --resume with another --ema than the checkpoint's is refused, naming both") {
+    TempDir dir("loop_ema_other");
+    ema_decay = 0.8;
+    LoopOptions first = base(dir.path);
+    first.steps = 7;
+    invoke(first);
+    LoopOptions rest = base(dir.path);
+    rest.resume = true;
+    const std::string last = dir.path + "/last.safetensors";
+    ema_decay = 0.9;
+    CHECK_THROWS_WITH_AS(invoke(rest),
+                         ("cannot resume " + last + ": its run used --ema 0.8, this one --ema 0.9"
+                          " (0 = off); resume with --ema 0.8").c_str(),
+                         std::runtime_error);
+    ema_decay = 0;
+    CHECK_THROWS_WITH_AS(invoke(rest),
+                         ("cannot resume " + last + ": its run used --ema 0.8, this one --ema 0"
+                          " (0 = off); resume with --ema 0.8").c_str(),
+                         std::runtime_error);
+    // and a run without averaging, resumed with it
+    TempDir plain("loop_ema_plain");
+    LoopOptions plain_first = base(plain.path);
+    plain_first.steps = 7;
+    invoke(plain_first);
+    LoopOptions plain_rest = base(plain.path);
+    plain_rest.resume = true;
+    ema_decay = 0.5;
+    CHECK_THROWS_WITH_AS(invoke(plain_rest),
+                         ("cannot resume " + plain.path + "/last.safetensors: its run used --ema 0, this one "
+                          "--ema 0.5 (0 = off); resume with --ema 0").c_str(),
+                         std::runtime_error);
+    ema_decay = 0.8;
+    invoke(rest);  // the same decay resumes
+    ema_decay = 0;
+}
+
 TEST_CASE("train_loop: a run killed after its checkpoint resumes to the straight run, no record twice") {
     // kill -9 leaves the files as they were at the kill: the history written
     // after the last checkpoint is there, the checkpoint is older. Made here

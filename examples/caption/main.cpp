@@ -86,7 +86,7 @@ void declare_flags(FlagParser& flags, Settings& s) {
               "straight-through)");
     flags.add("--attention", &s.attention_kind, "the older name of --align");
     flags.add("--tau", &s.temperature, "gumbel-st: the temperature τ of the relaxed softmax", 1e-3);
-    flags.add("--data-dir", &s.data_dir, "where --data fashion finds the IDX files");
+    flags.add_path("--data-dir", &s.data_dir, "where --data fashion finds the IDX files", FlagParser::PathUse::input);
     flags.add("--batch", &s.batch_size, "images per batch", 1, 65536);
     flags.add("--lr", &s.lr, "Adam's learning rate", 0);
     flags.add("--hidden", &s.hidden, "LSTM hidden size d_h", 1, kMaxWidth);
@@ -361,7 +361,9 @@ int main(int argc, char** argv) try {
         s.picture.svg = s.predict.svg;
         s.picture.show = s.predict.show;
         s.picture.seed = static_cast<uint64_t>(s.common.seed);
-        return predict_captions(s.picture);
+        const int status = predict_captions(s.picture);
+        check_standard_output("the captions");
+        return status;
     }
     flags.refuse_positional("inputs on the command line are read only with --predict");
     std::cerr << "seed " << s.common.seed << "\n";
@@ -398,6 +400,7 @@ int main(int argc, char** argv) try {
     const LoopResult trained = train_loop(options, model, optimizer, training.parts());
 
     test_and_report(s, data, model, trained, options.dir, run_name, flags);
+    check_standard_output("the results");
     return 0;
 } catch (const std::bad_alloc&) {
     std::cerr << out_of_memory_message("caption", kCaptionSizeFlags, "") << "\n";

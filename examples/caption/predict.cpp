@@ -144,6 +144,9 @@ double svg_size(const std::string& svg, const std::string& attribute) {
 
 int predict_captions(const CaptionPredictOptions& o) {
     if (o.images.empty()) throw std::invalid_argument("--predict: name one or more PGM or PNG files");
+    // Before the model loads: `--predict ''` once said only ": cannot open".
+    for (const std::string& image : o.images)
+        if (image.empty()) throw std::invalid_argument("--predict: an empty path");
     const SafetensorsFile file = load_safetensors(o.checkpoint);
     const CaptionSetup setup = load_caption_setup(file.metadata, o.checkpoint);
     Generator gen(0);

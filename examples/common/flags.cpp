@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include "io/atomic_file.hpp"
 
 namespace attn {
 
@@ -87,6 +92,60 @@ void FlagParser::add(const std::string& name, double* target, const std::string&
     flags_.back().default_value = flags_.back().get();  // for --help
 }
 
+void FlagParser::add_below(const std::string& name, double* target, const std::string& help, double min,
+                           double below, const std::string& note) {
+    flags_.push_back({name, help, "X",
+                      [name, target, min, below, note](const std::string& v) {
+                          char* end = nullptr;
+                          const double x = std::strtod(v.c_str(), &end);
+                          if (v.empty() || *end != '\0' || !std::isfinite(x))
+                              throw std::invalid_argument(name + " expects a finite number, got '" + v + "'");
+                          if (!(x >= min && x < below))
+                              throw std::invalid_argument(name + " must be in [" + number_text(min) + ", " +
+                                                          number_text(below) + ")" +
+                                                          (note.empty() ? "" : " (" + note + ")") + ", got " + v);
+                          *target = x;
+                      },
+                      [target] { return number_text(*target); }});
+    flags_.back().default_value = flags_.back().get();  // for --help
+}
+
+namespace {
+
+// What `path` is when it exists and is not a folder: "a character device",
+// ...; "" for a folder, a link to one, or nothing there yet (it is made).
+std::string not_a_folder(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    switch (fs::status(path, ec).type()) {  // links followed: --out may name a link to a folder
+        case fs::file_type::regular: return "a regular file";
+        case fs::file_type::character: return "a character device";
+        case fs::file_type::block: return "a block device";
+        case fs::file_type::fifo: return "a FIFO (named pipe)";
+        case fs::file_type::socket: return "a socket";
+        default: return "";  // a folder, nothing there, or unreadable: creating it says
+    }
+}
+
+}  // namespace
+
+void FlagParser::add_path(const std::string& name, std::string* target, const std::string& help, PathUse use) {
+    flags_.push_back({name, help, use == PathUse::output ? "FILE" : use == PathUse::output_folder ? "DIR" : "PATH",
+                      [name, target, use](const std::string& v) {
+                          if (v.empty()) throw std::invalid_argument(name + ": an empty path");
+                          if (use == PathUse::output)
+                              if (const std::string problem = special_file_problem(v); !problem.empty())
+                                  throw std::invalid_argument(name + " " + v + ": " + problem);
+                          if (use == PathUse::output_folder)
+                              if (const std::string kind = not_a_folder(v); !kind.empty())
+                                  throw std::invalid_argument(name + " " + v + ": is " + kind +
+                                                              ", not a directory; give a folder");
+                          *target = v;
+                      },
+                      [target] { return *target; }});
+    flags_.back().default_value = flags_.back().get();  // for --help
+}
+
 void FlagParser::add(const std::string& name, bool* target, const std::string& help) {
     flags_.push_back({name, help, "",
                       [name, target](const std::string& v) {
@@ -125,9 +184,10 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "schedule spans --epochs", 0);
     add("--time-budget", &f.time_budget, "stop training after this many seconds of this run (0: no limit); --resume continues", 0);
     add("--patience", &f.patience, "stop after this many epochs without a better validation score (0: never)", 0);
-    add("--ema", &f.ema,
-        "Polyak averaging with decay X: after every step, average = X·average + (1 − X)·weights; validation, "
-        "the best checkpoint and the test use the average (0: off; e.g. 0.999)", 0, 0.9999999);
+    add_below("--ema", &f.ema,
+              "Polyak averaging with decay X: after every step, average = X·average + (1 − X)·weights; "
+              "validation, the best checkpoint and the test use the average (0: off; e.g. 0.999)",
+              0, 1, "0 = off");
     add_choice("--schedule", &f.schedule, {"constant", "cosine", "noam"},
                "the learning rate over the run: constant, cosine-annealed to 5% of --lr over --epochs, or noam "
                "(Vaswani et al. 2017: linear warm-up to --lr over --warmup steps, then --lr·sqrt(warmup/step))");
@@ -135,7 +195,7 @@ void FlagParser::add_common(CommonFlags& f, const std::string& data_choices) {
         "steps of linear warm-up: noam's W (0: a tenth of the run's steps); cosine: before the annealing (0: none)", 0);
     add("--seed", &f.seed, "the seed every random choice derives from", 0, std::numeric_limits<int64_t>::max());
     add("--threads", &f.threads, "worker threads (0: ATTN_NUM_THREADS or all cores)", 0, 1024);
-    add("--out", &f.out, "directory for checkpoints, metrics and the report", /*may_be_empty=*/false);
+    add_path("--out", &f.out, "directory for checkpoints, metrics and the report", PathUse::output_folder);
     add("--save", &f.save, "write checkpoints, best and last (--no-save: don't)");
     add("--resume", &f.resume, "continue training from OUT/NAME/last.safetensors");
     add("--eval-only", &f.eval_only, "evaluate OUT/NAME/best.safetensors without training");
@@ -157,6 +217,25 @@ std::string error_message(const std::string& program, const std::string& what) {
     return named ? what : program + ": " + what;
 }
 
+void check_standard_output(const std::string& what) {
+    // A write that failed before (when the buffer filled, or at std::endl)
+    // left nothing for the flush below to fail on; its reason is still in
+    // errno unless a later call replaced it, so it is named only if it is one
+    // a write gives (a stale "No such file or directory" would mislead).
+    const bool failed_before = std::cout.fail() || std::ferror(stdout);
+    const int earlier = errno;
+    errno = 0;
+    std::cout.flush();                              // with sync_with_stdio, this is fflush(stdout)
+    const bool flushed = std::fflush(stdout) == 0;  // what printf wrote, if std::cout had nothing
+    int reason = errno;
+    const bool write_error = earlier == ENOSPC || earlier == EDQUOT || earlier == EFBIG || earlier == EIO ||
+                             earlier == EPIPE || earlier == EBADF;
+    if (reason == 0 && failed_before && write_error) reason = earlier;
+    if (std::cout.fail() || !flushed || std::ferror(stdout))
+        throw std::runtime_error("could not write " + what + " to standard output: " +
+                                 (reason != 0 ? std::strerror(reason) : "a write failed"));
+}
+
 std::string kernels_line(bool fast, const std::string& ratio, const std::string& task) {
     const std::string speedup = "about " + ratio + " faster on the " + task + " task (2 cores; docs/performance.md)";
     if (fast)
@@ -168,12 +247,16 @@ std::string kernels_line(bool fast, const std::string& ratio, const std::string&
 
 void FlagParser::add_predict(PredictFlags& f, const std::string& what) {
     add("--predict", &f.on, what + " with a trained checkpoint, and show the attention");
-    add("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)");
-    add("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)");
+    add_path("--checkpoint", &f.checkpoint, "checkpoint for --predict (default OUT/NAME/best.safetensors)",
+             PathUse::input);
+    add_path("--svg", &f.svg, "--predict: write the attention as SVG to this file (FILE-2.svg, ... for more inputs)",
+             PathUse::output);
     add("--show", &f.show, "--predict: draw the attention also when stdout is not a terminal");
-    add("--dump-reference", &f.dump_reference,
-        "write fixed inputs and the model's logits and attention weights to this safetensors file, for the "
-        "PyTorch reference (python/check_torch.py); the model is --checkpoint (default OUT/NAME/model.safetensors)");
+    add_path("--dump-reference", &f.dump_reference,
+             "write fixed inputs and the model's logits and attention weights to this safetensors file, for the "
+             "PyTorch reference (python/check_torch.py); the model is --checkpoint (default "
+             "OUT/NAME/model.safetensors)",
+             PathUse::output);
 }
 
 const FlagParser::Flag* FlagParser::find(const std::string& name) const {
@@ -187,6 +270,7 @@ bool FlagParser::parse(int argc, const char* const* argv) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
             std::cout << usage();
+            check_standard_output("the help");
             return false;
         }
         if (arg.rfind("--", 0) != 0 || arg == "--") {

@@ -78,6 +78,13 @@ std::string out_of_memory_message(const std::string& program, const std::string&
 // from the example's own code, "seq2seq --ensemble: …").
 std::string error_message(const std::string& program, const std::string& what);
 
+// Flushes standard output (std::cout and printf's buffer) and throws
+// std::runtime_error if anything written to it was lost: "could not write
+// `what` to standard output: No space left on device". A trainer calls it
+// before it exits 0: `--predict > /dev/full` once lost every answer and
+// reported success.
+void check_standard_output(const std::string& what);
+
 // The line a trainer prints first about its kernels: which ones run, and what
 // the other choice would buy or cost: --fast's speed-up `ratio` ("1.8×") as
 // measured on `task`, make run's data, on 2 cores (docs/performance.md).
@@ -89,6 +96,16 @@ public:
 
     // A text flag; with may_be_empty = false an empty value is refused.
     void add(const std::string& name, std::string* target, const std::string& help, bool may_be_empty = true);
+    // A file path: an empty value is refused ("--checkpoint: an empty path":
+    // an empty --svg once drew nothing, and an empty --checkpoint quietly
+    // became the default). An output path (one the program writes) that
+    // names a device, a FIFO, a directory or a symbolic link is refused too,
+    // before any work, by the rule of every writer (io/atomic_file.hpp):
+    // "--svg /dev/null: is a character device, not a regular file; give a file path".
+    // An output folder (--out) that exists must be a folder, or a link to one:
+    // "--out /dev/null: is a character device, not a directory; give a folder".
+    enum class PathUse { input, output, output_folder };
+    void add_path(const std::string& name, std::string* target, const std::string& help, PathUse use);
     // A whole number in [min, max]. Unless declared otherwise, at most a
     // billion either way: a count like --epochs multiplied by the batches of
     // an epoch must not overflow (--epochs 9223372036854775807 once did).
@@ -98,6 +115,11 @@ public:
     // A finite number in [min, max] (nan and inf are always refused).
     void add(const std::string& name, double* target, const std::string& help,
              double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
+    // A finite number in [min, below), the half-open range of a decay or a
+    // rate that must stay under 1; `note` says what a value means at the edge
+    // ("0 = off") in the refusal: "--ema must be in [0, 1) (0 = off), got 1".
+    void add_below(const std::string& name, double* target, const std::string& help, double min, double below,
+                   const std::string& note = "");
     // A switch: --NAME sets it, --no-NAME clears it; --NAME=true|false (also
     // yes|no, on|off, 1|0) says which, and any other value is refused.
     void add(const std::string& name, bool* target, const std::string& help);

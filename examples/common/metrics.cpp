@@ -38,6 +38,10 @@ void make_consistent(const std::string& path, int64_t through_step) {
 }  // namespace
 
 MetricsLog::MetricsLog(std::string path, Mode mode, int64_t through_step) : path_(std::move(path)) {
+    // The rule of every writer (io/atomic_file.hpp): appending to a FIFO
+    // would block, and to a device write into it.
+    if (const std::string problem = special_file_problem(path_); !problem.empty())
+        throw std::runtime_error("MetricsLog: cannot write '" + path_ + "': " + problem);
     if (mode == Mode::append) make_consistent(path_, through_step);
     const auto flags = std::ios::out | std::ios::binary | (mode == Mode::append ? std::ios::app : std::ios::trunc);
     file_.open(path_, flags);

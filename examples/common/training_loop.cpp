@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "examples/common/finite_guard.hpp"
 #include "examples/common/interrupt.hpp"
 #include "examples/common/metrics.hpp"
+#include "io/safetensors.hpp"
 #include "nn/schedule.hpp"
 #include "tensor/profile.hpp"
 
@@ -58,6 +60,17 @@ std::string exact(double x) {
     std::snprintf(text, sizeof text, "%.17g", x);
     return text;
 }
+
+// A number as short as it can be written and read back the same: what a
+// user typed (0.99, not 0.98999999999999999).
+std::string shortest(double x) {
+    char text[40];
+    const auto [end, ec] = std::to_chars(text, text + sizeof text, x);
+    return ec == std::errc() ? std::string(text, end) : exact(x);
+}
+
+// The checkpoint's record of the run's --ema (0: off).
+const std::string kAverageKey = "loop.ema";
 
 // Running sums over the steps of the epoch so far (and of the loss curve's window).
 struct EpochSums {
@@ -131,6 +144,7 @@ private:
     void save(const std::string& path);
     void save_model_file();
     void take_snapshot(int64_t epoch);
+    void check_same_average() const;  // --resume with the checkpoint's --ema
 
     const LoopOptions& o_;
     Module& model_;
@@ -257,6 +271,7 @@ LoopResult TrainingRun::load_best_for_evaluation() {
 }
 
 void TrainingRun::resume() {
+    check_same_average();
     TrainingState& state = r_.state;
     state = load_checkpoint(last_path_, model_, optimizer_);
     // Counts read back from a file are checked before they index anything;
@@ -284,6 +299,29 @@ void TrainingRun::resume() {
     if (parts_.load_extra) parts_.load_extra(state);
     log_ << "resumed from " << last_path_ << " at epoch " << state.epoch + 1 << ", batch " << position_ << ", step "
          << state.step << "\n";
+}
+
+// The average's decay (--ema) is part of the run: resumed with another, the
+// average would change its half-life midway and be neither run's. It is
+// compared before anything loads, both values named. A checkpoint of a
+// version that did not record it is compared by the optimiser alone, which
+// refuses averaging turned on or off but cannot see another decay.
+void TrainingRun::check_same_average() const {
+    std::error_code ec;
+    if (!std::filesystem::exists(last_path_, ec)) return;  // load_checkpoint says what is missing
+    const std::map<std::string, std::string> metadata = load_safetensors(last_path_).metadata;
+    const auto saved = metadata.find(kAverageKey);
+    if (saved == metadata.end()) return;
+    char* end = nullptr;
+    const double decay = std::strtod(saved->second.c_str(), &end);
+    if (saved->second.empty() || *end != '\0' || !(decay >= 0 && decay < 1))
+        throw std::runtime_error("cannot resume " + last_path_ + ": metadata \"" + kAverageKey + "\" = \"" +
+                                 saved->second + "\" is not a decay in [0, 1)");
+    const double mine = optimizer_.average_decay();
+    if (decay != mine)
+        throw std::runtime_error("cannot resume " + last_path_ + ": its run used --ema " + shortest(decay) +
+                                 ", this one --ema " + shortest(mine) +
+                                 " (0 = off); resume with --ema " + shortest(decay));
 }
 
 void TrainingRun::open_histories() {
@@ -442,6 +480,7 @@ void TrainingRun::save(const std::string& path) {
         order += name + ",";
     }
     state.extra["loop.sum_order"] = order;
+    state.extra[kAverageKey] = exact(optimizer_.average_decay());  // --ema, compared by a resumed run
     if (parts_.model_metadata) parts_.model_metadata(state.extra);
     if (parts_.save_extra) parts_.save_extra(state.extra);
     if (o_.save) save_checkpoint(path, model_, optimizer_, state);

@@ -139,9 +139,13 @@ int main(int argc, char** argv) try {
         std::cerr << "wrote " << s.predict.dump_reference << "\n";
         return 0;
     }
-    if (s.predict.on)
-        return predict_documents({.checkpoint = s.predict.checkpoint_or_best(s.common, "docclass"),
-                                  .inputs = flags.positional(), .svg = s.predict.svg, .show = s.predict.show});
+    if (s.predict.on) {
+        const int status = predict_documents({.checkpoint = s.predict.checkpoint_or_best(s.common, "docclass"),
+                                               .inputs = flags.positional(), .svg = s.predict.svg,
+                                               .show = s.predict.show});
+        check_standard_output("the predictions");
+        return status;
+    }
     flags.refuse_positional("inputs on the command line are read only with --predict");
     const bool needle = s.common.data == "needle";
     if (s.common.epochs <= 0) s.common.epochs = s.model_name == "bow" ? 60 : needle ? 4 : 10;  // bow is cheap but slow to fit
@@ -210,6 +214,7 @@ int main(int argc, char** argv) try {
     const LoopResult trained = train_loop(options, *model, optimizer, parts);
 
     test_and_report(s, corpus, vocab, *model, trained, options.dir, flags, argc, argv);
+    check_standard_output("the results");
     return 0;
 } catch (const std::bad_alloc&) {
     std::cerr << out_of_memory_message("docclass", kDocclassSizeFlags, "") << "\n";

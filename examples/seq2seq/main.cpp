@@ -103,16 +103,20 @@ void declare_flags(FlagParser& flags, Settings& s) {
     flags.add("--beam", &s.beam, "beam width for the test set and --predict (1: greedy)", 1, 1000);
     flags.add("--length-penalty", &s.length_penalty, "beam score log p / len^alpha", 0);
     flags.add("--train-size", &s.task.train_size, "dates: training pairs", 1);
-    flags.add("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)");
-    flags.add("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)");
-    flags.add("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
-                                           "without it the final score is on dev)");
+    flags.add_path("--train", &s.task.train_file, "lexicon file for training (without --dev: its dev words split off by a hash)",
+                   FlagParser::PathUse::input);
+    flags.add_path("--dev", &s.task.dev_file, "lexicon file for early stopping (with --train)",
+                   FlagParser::PathUse::input);
+    flags.add_path("--test", &s.task.test_file, "lexicon file for the final score (with --train or --data g2p-2007; "
+                                                "without it the final score is on dev)",
+                   FlagParser::PathUse::input);
     flags.add("--dev-percent", &s.task.dev_percent, "with --train and no --dev: the share of words kept for dev", 1, 50);
     flags.add_predict(s.predict, "transliterate the arguments (or stdin lines)");
     flags.add("--ensemble", &s.ensemble,
               "trained models (model files or checkpoints, comma-separated) decoding together, their next-token "
               "distributions averaged: with --predict, for the arguments; otherwise no training, the dev (and "
-              "--test) words of --data are scored");
+              "--test) words of --data are scored",
+              /*may_be_empty=*/false);
 }
 
 // "a,b,,c" → {"a", "b", "c"}
@@ -282,18 +286,25 @@ int main(int argc, char** argv) try {
     const std::vector<std::string> ensemble = comma_list(s.ensemble);
     if (!s.ensemble.empty() && ensemble.empty())
         throw std::invalid_argument("--ensemble: expected model files separated by commas, got '" + s.ensemble + "'");
-    if (s.predict.on)
-        return predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
-                                         .ensemble = ensemble,
-                                         .inputs = flags.positional(), .svg = s.predict.svg,
-                                         .show = s.predict.show, .beam = s.beam,
-                                         .length_penalty = s.length_penalty});
+    if (s.predict.on) {
+        const int status = predict_transliterations({.checkpoint = s.predict.checkpoint_or_best(s.common, "seq2seq"),
+                                                     .ensemble = ensemble,
+                                                     .inputs = flags.positional(), .svg = s.predict.svg,
+                                                     .show = s.predict.show, .beam = s.beam,
+                                                     .length_penalty = s.length_penalty});
+        check_standard_output("the predictions");
+        return status;
+    }
     flags.refuse_positional("inputs on the command line are read only with --predict");
 
     std::cerr << "seed " << s.common.seed << "\n";
     s.task.data = s.common.data;
     const TaskData task = load_task(s.task);
-    if (!ensemble.empty()) return evaluate_ensemble(s, task, ensemble, flags);
+    if (!ensemble.empty()) {
+        const int status = evaluate_ensemble(s, task, ensemble, flags);
+        check_standard_output("the results");
+        return status;
+    }
     apply_task_defaults(s, task.g2p);
     Seq2SeqSetup setup{.model = s.model_kind, .config = s.model, .transformer = s.transformer, .g2p = task.g2p,
                        .source_vocab = task.source_vocab, .target_vocab = task.target_vocab};
@@ -353,6 +364,7 @@ int main(int argc, char** argv) try {
     const LoopResult trained = train_loop(options, model, opt, parts);
 
     test_and_report(s, task, model, trained, options.dir, flags);
+    check_standard_output("the results");
     return 0;
 } catch (const std::bad_alloc&) {
     std::cerr << out_of_memory_message("seq2seq", kSeq2seqSizeFlags, "") << "\n";

@@ -166,6 +166,11 @@ std::vector<std::string> prediction_warnings(const std::string& text, const std:
 
 std::vector<int64_t> predict_source_ids(const std::string& text, size_t k, const Seq2SeqSetup& setup) {
     const std::vector<std::string> symbols = source_symbols(text, setup.g2p);
+    // An empty input once decoded a guess from nothing, with warnings that
+    // named no input ("warning: : ..."); docclass refuses one the same way.
+    if (symbols.empty())
+        throw std::invalid_argument("--predict: input " + std::to_string(k + 1) + " is empty (nothing to " +
+                                    (setup.g2p ? "pronounce" : "normalise") + ")");
     if (symbols.size() > kMaxPredictSymbols)
         throw std::invalid_argument("--predict: input " + std::to_string(k + 1) + " has " +
                                     std::to_string(symbols.size()) + " symbols; at most " +

@@ -59,7 +59,7 @@ std::unique_ptr<Translator> load_models(const std::vector<std::string>& paths, S
 // answer the model itself gives a probability below 0.5 (`probability`, the
 // product of its symbols' probabilities under the model, </s> included).
 // The ids --predict decodes for one input (the k-th, from 0), refusing an
-// input of more than kMaxPredictSymbols symbols: the decoder writes up to
+// empty input, and an input of more than kMaxPredictSymbols symbols: the decoder writes up to
 // 2n + 5 symbols, each attending over all n, so a pasted book would run for
 // hours; no training input of either task is longer than a few dozen.
 constexpr size_t kMaxPredictSymbols = 1000;

@@ -92,7 +92,7 @@ int main(int argc, char** argv) try {
     flags.add("--seed", &seed, "every random choice derives from it");
     flags.add("--threads", &threads, "0: ATTN_NUM_THREADS or the number of cores", 0, 1024);
     flags.add("--budget", &budget, "multiplies every task's step count (1: the stated setting)", 1e-3, 1000);
-    flags.add("--out", &out, "OUT/report.html gets the zoo section", /*may_be_empty=*/false);
+    flags.add_path("--out", &out, "OUT/report.html gets the zoo section", FlagParser::PathUse::output_folder);
     flags.add("--list", &list, "list the tasks and exit");
     if (!flags.parse(argc, argv)) return 0;
     if (threads > 0) set_num_threads(static_cast<int>(threads));
@@ -105,6 +105,7 @@ int main(int argc, char** argv) try {
     if (list) {
         for (const ZooTask& t : tasks)
             std::printf("%-3s %-10s %-45s %s\n", t.family.c_str(), t.task.c_str(), t.mechanism.c_str(), t.summary.c_str());
+        check_standard_output("the list");
         return 0;
     }
 
@@ -170,6 +171,7 @@ int main(int argc, char** argv) try {
     write_report_part(out, "zoo", report);
     std::cerr << "zoo: " << run - missed << " of " << run << " tasks reached their target; report: " << out
               << "/report.html\n";
+    check_standard_output("the results");
     return missed == 0 ? 0 : 1;
 } catch (const std::exception& e) {
     std::cerr << error_message("zoo", e.what()) << "\n";
