@@ -8,6 +8,7 @@
 
 #include "attention/multi_head.hpp"
 #include "attention/query_types.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/ops.hpp"
@@ -92,4 +93,27 @@ TEST_CASE("robustness: arange refuses NaN and counts past int64_t; an index of 1
                          "embedding: index 1e+20 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
     CHECK_THROWS_WITH_AS(embedding(weight, Tensor::from({-3}, Shape{1})),
                          "embedding: index -3 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
+}
+
+// A window radius whose 2r + 1 overflows int64 used to wrap (undefined) and
+// reach Shape as "negative dimension -1"; the radius itself is refused now.
+TEST_CASE("robustness: a window radius whose 2r+1 overflows is refused by name") {
+    Generator gen(1);
+    const Var x(Tensor::normal({1, 3, 2}, 0, 1, gen));
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    const std::string range = " must be in [0, 4611686018427387903] (the window 2r+1 must fit in int64)";
+    CHECK_THROWS_WITH_AS(restricted_self_attention(x, x, x, huge),
+                         ("restricted_self_attention: the radius r = 9223372036854775807" + range).c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(restricted_self_attention(x, x, x, int64_t{1} << 62),
+                         ("restricted_self_attention: the radius r = 4611686018427387904" + range).c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(band_to_dense(Tensor::zeros({1, 3, 3}), huge),
+                         ("band_to_dense: the radius r = 9223372036854775807" + range).c_str(), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(RelativePositionSelfAttention(2, 2, huge, gen),
+                         "relative_position_self_attention: the radius k = 9223372036854775807 must be in [0, "
+                         "4611686018427387903] (the window 2k+1 must fit in int64)",
+                         std::invalid_argument);
+    // A radius reaching past the sequence stays allowed (full attention, padded window).
+    CHECK(restricted_self_attention(x, x, x, 2).weights.shape() == Shape{1, 3, 5});
 }
