@@ -11,6 +11,7 @@
 #include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/env.hpp"
 #include "tensor/ops.hpp"
 
 using namespace attn;
@@ -116,4 +117,25 @@ TEST_CASE("robustness: a window radius whose 2r+1 overflows is refused by name")
                          std::invalid_argument);
     // A radius reaching past the sequence stays allowed (full attention, padded window).
     CHECK(restricted_self_attention(x, x, x, 2).weights.shape() == Shape{1, 3, 5});
+}
+
+// ATTN_SPIN_US was read with strtol, then multiplied by 1000 in a long: a
+// value past 2⁶³/1000 overflowed (signed, undefined) and one past 2⁶³ was
+// clamped silently. Both settings are now parsed with std::from_chars and
+// refused with the variable, its text and the range.
+TEST_CASE("robustness: environment settings are whole numbers in range, refused by name otherwise") {
+    CHECK(parse_env_integer("ATTN_SPIN_US", "300", 0, 1000000, "microseconds") == 300);
+    CHECK(parse_env_integer("ATTN_SPIN_US", "0", 0, 1000000, "microseconds") == 0);
+    const char* bad[] = {"99999999999999999999", "9223372036854775807", "-1", "12abc", " 5", "+5", "", "1e3"};
+    for (const char* text : bad) {
+        CAPTURE(text);
+        CHECK_THROWS_WITH_AS(parse_env_integer("ATTN_SPIN_US", text, 0, 1000000, "microseconds"),
+                             ("ATTN_SPIN_US=" + std::string(text) +
+                              ": expected a whole number of microseconds between 0 and 1000000")
+                                 .c_str(),
+                             std::invalid_argument);
+    }
+    CHECK_THROWS_WITH_AS(parse_env_integer("ATTN_NUM_THREADS", "0", 1, 1024, "threads"),
+                         "ATTN_NUM_THREADS=0: expected a whole number of threads between 1 and 1024",
+                         std::invalid_argument);
 }
