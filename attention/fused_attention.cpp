@@ -498,10 +498,10 @@ void backward_batch(const Sizes& p, const ScoreMask& mask, const real* Q, const 
 // ---- the weights, on request ----------------------------------------------------
 
 // A = exp(Q Kᵀ / √d_k − L) with masked entries 0: the same weights the
-// forward used, materialised batch×m×n for drawing.
-Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* L,
-                           const Shape& shape) {
-    Tensor A = Tensor::empty(shape);
+// forward used, materialised batch×m×n for drawing, into A (its storage taken
+// by weights_storage before the forward).
+void materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q, const real* K, const real* L,
+                         Tensor& A) {
     real* a = A.data();
     const int64_t blocks = (p.m + Br - 1) / Br;
     parallel_for(0, p.batch * blocks, grain_for(p, Br), [&](int64_t t0, int64_t t1) {
@@ -521,7 +521,22 @@ Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q,
             }
         }
     });
-    return A;
+}
+
+// The weights' storage, batch×m×n, taken before any O(m·n) work: asked for
+// at m = n = 2²⁰ they need 4 TiB, and the allocator's refusal should come at
+// once, in the op's terms, not after a forward pass of hours. The allocator
+// checks the size against storage_memory_limit() (and Shape::numel against
+// int64 overflow); both throw std::length_error, rethrown here with the shapes.
+Tensor weights_storage(const char* op, const Var& q, const Var& k, const Shape& scores_shape) {
+    try {
+        return Tensor::empty(scores_shape);
+    } catch (const std::length_error& e) {
+        throw std::length_error(std::string(op) + ": the weights " + scores_shape.str() + " of queries " +
+                                q.shape().str() + " and keys " + k.shape().str() +
+                                " do not fit in memory (need_weights; leave it off to attend in O(m) memory): " +
+                                e.what());
+    }
 }
 
 // Runs the kernels on inputs q, k, v whose non-finite values, if any, have
@@ -530,11 +545,15 @@ Tensor materialise_weights(const Sizes& p, const ScoreMask& mask, const real* Q,
 AttentionOutput attend(const char* op, const Sizes& p, const ScoreMask& bm, const Var& q, const Var& k,
                        const Var& v, const Shape& scores_shape, const Shape& output_shape, bool need_weights) {
     const Tensor Q = q.value(), K = k.value(), V = v.value();
+    Tensor A = need_weights ? weights_storage(op, q, k, scores_shape) : Tensor();
     Tensor O = Tensor::empty(output_shape), L = Tensor::empty(Shape{p.batch, p.m});
     forward(p, bm, Q.data(), K.data(), V.data(), O.data(), L.data());
 
     Var weights;
-    if (need_weights) weights = Var(materialise_weights(p, bm, Q.data(), K.data(), L.data(), scores_shape));
+    if (need_weights) {
+        materialise_weights(p, bm, Q.data(), K.data(), L.data(), A);
+        weights = Var(A);
+    }
 
     Var output = record(op, O, {q, k, v}, [p, bm, Q, K, V, L](Backward& bw) {
         // ∂L/∂Q, ∂L/∂K, ∂L/∂V are added (the kernel only ever does +=) straight into

@@ -77,6 +77,17 @@ Tensor mask_for_heads(const Tensor& mask) {
 
 namespace {
 
+// A window of radius r holds 2r + 1 positions: a radius past (2⁶³ − 2)/2
+// would overflow that count (signed overflow, undefined) and reach Shape as a
+// "negative dimension". Refused here, in the caller's terms.
+void check_radius(const std::string& who, const char* name, int64_t r) {
+    constexpr int64_t most = (std::numeric_limits<int64_t>::max() - 1) / 2;
+    if (r < 0 || r > most)
+        throw std::invalid_argument(who + ": the radius " + name + " = " + std::to_string(r) +
+                                    " must be in [0, " + std::to_string(most) + "] (the window 2" + name +
+                                    "+1 must fit in int64)");
+}
+
 // Row i of the result is the window (x_{i−r}, …, x_{i+r}) of x, zero rows past
 // either end: x B×n×d → B×n×(2r+1)×d.
 Var windows(const Var& x, int64_t r) {
@@ -113,7 +124,7 @@ AttentionOutput restricted_self_attention(const Var& queries_in, const Var& keys
     if (keys_in.size(1) != n || keys_in.size(2) != d_k)
         throw std::invalid_argument(who + ": queries " + queries_in.shape().str() + " and keys " +
                                     keys_in.shape().str() + " need the same positions and width (self-attention)");
-    if (r < 0) throw std::invalid_argument(who + ": the radius r = " + std::to_string(r) + " must be >= 0");
+    check_radius(who, "r", r);
     if (key_padding.defined() && key_padding.shape() != Shape{B, n})
         throw std::invalid_argument(who + ": key_padding " + key_padding.shape().str() + " must be B×n = " +
                                     Shape{B, n}.str());
@@ -136,6 +147,7 @@ AttentionOutput restricted_self_attention(const Var& queries_in, const Var& keys
 }
 
 Tensor band_to_dense(const Tensor& band_weights, int64_t r) {
+    check_radius("band_to_dense", "r", r);
     if (band_weights.rank() != 3 || band_weights.size(2) != 2 * r + 1)
         throw std::invalid_argument("band_to_dense: band weights " + band_weights.shape().str() +
                                     " must be B×n×(2r+1) with r = " + std::to_string(r));
@@ -157,6 +169,7 @@ RelativePositionSelfAttention::RelativePositionSelfAttention(int64_t d, int64_t 
     if (d <= 0 || d_z <= 0 || k < 0)
         throw std::invalid_argument(id() + ": needs d > 0, d_z > 0 and k >= 0, got d = " + std::to_string(d) +
                                     ", d_z = " + std::to_string(d_z) + ", k = " + std::to_string(k));
+    check_radius(id(), "k", k);
     W_Q = register_parameter("W_Q", init::xavier_uniform(Shape{d, d_z}, gen));
     W_K = register_parameter("W_K", init::xavier_uniform(Shape{d, d_z}, gen));
     W_V = register_parameter("W_V", init::xavier_uniform(Shape{d, d_z}, gen));

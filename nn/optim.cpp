@@ -30,6 +30,19 @@ void check_hyper(const char* op, const char* what, double value, double lo, doub
                                     ", " + num(hi) + "]");
 }
 
+// A rule a bound cannot print well (a half-open interval, "> 0"): the
+// message states the rule in words. NaN fails every rule.
+void check_rule(const char* op, const char* what, double value, bool ok, const char* rule) {
+    if (!ok) throw std::invalid_argument(std::string(op) + ": " + what + " " + num(value) + " " + rule);
+}
+
+// The learning rate, checked where an optimiser is built so that the error
+// names it (the base class cannot: type() is not callable in its constructor).
+double checked_lr(const char* op, double lr) {
+    check_rule(op, "lr", lr, lr >= 0 && std::isfinite(lr), "must be finite and >= 0");
+    return lr;
+}
+
 }  // namespace
 
 ParameterList::ParameterList(const std::vector<Var>& params) {
@@ -208,7 +221,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
 
 // ---- SGD ---------------------------------------------------------------------------------
 
-SGD::SGD(ParameterList params, SGDOptions options) : Optimizer(std::move(params), options.lr), options_(options) {
+SGD::SGD(ParameterList params, SGDOptions options)
+    : Optimizer(std::move(params), checked_lr("SGD", options.lr)), options_(options) {
     check_hyper("SGD", "momentum", options.momentum, 0, std::numeric_limits<double>::max());
     check_hyper("SGD", "dampening", options.dampening, 0, 1);
     check_hyper("SGD", "weight_decay", options.weight_decay, 0, std::numeric_limits<double>::max());
@@ -254,12 +268,18 @@ void SGD::update(Tensor& p, const Tensor& g, ParamState& state) {
 Adam::Adam(ParameterList params, AdamOptions options) : Adam(std::move(params), options, false) {}
 
 Adam::Adam(ParameterList params, AdamOptions options, bool decoupled_weight_decay)
-    : Optimizer(std::move(params), options.lr), options_(options), decoupled_(decoupled_weight_decay) {
+    : Optimizer(std::move(params), checked_lr(decoupled_weight_decay ? "AdamW" : "Adam", options.lr)),
+      options_(options),
+      decoupled_(decoupled_weight_decay) {
     const char* op = decoupled_weight_decay ? "AdamW" : "Adam";
-    check_hyper(op, "beta1", options.beta1, 0, 1 - 1e-12);
-    check_hyper(op, "beta2", options.beta2, 0, 1 - 1e-12);
-    check_hyper(op, "eps", options.eps, 0, std::numeric_limits<double>::max());
-    check_hyper(op, "weight_decay", options.weight_decay, 0, std::numeric_limits<double>::max());
+    // PyTorch refuses betas outside [0, 1) and a negative eps or weight
+    // decay. It accepts eps = 0, but then a parameter whose gradient is zero
+    // gets m / (√v̂ + ε) = 0/0: NaN, silently. So ε must be > 0 here.
+    check_rule(op, "beta1", options.beta1, options.beta1 >= 0 && options.beta1 < 1, "must be in [0, 1)");
+    check_rule(op, "beta2", options.beta2, options.beta2 >= 0 && options.beta2 < 1, "must be in [0, 1)");
+    check_rule(op, "eps", options.eps, options.eps > 0 && std::isfinite(options.eps), "must be finite and > 0");
+    check_rule(op, "weight_decay", options.weight_decay,
+               options.weight_decay >= 0 && std::isfinite(options.weight_decay), "must be finite and >= 0");
 }
 
 AdamW::AdamW(ParameterList params, AdamOptions options) : Adam(std::move(params), options, true) {}
@@ -341,6 +361,10 @@ double clip_grad_norm_(const std::vector<Var>& params, double max_norm, double n
     const ProfileScope scope("clip_grad_norm");
     if (!(norm_type > 0))
         throw std::invalid_argument("clip_grad_norm_: norm_type " + num(norm_type) + " must be positive");
+    // A NaN max_norm would skip the clipping silently (coef < 1 is false), a
+    // negative one would flip every gradient's sign.
+    if (!(max_norm >= 0))
+        throw std::invalid_argument("clip_grad_norm_: max_norm " + num(max_norm) + " must be >= 0 (not NaN)");
     const bool inf = std::isinf(norm_type);
     double acc = 0;  // Σ |g|^p, or max |g| for p = ∞
     for (const Var& v : params) {

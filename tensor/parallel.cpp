@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tensor/env.hpp"
 #include "tensor/profile.hpp"
 
 namespace attn {
@@ -23,13 +24,8 @@ namespace {
 thread_local bool t_inside_worker = false;
 
 int default_threads() {
-    if (const char* env = std::getenv("ATTN_NUM_THREADS")) {
-        char* end = nullptr;
-        long n = std::strtol(env, &end, 10);
-        if (end != env && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
-        throw std::invalid_argument(std::string("ATTN_NUM_THREADS=") + env +
-                                    ": expected a whole number of threads between 1 and 1024");
-    }
+    if (const char* env = std::getenv("ATTN_NUM_THREADS"))
+        return static_cast<int>(parse_env_integer("ATTN_NUM_THREADS", env, 1, 1024, "threads"));
     unsigned hw = std::thread::hardware_concurrency();
     return hw == 0 ? 1 : static_cast<int>(hw);
 }
@@ -41,12 +37,14 @@ int default_threads() {
 // µs to a few hundred µs apart (between them the caller does single-threaded
 // work), so a spin of 300 µs finds most of them awake. Bounded, so that an idle process stops using the CPU soon.
 // (OpenMP runtimes and OpenBLAS spin for as long or longer.) ATTN_SPIN_US sets
-// it (0: sleep at once). Measured in docs/performance.md.
+// it (0: sleep at once; at most a second, so that the µs → ns product cannot
+// overflow). Measured in docs/performance.md. A bad value throws; pool()
+// reads it first, on the caller's thread, before any worker spins.
 std::chrono::nanoseconds spin_time() {
     static const std::chrono::nanoseconds t = [] {
         const char* env = std::getenv("ATTN_SPIN_US");
-        const long us = env && *env ? std::strtol(env, nullptr, 10) : 300;
-        return std::chrono::nanoseconds(std::max(0L, us) * 1000);
+        const int64_t us = env && *env ? parse_env_integer("ATTN_SPIN_US", env, 0, 1000000, "microseconds") : 300;
+        return std::chrono::nanoseconds(us * 1000);
     }();
     return t;
 }
@@ -267,7 +265,12 @@ private:
 
 
 ThreadPool& pool() {
-    static ThreadPool instance(default_threads());
+    // The settings are read here, on the caller's thread, so that a bad value
+    // throws to the caller and never inside a worker (where it would terminate).
+    static ThreadPool instance([] {
+        spin_time();
+        return default_threads();
+    }());
     static const bool fork_safe = [] {
         pthread_atfork([] { pool().before_fork(); }, [] { pool().after_fork_in_parent(); },
                        [] { pool().after_fork_in_child(); });

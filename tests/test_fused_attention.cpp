@@ -118,6 +118,23 @@ TEST_CASE("scaled_dot_product_attention fused (float): weights only on request, 
     check_close(w.value(), scaled_dot_product_attention(q, k, k, {}, true).weights.value(), "weights", 2e-5);
 }
 
+// Weights asked for at m = n = 2²⁰ need 4 TiB: the forward, O(m·n) work, used
+// to run first (for hours) and the allocation to fail after it. The storage
+// is now taken first, so the refusal comes at once, naming the op and shapes.
+TEST_CASE("scaled_dot_product_attention fused: weights too large for memory are refused before the forward") {
+    const int64_t n = int64_t{1} << 20;
+    const Var q(Tensor::zeros({1, n, 1})), k(Tensor::zeros({1, n, 1}));
+    FusedAttentionOptions options;
+    options.need_weights = true;
+    const std::string want = "scaled_dot_product_attention_fused: the weights 1×1048576×1048576 of queries 1×1048576×1 and keys 1×1048576×1 do not fit "
+                             "in memory (need_weights; leave it off to attend in O(m) memory): tensor storage: ";
+    CHECK_THROWS_WITH_AS(scaled_dot_product_attention_fused(q, k, k, {}, options),
+                         doctest::Contains(want.c_str()), std::length_error);
+    const Var q4(Tensor::zeros({1, n, 4})), k4(Tensor::zeros({1, n, 4}));
+    CHECK_THROWS_WITH_AS(scaled_dot_product_attention_fused_heads(q4, k4, k4, 2, {}, options),
+                         doctest::Contains("the weights 1×2×1048576×1048576 of queries"), std::length_error);
+}
+
 // The row kernels (row maximum, exponentials, lane sums, 16 lanes with
 // AVX-512, 8 with AVX2, 4 otherwise) on rows of 37 keys: whole vectors and a
 // tail. The scores are hundreds apart, so the softmax's shift must be the

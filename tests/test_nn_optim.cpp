@@ -293,6 +293,45 @@ TEST_CASE("clip_grad_norm_: returns the total norm, scales only above max_norm")
     CHECK(clip_grad_norm_({Var(Tensor::zeros({1}), true)}, 1) == 0);               // no gradients at all
 }
 
+// A NaN max_norm used to skip the clipping (coef < 1 was false), a negative
+// one to flip the gradients' signs; both are refused, the gradients untouched.
+TEST_CASE("clip_grad_norm_: a NaN or negative max_norm is refused, naming the function and the value") {
+    Var a(Tensor::zeros({1}), true);
+    set_grad(a, Tensor::from({3}));
+    CHECK_THROWS_WITH_AS(clip_grad_norm_({a}, std::nan("")), "clip_grad_norm_: max_norm nan must be >= 0 (not NaN)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(clip_grad_norm_({a}, -1), "clip_grad_norm_: max_norm -1 must be >= 0 (not NaN)",
+                         std::invalid_argument);
+    CHECK(a.grad()[0] == 3);
+    CHECK(clip_grad_norm_({a}, 0) == 3);  // 0 is allowed: every gradient becomes 0
+    CHECK(a.grad()[0] == 0);
+}
+
+// eps = 0 with a zero gradient made Adam's update 0/0 = NaN silently.
+// PyTorch refuses betas outside [0, 1) and negative lr, eps, weight decay;
+// eps must also be > 0 here.
+TEST_CASE("Adam, AdamW, SGD: arguments are checked where they enter, naming the optimiser, argument and rule") {
+    const Var p(Tensor::zeros({2}), true);
+    using E = std::invalid_argument;
+    CHECK_THROWS_WITH_AS(Adam({p}, AdamOptions{.eps = 0}), "Adam: eps 0 must be finite and > 0", E);
+    CHECK_THROWS_WITH_AS(AdamW({p}, AdamOptions{.eps = 0}), "AdamW: eps 0 must be finite and > 0", E);
+    CHECK_THROWS_WITH_AS(Adam({p}, AdamOptions{.eps = -1e-8}), "Adam: eps -1e-08 must be finite and > 0", E);
+    CHECK_THROWS_WITH_AS(Adam({p}, AdamOptions{.beta1 = 1}), "Adam: beta1 1 must be in [0, 1)", E);
+    CHECK_THROWS_WITH_AS(Adam({p}, AdamOptions{.beta2 = -0.5}), "Adam: beta2 -0.5 must be in [0, 1)", E);
+    CHECK_THROWS_WITH_AS(AdamW({p}, AdamOptions{.beta2 = std::nan("")}), "AdamW: beta2 nan must be in [0, 1)", E);
+    CHECK_THROWS_WITH_AS(Adam({p}, AdamOptions{.weight_decay = -0.1}),
+                         "Adam: weight_decay -0.1 must be finite and >= 0", E);
+    CHECK_THROWS_WITH_AS(AdamW({p}, AdamOptions{.lr = -1}), "AdamW: lr -1 must be finite and >= 0", E);
+    CHECK_THROWS_WITH_AS(SGD({p}, SGDOptions{.lr = std::nan("")}), "SGD: lr nan must be finite and >= 0", E);
+    // The smallest eps allowed keeps a zero gradient's update finite: 0 / (0 + eps) = 0.
+    Var q(Tensor::ones({2}), true);
+    set_grad(q, Tensor::zeros({2}));
+    Adam opt({q}, AdamOptions{.eps = 1e-30});
+    opt.step();
+    CHECK(q.value()[0] == 1);
+    CHECK(q.value()[1] == 1);
+}
+
 // a·b rounded to float on its own: the volatile keeps the compiler from
 // fusing it with the add that follows.
 static float rounded_product(float a, float b) {

@@ -8,8 +8,10 @@
 
 #include "attention/multi_head.hpp"
 #include "attention/query_types.hpp"
+#include "attention/scaled_dot_product.hpp"
 #include "attention/transformer.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/env.hpp"
 #include "tensor/ops.hpp"
 
 using namespace attn;
@@ -92,4 +94,48 @@ TEST_CASE("robustness: arange refuses NaN and counts past int64_t; an index of 1
                          "embedding: index 1e+20 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
     CHECK_THROWS_WITH_AS(embedding(weight, Tensor::from({-3}, Shape{1})),
                          "embedding: index -3 at position 0 is out of range [0, 4) for weight 4×2", std::out_of_range);
+}
+
+// A window radius whose 2r + 1 overflows int64 used to wrap (undefined) and
+// reach Shape as "negative dimension -1"; the radius itself is refused now.
+TEST_CASE("robustness: a window radius whose 2r+1 overflows is refused by name") {
+    Generator gen(1);
+    const Var x(Tensor::normal({1, 3, 2}, 0, 1, gen));
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    const std::string range = " must be in [0, 4611686018427387903] (the window 2r+1 must fit in int64)";
+    CHECK_THROWS_WITH_AS(restricted_self_attention(x, x, x, huge),
+                         ("restricted_self_attention: the radius r = 9223372036854775807" + range).c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(restricted_self_attention(x, x, x, int64_t{1} << 62),
+                         ("restricted_self_attention: the radius r = 4611686018427387904" + range).c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(band_to_dense(Tensor::zeros({1, 3, 3}), huge),
+                         ("band_to_dense: the radius r = 9223372036854775807" + range).c_str(), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(RelativePositionSelfAttention(2, 2, huge, gen),
+                         "relative_position_self_attention: the radius k = 9223372036854775807 must be in [0, "
+                         "4611686018427387903] (the window 2k+1 must fit in int64)",
+                         std::invalid_argument);
+    // A radius reaching past the sequence stays allowed (full attention, padded window).
+    CHECK(restricted_self_attention(x, x, x, 2).weights.shape() == Shape{1, 3, 5});
+}
+
+// ATTN_SPIN_US was read with strtol, then multiplied by 1000 in a long: a
+// value past 2⁶³/1000 overflowed (signed, undefined) and one past 2⁶³ was
+// clamped silently. Both settings are now parsed with std::from_chars and
+// refused with the variable, its text and the range.
+TEST_CASE("robustness: environment settings are whole numbers in range, refused by name otherwise") {
+    CHECK(parse_env_integer("ATTN_SPIN_US", "300", 0, 1000000, "microseconds") == 300);
+    CHECK(parse_env_integer("ATTN_SPIN_US", "0", 0, 1000000, "microseconds") == 0);
+    const char* bad[] = {"99999999999999999999", "9223372036854775807", "-1", "12abc", " 5", "+5", "", "1e3"};
+    for (const char* text : bad) {
+        CAPTURE(text);
+        CHECK_THROWS_WITH_AS(parse_env_integer("ATTN_SPIN_US", text, 0, 1000000, "microseconds"),
+                             ("ATTN_SPIN_US=" + std::string(text) +
+                              ": expected a whole number of microseconds between 0 and 1000000")
+                                 .c_str(),
+                             std::invalid_argument);
+    }
+    CHECK_THROWS_WITH_AS(parse_env_integer("ATTN_NUM_THREADS", "0", 1, 1024, "threads"),
+                         "ATTN_NUM_THREADS=0: expected a whole number of threads between 1 and 1024",
+                         std::invalid_argument);
 }
