@@ -41,16 +41,24 @@ void start_the_pool() {
 // (4.5 s seen in CI's sanitizer stage, on a busy machine), so the bound is
 // wider there; a child that hangs runs to the limit either way (10 s in the
 // fork test, 30 s in the runner's).
+// And under LeakSanitizer that scan may end the child with its own exit
+// status instead of the one given to exit() (the threads of other tests, absent
+// in the forked child, leave what they hold unreachable): the status is
+// checked only without it.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr double kExitSeconds = 8;
+constexpr bool kExitStatusKept = false;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 constexpr double kExitSeconds = 8;
+constexpr bool kExitStatusKept = false;
 #else
 constexpr double kExitSeconds = 2;
+constexpr bool kExitStatusKept = true;
 #endif
 #else
 constexpr double kExitSeconds = 2;
+constexpr bool kExitStatusKept = true;
 #endif
 
 TEST_CASE("thread pool: a child forked with the pool started exits at once, and may use the pool itself") {
@@ -82,7 +90,7 @@ TEST_CASE("thread pool: a child forked with the pool started exits at once, and 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     CHECK(exited);
     CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 3);
+    if (kExitStatusKept) CHECK(WEXITSTATUS(status) == 3);
     CHECK(seconds < kExitSeconds);
     set_num_threads(threads);
 }
@@ -102,8 +110,10 @@ TEST_CASE("child runner: exit(3) inside a check, with the pool started, is said 
     start_the_pool();
     const ChildResult r = run_in_child([]() -> std::string { std::exit(3); }, 30);
     CHECK(!r.finished);
-    CHECK(r.exit_code == 3);
-    CHECK(has(r.problem, "your code called exit(3) inside the check"));
+    if (kExitStatusKept) {
+        CHECK(r.exit_code == 3);
+        CHECK(has(r.problem, "your code called exit(3) inside the check"));
+    }
     CHECK(r.seconds < kExitSeconds);
     const ChildResult zero = run_in_child([]() -> std::string { _exit(0); }, 30);
     CHECK(!zero.finished);
