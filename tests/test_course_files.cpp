@@ -22,6 +22,7 @@
 
 namespace {
 
+using attn::testing::error_of;
 using attn::testing::read_file;
 using attn::testing::repository_path;
 using attn::testing::TempDir;
@@ -29,17 +30,6 @@ namespace course = attn::course;
 
 void write(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// What `f` throws (a std::runtime_error's message), or "" if it returns.
-template <class F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const std::runtime_error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 struct Run {

@@ -16,6 +16,18 @@
 
 using namespace attn;
 
+// The message of the std::invalid_argument a copy of `flags` throws when
+// parsing args (after the program's name), or "" when it accepts them.
+static std::string parse_error(const FlagParser& flags, std::vector<const char*> args) {
+    args.insert(args.begin(), "trainer");
+    try {
+        FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
 TEST_CASE("flags: common and own flags, both spellings, switches, errors") {
     CommonFlags common;
     std::string attention = "additive";
@@ -61,15 +73,7 @@ TEST_CASE("flags: ranges are checked as the flags are parsed") {
     flags.add("--batch", &batch, "examples per step", 1);
     flags.add("--lr", &lr, "learning rate", 0);
     flags.add("--dropout", &dropout, "dropout", 0, 0.99);
-    auto error = [&](std::vector<const char*> args) -> std::string {
-        args.insert(args.begin(), "trainer");
-        try {
-            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
-    };
+    auto error = [&](std::vector<const char*> args) { return parse_error(flags, std::move(args)); };
     CHECK(error({"--batch", "0"}) == "--batch must be at least 1, got 0");
     CHECK(error({"--batch=-1"}) == "--batch must be at least 1, got -1");
     CHECK(error({"--epochs", "-1"}) == "--epochs must be at least 1, got -1");
@@ -94,15 +98,7 @@ TEST_CASE("flags: --ema is in [0, 1) and says so") {
     CommonFlags common;
     FlagParser flags("trainer", "test");
     flags.add_common(common, "dates");
-    auto error = [&](std::vector<const char*> args) -> std::string {
-        args.insert(args.begin(), "trainer");
-        try {
-            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
-    };
+    auto error = [&](std::vector<const char*> args) { return parse_error(flags, std::move(args)); };
     CHECK(error({"--ema", "1"}) == "--ema must be in [0, 1) (0 = off), got 1");
     CHECK(error({"--ema=1.5"}) == "--ema must be in [0, 1) (0 = off), got 1.5");
     CHECK(error({"--ema", "-0.1"}) == "--ema must be in [0, 1) (0 = off), got -0.1");
@@ -123,15 +119,7 @@ TEST_CASE("flags: a path flag refuses an empty value; an output path refuses wha
     FlagParser flags("trainer", "test");
     flags.add_predict(predict, "predict");
     flags.add_path("--train", &train, "lexicon", FlagParser::PathUse::input);
-    auto error = [&](std::vector<const char*> args) -> std::string {
-        args.insert(args.begin(), "trainer");
-        try {
-            FlagParser(flags).parse(static_cast<int>(args.size()), args.data());
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
-    };
+    auto error = [&](std::vector<const char*> args) { return parse_error(flags, std::move(args)); };
     CHECK(error({"--svg", ""}) == "--svg: an empty path");
     CHECK(error({"--checkpoint="}) == "--checkpoint: an empty path");
     CHECK(error({"--dump-reference", ""}) == "--dump-reference: an empty path");
