@@ -61,8 +61,19 @@ constexpr double kExitSeconds = 2;
 constexpr bool kExitStatusKept = true;
 #endif
 
+// qemu-user (make check-arm) aborts a child, forked from a process with
+// threads, that starts a thread of its own (status 127, "cpu == current_cpu"):
+// a fault of the emulator, which scripts/run-tests.sh names in ATTN_TEST_RUNNER.
+// Under it the child's own workers are left out.
+static bool under_emulator() {
+    const char* runner = std::getenv("ATTN_TEST_RUNNER");
+    return runner != nullptr && *runner != '\0';
+}
+
 TEST_CASE("thread pool: a child forked with the pool started exits at once, and may use the pool itself") {
     const int threads = num_threads();
+    const bool own_workers = !under_emulator();
+    if (!own_workers) MESSAGE("under " << std::getenv("ATTN_TEST_RUNNER") << ": the child starts no workers of its own");
     start_the_pool();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the workers asleep, as between a grader's checks
     std::fflush(nullptr);  // (or the child would print what the parent had buffered)
@@ -72,7 +83,7 @@ TEST_CASE("thread pool: a child forked with the pool started exits at once, and 
         // (before the fix, exit() here waited forever on workers the child does not have)
         std::atomic<int64_t> total{0};
         parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) { total += e - b; });
-        set_num_threads(2);  // workers of its own
+        if (own_workers) set_num_threads(2);  // workers of its own
         parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) { total += e - b; });
         std::exit(total == 2000 ? 3 : 4);
     }
