@@ -29,6 +29,7 @@
 #include "attention/by_id.hpp"
 #include "attention/fused_attention.hpp"
 #include "attention/multi_head.hpp"
+#include "attention/padding.hpp"
 #include "attention/query_types.hpp"
 #include "attention/scaled_dot_product.hpp"
 #include "tensor/ops.hpp"
@@ -559,4 +560,41 @@ TEST_CASE("attention numerics: causal mask, a NaN at key j reaches only the quer
             }
         }
     }
+}
+
+// Multi-head attention hides rows before the split into heads
+// (visible_to_heads), so the rule over heads and the causal rule are folded
+// into one mask first. Written out on 1×2×2 inputs (B = 1, m = n = 2, d = 2),
+// where each case turns on one entry of that mask.
+TEST_CASE("visible_to_heads: a per-head mask keeps a key any head keeps; the causal rule is folded in") {
+    const real nan = std::numeric_limits<real>::quiet_NaN();
+    const Var finite(Tensor::ones({1, 2, 2}));
+    Tensor bad_key = Tensor::ones({1, 2, 2});
+    bad_key[2] = nan;  // key 1's row holds a NaN: hidden only if no head of no query may see it
+    // Per head (1×h×m×n, h = 2): head 0 sees every key, head 1 sees key 0 only.
+    Tensor per_head = Tensor::ones({1, 2, 2, 2});
+    per_head[4 + 1] = 0, per_head[4 + 3] = 0;  // head 1: key 1 hidden from both queries
+    const VisibleInputs one_head_sees = visible_to_heads(finite, Var(bad_key), Var(bad_key), per_head, false);
+    // head 0 may still attend key 1: its row is left as it is (NaN: a visible bad key is the caller's NaN)
+    CHECK(std::isnan(one_head_sees.keys.value()[2]));
+    CHECK(std::isnan(one_head_sees.values.value()[2]));
+    per_head[1] = 0, per_head[3] = 0;  // now head 0 hides key 1 too: no head sees it
+    const VisibleInputs none_sees = visible_to_heads(finite, Var(bad_key), Var(bad_key), per_head, false);
+    for (int64_t i = 0; i < 4; ++i) {
+        CHECK(none_sees.keys.value()[i] == (i >= 2 ? 0 : 1));
+        CHECK(none_sees.values.value()[i] == (i >= 2 ? 0 : 1));
+    }
+
+    // The causal rule: query 0 may see key 0 only. A mask that hides key 0
+    // leaves query 0 nothing with the rule, key 1 without it.
+    Tensor bad_query = Tensor::ones({1, 2, 2});
+    bad_query[0] = nan;  // query 0's row
+    Tensor hides_key0 = Tensor::ones({1, 2, 2});
+    hides_key0[0] = 0, hides_key0[2] = 0;
+    const VisibleInputs causal = visible_to_heads(Var(bad_query), finite, finite, hides_key0, true);
+    for (int64_t i = 0; i < 4; ++i) CHECK(causal.queries.value()[i] == (i < 2 ? 0 : 1));  // query 0 sees no key: 0
+    const VisibleInputs not_causal = visible_to_heads(Var(bad_query), finite, finite, hides_key0, false);
+    CHECK(std::isnan(not_causal.queries.value()[0]));  // it sees key 1: its row is its own
+    // the causal rule alone, with no mask, hides query 0 of nothing (it sees key 0)
+    CHECK(std::isnan(visible_to_heads(Var(bad_query), finite, finite, Tensor(), true).queries.value()[0]));
 }
