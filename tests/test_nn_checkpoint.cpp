@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -140,6 +141,18 @@ TEST_CASE("save_checkpoint / load_checkpoint: names, metadata and the training s
     Classifier model_only(other, gen);
     load_model(dir / "run.safetensors", model_only);
     CHECK(same_state(model, model_only));
+
+    // Learning rates whose shortest exact decimal has 15, 16 and 17 digits
+    // (0.1 + 0.2 prints as 0.3 with 16: a resumed run would step with another
+    // rate), each written as that decimal and read back exactly.
+    for (const auto& [rate, text] : std::vector<std::pair<double, std::string>>{
+             {0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"}, {0.1 + 0.2, "0.30000000000000004"}}) {
+        opt.set_lr(rate);
+        save_checkpoint(dir / "lr.safetensors", model, opt, {});
+        CHECK(load_safetensors(dir / "lr.safetensors").metadata.at("optimizer.lr") == text);
+        load_checkpoint(dir / "lr.safetensors", fresh, fresh_opt);
+        CHECK(fresh_opt.lr() == rate);
+    }
 }
 
 TEST_CASE("a resumed run gives exactly the losses of an uninterrupted one (Adam and SGD)") {
@@ -209,18 +222,38 @@ TEST_CASE("load_checkpoint: wrong files are named and change nothing") {
     Generator other(3);
     Classifier donor(other, gen);
     SGD sgd(donor.named_parameters());
+    const ConstantSchedule half(0.5);
+    for (int64_t t = 0; t < 2; ++t) train_step(donor, sgd, gen, half, 1, t);  // its steps: 2
     save_checkpoint(dir / "sgd.safetensors", donor, sgd, {});
     const StateDict before = model.state_dict();
     CHECK_THROWS_WITH_AS(load_checkpoint(dir / "sgd.safetensors", model, adam),
                          "Adam.load_state_dict: the state is of a SGD optimiser, not Adam", std::invalid_argument);
     CHECK(allclose(model.state_dict()[0].second, before[0].second, 0, 0));
 
-    // A model that does not fit: refused by the model, the optimiser restored.
+    // A model with fewer parameters: the optimiser refuses the state of the
+    // ones it does not have, before anything changes.
     Sequential small;
     small.emplace<Linear>(4, 8, other);
     SGD small_sgd(small.named_parameters());
-    CHECK_THROWS_AS(load_checkpoint(dir / "sgd.safetensors", small, small_sgd), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(load_checkpoint(dir / "sgd.safetensors", small, small_sgd),
+                         doctest::Contains("state for unknown parameter"), std::invalid_argument);
     CHECK(small_sgd.steps(0) == 0);
+
+    // The checkpoint's names but not its shapes (5 classes, not 3): the
+    // optimiser's state fits and is loaded first, then the model refuses, and
+    // the optimiser is put back as it was.
+    Sequential five;
+    five.emplace<Linear>(4, 8, other);
+    five.emplace<Tanh>();
+    five.emplace<Dropout>(0.2f, gen);
+    five.emplace<LayerNorm>(8);
+    five.emplace<Linear>(8, 5, other);
+    SGD five_sgd(five.named_parameters());
+    const double lr_before = five_sgd.lr();
+    REQUIRE(lr_before != 0.5);
+    CHECK_THROWS_AS(load_checkpoint(dir / "sgd.safetensors", five, five_sgd), std::invalid_argument);
+    for (int i = 0; i < 6; ++i) CHECK(five_sgd.steps(i) == 0);  // not the checkpoint's 2
+    CHECK(five_sgd.lr() == lr_before);                          // not the checkpoint's 0.5
 }
 
 // A checkpoint with NaN weights, or an Adam state no run can reach (a negative
