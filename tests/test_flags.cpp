@@ -157,6 +157,48 @@ TEST_CASE("flags: a path flag refuses an empty value; an output path refuses wha
     CHECK(error({"--checkpoint", link.c_str(), "--train", "/dev/null"}).empty());
 }
 
+// Every form a flag may be written in, and the forms that must be refused,
+// one by one: a flag that takes a value has no value-less form (--epochs at
+// the end, --epochs=, --no-epochs), and a switch's --no- form takes no value.
+TEST_CASE("flags: the forms of a valued flag and of a switch, each written out") {
+    CommonFlags common;
+    FlagParser flags("trainer", "test");
+    flags.add_common(common, "dates");
+    auto parse = [&](std::vector<const char*> args) -> std::string {
+        args.insert(args.begin(), "trainer");
+        try {
+            flags.parse(static_cast<int>(args.size()), args.data());
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    // a valued flag: "--epochs 3" and "--epochs=3"; the last one given wins
+    CHECK(parse({"--epochs", "3"}).empty());
+    CHECK(common.epochs == 3);
+    CHECK(parse({"--epochs=4"}).empty());
+    CHECK(common.epochs == 4);
+    CHECK(parse({"--epochs=5", "--epochs", "6"}).empty());
+    CHECK(common.epochs == 6);
+    // ...and no form without its value
+    CHECK(parse({"--epochs"}) == "--epochs needs a value");
+    CHECK(parse({"--epochs="}) == "--epochs expects a whole number, got ''");
+    CHECK(parse({"--no-epochs"}) == "unknown flag --no-epochs (see --help)");
+    CHECK(common.epochs == 6);
+    // a switch: on, off, and "=true|false"; its --no- form takes no value
+    common.save = false;
+    CHECK(parse({"--save"}).empty());
+    CHECK(common.save);
+    CHECK(parse({"--no-save"}).empty());
+    CHECK_FALSE(common.save);
+    CHECK(parse({"--save=true"}).empty());
+    CHECK(common.save);
+    CHECK(parse({"--no-save=true"}) == "unknown flag --no-save (see --help)");
+    CHECK(common.save);
+    CHECK(parse({"--save", "false"}).empty());  // a switch takes no next argument: "false" is positional
+    CHECK(common.save);
+}
+
 // Each of these was once accepted: --save=no turned saving on; --epochs
 // 9223372036854775807 overflowed when multiplied by the batches of an epoch;
 // "--epochs 1 5" trained one epoch and ignored the 5.
