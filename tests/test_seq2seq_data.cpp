@@ -91,6 +91,18 @@ TEST_CASE("seq2seq lexicon: malformed lines name the file, the line and the reas
     std::string long_pronunciation = "ok";
     for (int i = 0; i < 300; ++i) long_pronunciation += " K";
     CHECK(message(long_pronunciation + "\n") == "lex.dict:1: a pronunciation of 300 phonemes (at most 256)");
+    // The limits at their ends, in characters, not bytes: "é" is two bytes of UTF-8, one character.
+    auto repeat = [](const std::string& part, int n) {
+        std::string s;
+        for (int i = 0; i < n; ++i) s += part;
+        return s;
+    };
+    CHECK(message(repeat("a", 256) + " EY\n") == "no error");
+    CHECK(message(repeat("a", 257) + " EY\n") == "lex.dict:1: a word of 257 characters (at most 256)");
+    CHECK(message(repeat("\xc3\xa9", 256) + " EY\n") == "no error");  // 512 bytes
+    CHECK(message(repeat("\xc3\xa9", 257) + " EY\n") == "lex.dict:1: a word of 257 characters (at most 256)");
+    CHECK(message("ok" + repeat(" K", 256) + "\n") == "no error");
+    CHECK(message("ok" + repeat(" K", 257) + "\n") == "lex.dict:1: a pronunciation of 257 phonemes (at most 256)");
     CHECK(parse_lexicon("\xEF\xBB\xBFok OW K\r\n", "bom.dict").at(0).word == "ok");  // no mark in the first word
     CHECK(message("a\x01 B\n").find("lex.dict:1: control character") == 0);
     CHECK(message("a b\tB\n").find("lex.dict:1:") == 0);
