@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "autograd/ops.hpp"
 #include "examples/seq2seq/ensemble.hpp"
@@ -286,5 +289,82 @@ TEST_CASE("seq2seq right-to-left: a model file keeps its direction, alone and in
         const Hypothesis got = loaded->best_output(p.source, 3, 1.0);
         CHECK(got.tokens == want.tokens);
         CHECK(got.log_prob == doctest::Approx(want.log_prob).epsilon(1e-5));
+    }
+}
+
+namespace {
+
+// A translator whose decoder follows a script: at step t every row gives
+// probability 0.9 to script[t] (</s> once the script ends, if `ends`; the
+// script's last token for ever otherwise) and shares 0.1 among the other ids,
+// and attends to its two source symbols with (t + 1, 100 + t), so that each
+// attention row names its step. The order of reading is decoding.cpp's alone to get right.
+class Scripted : public Translator {
+public:
+    Scripted(std::vector<int64_t> script, bool ends, bool right_to_left)
+        : script_(std::move(script)), ends_(ends), right_to_left_(right_to_left) {}
+    Var forward(const Batch&, Tensor*) override { throw std::logic_error("Scripted: decoding only"); }
+    std::string config_text() const override { return "scripted"; }
+    bool right_to_left() const override { return right_to_left_; }
+    std::unique_ptr<DecodingSession> start(const Tensor&, const std::vector<int64_t>&) override {
+        return std::make_unique<Session>(*this);
+    }
+
+private:
+    static constexpr int64_t V = 8;
+    struct Session : DecodingSession {
+        explicit Session(const Scripted& scripted) : s(scripted) {}
+        NextToken step(const Tensor& previous) override {
+            const int64_t K = previous.numel();
+            const size_t t = static_cast<size_t>(steps++);
+            const int64_t next = t < s.script_.size() ? s.script_[t] : s.ends_ ? kEos : s.script_.back();
+            NextToken out{Tensor::full(Shape{K, V}, static_cast<real>(std::log(0.1 / (V - 1)))),
+                          Tensor::empty(Shape{K, 2})};
+            for (int64_t r = 0; r < K; ++r) {
+                out.log_probs[r * V + next] = static_cast<real>(std::log(0.9));
+                out.weights[r * 2] = static_cast<real>(t + 1);
+                out.weights[r * 2 + 1] = static_cast<real>(100 + t);
+            }
+            return out;
+        }
+        void select(const std::vector<int64_t>&) override {}
+        const Scripted& s;
+        int64_t steps = 0;
+    };
+    std::vector<int64_t> script_;
+    bool ends_, right_to_left_;
+};
+
+std::vector<real> row_of_step(size_t t) { return {static_cast<real>(t + 1), static_cast<real>(100 + t)}; }
+
+}  // namespace
+
+// The reversal into reading order, by hand: a right-to-left model writes 4 5 6
+// (then </s>) for the word read 6 5 4; the attention rows go with their
+// tokens, and </s>'s row, written last, stays last. A hypothesis that ran out
+// of steps has no </s> row: every row is a token's and is reversed.
+TEST_CASE("seq2seq right-to-left: tokens and attention rows in reading order, with and without </s>") {
+    const Tensor source = Tensor::from({4, 5}, Shape{1, 2});  // two symbols: decode_limit 9
+    for (const bool rtl : {false, true}) {
+        CAPTURE(rtl);
+        Scripted ends({4, 5, 6}, true, rtl);
+        const Hypothesis g = greedy_decode(ends, source, {2}).at(0);
+        const Hypothesis b = beam_search(ends, {4, 5}, 1).at(0);
+        for (const Hypothesis& h : {g, b}) {
+            CHECK(h.tokens == (rtl ? std::vector<int64_t>{6, 5, 4} : std::vector<int64_t>{4, 5, 6}));
+            REQUIRE(h.attention.size() == 4);
+            for (size_t i = 0; i < 3; ++i) CHECK(h.attention[i] == row_of_step(rtl ? 2 - i : i));
+            CHECK(h.attention[3] == row_of_step(3));  // </s>
+        }
+
+        Scripted runs_on({4, 5, 6, 7}, false, rtl);  // 4 5 6 7 7 7 7 7 7: out of steps after 9
+        const Hypothesis og = greedy_decode(runs_on, source, {2}).at(0);
+        const Hypothesis ob = beam_search(runs_on, {4, 5}, 1).at(0);
+        for (const Hypothesis& h : {og, ob}) {
+            const std::vector<int64_t> written{4, 5, 6, 7, 7, 7, 7, 7, 7};
+            CHECK(h.tokens == (rtl ? std::vector<int64_t>(written.rbegin(), written.rend()) : written));
+            REQUIRE(h.attention.size() == 9);
+            for (size_t i = 0; i < 9; ++i) CHECK(h.attention[i] == row_of_step(rtl ? 8 - i : i));
+        }
     }
 }
