@@ -368,3 +368,34 @@ TEST_CASE("seq2seq right-to-left: tokens and attention rows in reading order, wi
         }
     }
 }
+
+// A Transformer's direction lives in its own configuration (seq2seq.config
+// is a TransformerConfig's text): a reader that looked in the RNN's
+// configuration would find left to right in every Transformer file.
+TEST_CASE("seq2seq right-to-left: a Transformer's model file keeps its direction, and the checks read it") {
+    const attn::testing::TempDir tmp("seq2seq_right_to_left");
+    for (const bool rtl : {false, true}) {
+        CAPTURE(rtl);
+        Seq2SeqSetup setup;
+        setup.model = "transformer";
+        for (const char* s : {"a", "b", "c", "d", "e"}) setup.source_vocab.add(s), setup.target_vocab.add(s);
+        setup.transformer = TransformerConfig{.source_vocab = setup.source_vocab.size(),
+                                              .target_vocab = setup.target_vocab.size(), .d_model = 8, .heads = 2,
+                                              .layers = 1, .ffn = 12, .dropout = 0, .right_to_left = rtl};
+        Generator gen(5);
+        TransformerSeq2Seq model(setup.transformer, gen);
+        const std::string path = tmp / (rtl ? "rtl.safetensors" : "ltr.safetensors");
+        std::map<std::string, std::string> metadata;
+        save_setup(setup, metadata);
+        save_model(path, model, metadata);
+
+        Seq2SeqSetup loaded_setup;
+        const std::unique_ptr<Translator> loaded = load_models({path}, loaded_setup);
+        CHECK(loaded_setup.model == "transformer");
+        CHECK(loaded_setup.transformer.right_to_left == rtl);
+        CHECK(loaded->right_to_left() == rtl);  // what --predict decodes with
+        CHECK_NOTHROW(check_checkpoint_direction(path, rtl, "--eval-only"));
+        const std::string message = error_of([&] { check_checkpoint_direction(path, !rtl, "--resume"); });
+        CHECK(message.find(rtl ? "give --right-to-left too" : "leave out --right-to-left") != std::string::npos);
+    }
+}
