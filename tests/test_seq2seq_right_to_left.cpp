@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "examples/common/explorer.hpp"
 #include "examples/seq2seq/ensemble.hpp"
 #include "examples/seq2seq/predict.hpp"
+#include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "examples/seq2seq/transformer_model.hpp"
 #include "io/checkpoint.hpp"
@@ -397,5 +399,30 @@ TEST_CASE("seq2seq right-to-left: a Transformer's model file keeps its direction
         CHECK_NOTHROW(check_checkpoint_direction(path, rtl, "--eval-only"));
         const std::string message = error_of([&] { check_checkpoint_direction(path, !rtl, "--resume"); });
         CHECK(message.find(rtl ? "give --right-to-left too" : "leave out --right-to-left") != std::string::npos);
+    }
+}
+
+// The report's alignments (alignment_snapshot: the frames the trainer keeps
+// each epoch) of a right-to-left model read as the answer does: the symbols
+// in reading order down the rows, each with its own row of weights, </s> last.
+TEST_CASE("seq2seq right-to-left: the report's alignment rows are in reading order, each with its weights") {
+    TaskData task;
+    for (const char* s : {"a", "b", "c", "d", "e"}) task.source_vocab.add(s), task.target_vocab.add(s);  // ids 4–8
+    task.test.push_back(EvalItem{.text = "ab", .source = {4, 5}, .references = {{"c", "b", "a"}}});
+    for (const bool rtl : {false, true}) {
+        CAPTURE(rtl);
+        Scripted model({4, 5, 6}, true, rtl);  // writes a b c, then </s>
+        const Json frames = alignment_snapshot(model, task);
+        REQUIRE(frames.size() == 1);
+        const ExplorerFrame f = frame_from_json(frames[0]);
+        CHECK(f.cols == std::vector<std::string>{"a", "b"});
+        CHECK(f.rows == (rtl ? std::vector<std::string>{"c", "b", "a", "</s>"}
+                             : std::vector<std::string>{"a", "b", "c", "</s>"}));
+        REQUIRE(f.maps.size() == 1);
+        REQUIRE(f.maps[0].weights.size() == 4);
+        for (size_t r = 0; r < 4; ++r) {
+            const size_t step = r == 3 ? 3 : rtl ? 2 - r : r;  // the step that wrote row r's symbol
+            CHECK(f.maps[0].weights[r] == std::vector<double>{double(step + 1), double(100 + step)});
+        }
     }
 }
