@@ -27,6 +27,12 @@ without AVX-512, *_avx2.cpp without AVX2: run those lists on a CPU that has
 it), and an ERROR when it does not apply or does not compile (a mistake the compiler
 catches proves nothing about the tests). The script prints the survivors and
 exits 1 if there are any, or any errors.
+
+Each kill names the first test that failed and its file, and is attributed:
+to the mutated code's own tests when that test file includes the mutated
+file's header itself (io/checkpoint.cpp: io/checkpoint.hpp), or "from
+elsewhere" (an end-to-end test that happens to pass through the code). The
+summary says, per list, how many of its catches are its own code's.
 """
 import argparse
 import os
@@ -108,10 +114,11 @@ def make(targets, log):
 
 
 def run_tests(m, log):
-    """True when every test passed (the mutation survived); also the first failing test."""
+    """True when every test passed (the mutation survived); also the first failing
+    test, as (its name, the file it is in); ("", "") when none failed."""
     env = dict(os.environ, ATTN_MECHANISM=m.get("ids").replace(" ", ""))
     binaries = [f"{BUILD}/tests/grad"] + ([f"{BUILD}/tests/unit"] if m.get("unit", "no") == "yes" else [])
-    first_failure = ""
+    first_failure, first_file = "", ""
     passed = True
     for binary in binaries:
         try:
@@ -120,7 +127,7 @@ def run_tests(m, log):
             out = subprocess.run([binary, "-tce=mutation lists*"], cwd=ROOT, env=env, capture_output=True, text=True,
                                  timeout=600)
         except subprocess.TimeoutExpired:
-            return False, f"{binary}: timed out"
+            return False, (f"{binary}: timed out", "")
         log.write(out.stdout + out.stderr)
         if out.returncode != 0:
             passed = False
@@ -129,9 +136,41 @@ def run_tests(m, log):
                 # with a MESSAGE (a passing test's figures): name the first failing one.
                 failing = [block for block in re.split(r"^=+$", out.stdout, flags=re.M)
                            if re.search(r"\b(ERROR|FATAL ERROR)\b", block)]
-                found = re.search(r"TEST CASE:\s+(.*)", failing[0]) if failing else None
-                first_failure = found.group(1).strip() if found else f"{binary} exited {out.returncode}"
-    return passed, first_failure
+                found = re.search(r"^(\S+\.[ch]pp):\d+:\s*\nTEST CASE:\s+(.*)", failing[0], flags=re.M) if failing else None
+                if found:
+                    first_file, first_failure = found.group(1), found.group(2).strip()
+                else:
+                    first_failure = f"{binary} exited {out.returncode}"
+    return passed, (first_failure, first_file)
+
+
+# A catch is attributed to the code it tests when the test file that caught
+# it includes the mutated file's own header itself (attention/padding.cpp:
+# attention/padding.hpp): a test written for that code. A catch by a test that
+# does not (an end-to-end run that happens to pass through it) is a catch from
+# elsewhere, and is said so: it proves the code less, and may stop catching
+# when that distant test changes.
+def own_header(mutated):
+    header = pathlib.Path(mutated).with_suffix(".hpp")
+    return str(header) if (ROOT / header).exists() else ""
+
+
+def includes(test_file, header):
+    try:
+        text = (ROOT / test_file).read_text()
+    except OSError:
+        return False
+    return re.search(r'^#include\s+"' + re.escape(header) + '"', text, flags=re.M) is not None
+
+
+def attribution(m, test_file):
+    """'own' when test_file includes the mutated file's header, else 'elsewhere'."""
+    header = own_header(m.get("file"))
+    if not test_file:
+        return "elsewhere"
+    if not header:  # a file without a header of its own (a main.cpp): its own folder's tests count
+        return "own" if pathlib.Path(m.get("file")).parent.name in pathlib.Path(test_file).stem else "elsewhere"
+    return "own" if includes(test_file, header) else "elsewhere"
 
 
 def main():
@@ -162,11 +201,12 @@ def main():
         baseline = Mutation(pathlib.Path("baseline"), 0, "baseline")
         baseline.fields = {"ids": ",".join(sorted({i.strip() for m in mutations for i in m.get("ids").split(",")})),
                            "unit": "yes" if need_unit else "no"}
-        ok, failure = run_tests(baseline, log)
+        ok, (failure, _) = run_tests(baseline, log)
         if not ok:
             sys.exit(f"mutation-check: the unmutated tests fail ({failure}); fix them first")
 
         survivors, errors, skipped, killed = [], [], [], 0
+        caught_by = {}  # list → [(mutation, test, test file, 'own' or 'elsewhere')]
         flags = cpu_flags()
         start = time.time()
         for k, m in enumerate(mutations, 1):
@@ -199,12 +239,18 @@ def main():
                     status, detail = "ERROR", "does not compile"
                     errors.append((m, detail))
                 else:
-                    survived, failure = run_tests(m, log)
+                    survived, (failure, test_file) = run_tests(m, log)
                     if survived:
                         status, detail = "SURVIVED", ""
                         survivors.append(m)
                     else:
-                        status, detail = "killed", failure
+                        whose = attribution(m, test_file)
+                        caught_by.setdefault(m.source.name, []).append((m, failure, test_file, whose))
+                        status = "killed"
+                        detail = failure + (f"; {test_file}" if test_file else "")
+                        if whose == "elsewhere":
+                            header = own_header(m.get("file"))
+                            detail += f", from elsewhere: it does not include {header}" if header else ", from elsewhere"
                         killed += 1
             finally:
                 path.write_text(original)
@@ -218,6 +264,15 @@ def main():
           f"{len(errors)} errors, {len(skipped)} skipped ({minutes:.1f} min; log in {log_path.relative_to(ROOT)})")
     if skipped:
         print(f"  {len(skipped)} skipped: code this CPU does not run ({skipped[0][1]}); run them on a CPU that does")
+    # Per list: how many of its catches are by tests of the code it mutates.
+    for name, catches in sorted(caught_by.items()):
+        own = sum(1 for c in catches if c[3] == "own")
+        line = f"  {name}: {own} of {len(catches)} caught by a test of the mutated code"
+        if own == 0:
+            line += " (every catch from elsewhere: this list's code has no test of its own that catches these)"
+        elif own < len(catches):
+            line += "; from elsewhere: " + ", ".join(sorted({c[2] or "?" for c in catches if c[3] != "own"}))
+        print(line)
     for m in survivors:
         print(f"  SURVIVED  {m.title}  ({m.where()})")
     for m, why in errors:

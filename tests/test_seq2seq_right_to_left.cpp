@@ -17,6 +17,7 @@
 
 #include "autograd/ops.hpp"
 #include "examples/common/explorer.hpp"
+#include "examples/seq2seq/decoding.hpp"
 #include "examples/seq2seq/ensemble.hpp"
 #include "examples/seq2seq/predict.hpp"
 #include "examples/seq2seq/report.hpp"
