@@ -68,6 +68,11 @@ void backpropagate(Node* root, Tensor seed) {
     order.clear();
     inputs_first_order(root, pass, order);
 
+    // Every saved tensor is checked before any gradient is touched: a graph
+    // refused for an in-place change leaves the gradients as they were.
+    for (const Node* node : order)
+        if (!node->is_leaf()) node->check_versions();
+
     if (root->grad.defined())
         add_(root->grad, seed);
     else
@@ -114,10 +119,43 @@ Node::~Node() { clear_inputs(); }
 
 void Node::set_inputs(const Var* const* inputs, int n) {
     clear_inputs();
-    if (n > kInlineInputs) more_inputs_.resize(static_cast<size_t>(n - kInlineInputs));
+    if (n > kInlineInputs) {
+        more_inputs_.resize(static_cast<size_t>(n - kInlineInputs));
+        more_versions_.resize(static_cast<size_t>(n - kInlineInputs));
+    }
     for (int i = 0; i < n; ++i)
-        if (inputs[i]->requires_grad()) slot(i) = inputs[i]->node_;
+        if (inputs[i]->requires_grad()) {
+            slot(i) = inputs[i]->node_;
+            const uint64_t v = slot(i)->value.save_version();
+            if (i < kInlineInputs)
+                inline_versions_[i] = v;
+            else
+                more_versions_[static_cast<size_t>(i - kInlineInputs)] = v;
+        }
+    output_version_ = value.save_version();
     num_inputs_ = n;
+}
+
+// PyTorch's rule ("one of the variables needed for gradient computation has
+// been modified by an inplace operation"), for the tensors a graph links: the
+// op's output and the inputs that want gradients. Inputs that do not (a
+// constant Var, a mask Tensor) are not linked, and not checked.
+void Node::check_versions() const {
+    const auto refuse = [this](const std::string& which, uint64_t now, uint64_t saved) {
+        throw std::logic_error(std::string(op) + "'s " + which + " was changed in place after the forward (version " +
+                               std::to_string(now) + ", saved at " + std::to_string(saved) +
+                               "): its backward would read the changed values and give a wrong gradient; change a "
+                               "clone(), or change it after backward() (a non-const data(), [] or at() counts as a "
+                               "change: read through a const Tensor&)");
+    };
+    if (value.version() != output_version_) refuse("output", value.version(), output_version_);
+    for (int i = 0; i < num_inputs_; ++i) {
+        const Node* in = input(i);
+        if (!in) continue;
+        const uint64_t saved =
+            i < kInlineInputs ? inline_versions_[i] : more_versions_[static_cast<size_t>(i - kInlineInputs)];
+        if (in->value.version() != saved) refuse("input " + std::to_string(i), in->value.version(), saved);
+    }
 }
 
 void Node::clear_inputs() {

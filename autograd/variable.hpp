@@ -61,8 +61,16 @@ public:
     // The same as a shared handle, for code that must keep input i alive
     // after backward() unlinks the graph (GraphSnapshot, autograd/graph.hpp).
     const std::shared_ptr<Node>& input_handle(int i) const { return slot(i); }
-    void set_inputs(const Var* const* inputs, int n);  // used by record()
+    // Used by record(), after `value` is set: links the inputs, and saves the
+    // versions of the output's and the linked inputs' storage (below).
+    void set_inputs(const Var* const* inputs, int n);
     void clear_inputs();
+
+    // Throws std::logic_error if the output's or a linked input's storage was
+    // changed in place since the op was recorded (its version moved: see
+    // Tensor::version()): the backward function would read the changed values
+    // and compute a wrong gradient. backward() calls it before run_backward.
+    void check_versions() const;
 
     // Calls the op's backward function; a leaf has none.
     virtual void run_backward(Backward&) {}
@@ -81,6 +89,12 @@ private:
     std::shared_ptr<Node> inline_inputs_[kInlineInputs];
     std::vector<std::shared_ptr<Node>> more_inputs_;  // concat and stack of many parts
     int num_inputs_ = 0;
+    // The storage versions when the op was recorded: the output's, then the
+    // first inputs' (inputs past kInlineInputs, concat's and stack's many
+    // parts, go to more_versions_).
+    uint64_t output_version_ = 0;
+    uint64_t inline_versions_[kInlineInputs] = {};
+    std::vector<uint64_t> more_versions_;
 };
 
 // A handle to a node. Copying a Var shares the node (like copying a

@@ -88,6 +88,14 @@ Tensor Tensor::normal(const Shape& shape, real mean, real std, Generator& gen) {
 int64_t Tensor::size(int axis) const { return shape_[shape_.normalize_axis(axis, "Tensor::size")]; }
 
 real& Tensor::at(std::initializer_list<int64_t> index) {
+    const int64_t flat = flat_index(index);  // checked before data() counts a change
+    return data()[flat];
+}
+
+// Not through the non-const at(): a read must not count as a change (version()).
+real Tensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(index)]; }
+
+int64_t Tensor::flat_index(std::initializer_list<int64_t> index) const {
     if (static_cast<int>(index.size()) != rank())
         throw std::invalid_argument("Tensor::at: " + std::to_string(index.size()) +
                                     " indices for a tensor of shape " + shape_.str());
@@ -99,10 +107,8 @@ real& Tensor::at(std::initializer_list<int64_t> index) {
         flat = flat * shape_[static_cast<int>(axis)] + i;
         ++axis;
     }
-    return data()[flat];
+    return flat;
 }
-
-real Tensor::at(std::initializer_list<int64_t> index) const { return const_cast<Tensor*>(this)->at(index); }
 
 real Tensor::item() const {
     if (!defined() || numel() != 1)

@@ -7,6 +7,7 @@
 // reshape() shares storage; transpose, permute and slice copy (tensor/ops.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -34,9 +35,26 @@ public:
     const real* data() const { return data_; }
     int64_t size() const { return size_; }
 
+    // The version counter behind autograd's check of in-place changes
+    // (autograd/variable.hpp). Once an op has saved this storage for its
+    // backward (watch()), every mutable access through a Tensor counts as a
+    // change; before, an access costs one load and a branch, never a store,
+    // so that kernels writing fresh results pay nothing. Atomic (relaxed):
+    // the workers of a parallel loop may take data() of one tensor together.
+    uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+    uint64_t watch() {
+        watched_.store(true, std::memory_order_relaxed);
+        return version();
+    }
+    void note_change() {
+        if (watched_.load(std::memory_order_relaxed)) version_.fetch_add(1, std::memory_order_relaxed);
+    }
+
 private:
     real* data_ = nullptr;
     int64_t size_ = 0;
+    std::atomic<uint64_t> version_{0};
+    std::atomic<bool> watched_{false};
 };
 
 class Tensor {
@@ -68,7 +86,13 @@ public:
     int64_t numel() const { return shape_.numel(); }
 
     // ---- element access --------------------------------------------------
-    real* data() { return storage_->data() + offset_; }
+    // The non-const accessors (data(), operator[], at(), and fill_, copy_)
+    // count as a change of the storage's version once autograd has saved it
+    // (see version()): read a saved tensor through a const Tensor&.
+    real* data() {
+        storage_->note_change();
+        return storage_->data() + offset_;
+    }
     const real* data() const { return storage_->data() + offset_; }
     real& operator[](int64_t flat_index) { return data()[flat_index]; }
     real operator[](int64_t flat_index) const { return data()[flat_index]; }
@@ -88,6 +112,15 @@ public:
     Tensor rows(int64_t start, int64_t end) const;
     bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
 
+    // ---- versions --------------------------------------------------------
+    // How many mutable accesses the storage has had since an op first saved
+    // it for a backward pass (0 before; shared by every Tensor on the
+    // storage, as PyTorch's _version). save_version() marks it saved and
+    // returns the version: autograd records it and, at backward(), refuses a
+    // storage whose version has moved since (it was changed in place).
+    uint64_t version() const { return storage_ ? storage_->version() : 0; }
+    uint64_t save_version() const { return storage_ ? storage_->watch() : 0; }
+
     // ---- in place --------------------------------------------------------
     Tensor& fill_(real value);
     Tensor& copy_(const Tensor& src);  // same shape required
@@ -96,6 +129,8 @@ public:
     std::string str() const;
 
 private:
+    // at()'s flat index, bounds-checked.
+    int64_t flat_index(std::initializer_list<int64_t> index) const;
     Tensor(std::shared_ptr<Storage> storage, int64_t offset, const Shape& shape)
         : storage_(std::move(storage)), offset_(offset), shape_(shape) {}
 

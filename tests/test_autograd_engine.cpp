@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "autograd/ops.hpp"
 #include "autograd/record.hpp"
@@ -364,4 +365,48 @@ TEST_CASE("autograd engine: str() and shapes") {
     CHECK(x.shape() == Shape{2});
     CHECK(x.numel() == 2);
     CHECK(x.size(-1) == 2);
+}
+
+// A tensor changed in place between forward and backward used to give a wrong
+// gradient silently: matmul's backward reads B to make ∂L/∂A = ∂L/∂C Bᵀ, and
+// exp's reads its own output. The storage's version (Tensor::version()) moves
+// on every mutable access once an op has saved it; backward() compares.
+TEST_CASE("autograd engine: a saved tensor changed in place after the forward is refused at backward") {
+    const std::string advice =
+        ": its backward would read the changed values and give a wrong gradient; change a clone(), or change it "
+        "after backward() (a non-const data(), [] or at() counts as a change: read through a const Tensor&)";
+    Var a(Tensor::from({1, 2, 3, 4}, Shape{2, 2}), true), b(Tensor::from({5, 6, 7, 8}, Shape{2, 2}), true);
+    Var loss = sum(matmul(a, b));
+    b.value()[0] = 10;
+    CHECK(b.value().version() == 1);
+    CHECK_THROWS_WITH_AS(loss.backward(),
+                         ("matmul's input 1 was changed in place after the forward (version 1, saved at 0)" + advice)
+                             .c_str(),
+                         std::logic_error);
+    CHECK_FALSE(a.grad().defined());  // refused before any gradient was touched
+    CHECK_FALSE(b.grad().defined());
+
+    Var x(Tensor::from({0, 1}), true);
+    Var e = exp(x);
+    Var y = sum(e);
+    e.value().fill_(0);
+    CHECK_THROWS_WITH_AS(
+        y.backward(), ("exp's output was changed in place after the forward (version 1, saved at 0)" + advice).c_str(),
+        std::logic_error);
+}
+
+TEST_CASE("autograd engine: changes before the forward, after backward, to a clone, and reads are allowed") {
+    Var x(Tensor::from({1, 2}), true);
+    x.value()[0] = 3;  // before the forward: nothing has saved x yet
+    Tensor copy = x.value().clone();
+    Var y = sum(x * x);
+    copy[0] = 100;                                 // a clone has a storage of its own
+    const real read = std::as_const(x).value()[0];  // a read through const changes nothing
+    CHECK(read == 3);
+    y.backward();
+    CHECK(close(x.grad(), {6, 4}));  // 2x
+    x.value()[0] = 0;                // after backward: allowed, and the next forward saves the new version
+    Var z = sum(x * x);
+    z.backward();
+    CHECK(close(x.grad(), {6, 8}));  // (6, 4) + 2·(0, 2)
 }

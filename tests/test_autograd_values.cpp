@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
+#include <utility>
 
 #include "autograd/ops.hpp"
 #include "autograd/pool_kernels.hpp"
@@ -320,8 +321,8 @@ TEST_CASE("autograd values: softmax with masks; a fully masked row gives zeros, 
     Var r = softmax(y, 0, SoftmaxMask::additive(Tensor::from({0, -kInf, 0})));
     CHECK(close(r.value(), {0.1192029f, 0, 0.8807971f}));
     Var lr = log_softmax(y, 0, SoftmaxMask::keep(Tensor::from({1, 0, 1})));
-    CHECK(lr.value()[1] == -kInf);
-    CHECK(lr.value()[0] == doctest::Approx(std::log(0.1192029)));
+    CHECK(std::as_const(lr).value()[1] == -kInf);
+    CHECK(std::as_const(lr).value()[0] == doctest::Approx(std::log(0.1192029)));
     lr.backward(Tensor::from({1, 5, 0}));  // the masked position's gradient is dropped
     CHECK(close(y.grad(), {1 - 0.1192029f, 0, -0.8807971f}));
 }
@@ -475,8 +476,8 @@ TEST_CASE("autograd values: max_pool2d over 2×2 windows, by hand: an all −∞
         Var x(Tensor::from({-inf, -inf, nan, 1, -inf, -inf, 2, nan}, Shape{1, 1, 2, 4}), true);
         Var z = max_pool2d(x, Size2(2), 0, 0, fast);
         REQUIRE(z.shape() == Shape{1, 1, 1, 2});
-        CHECK(z.value()[0] == -inf);
-        CHECK(z.value()[1] == 2);
+        CHECK(std::as_const(z).value()[0] == -inf);
+        CHECK(std::as_const(z).value()[1] == 2);
         z.backward(Tensor::from({10, 20}, Shape{1, 1, 1, 2}));
         const real want[] = {10, 0, 0, 0, 0, 0, 20, 0};
         for (int k = 0; k < 8; ++k) CHECK(x.grad()[k] == want[k]);
@@ -726,7 +727,7 @@ TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when n
     CHECK(allclose(d1.value(), d2.value(), 0, 0));  // same seed, same mask
     int64_t kept = 0;
     for (int64_t i = 0; i < 1000; ++i) {
-        const real v = d1.value()[i];
+        const real v = std::as_const(d1).value()[i];
         CHECK((v == 0 || v == doctest::Approx(1 / 0.75)));
         kept += v != 0;
     }
@@ -734,7 +735,7 @@ TEST_CASE("autograd values: dropout is inverted, seeded, and the identity when n
     CHECK(kept < 800);
     // the mask is m_i = 1/(1−p) where the i-th uniform draw is ≥ p, else 0
     Generator g4(42);
-    for (int64_t i = 0; i < 1000; ++i) CHECK(d1.value()[i] == (g4.uniform() >= 0.25 ? real(1 / 0.75f) : 0));
+    for (int64_t i = 0; i < 1000; ++i) CHECK(std::as_const(d1).value()[i] == (g4.uniform() >= 0.25 ? real(1 / 0.75f) : 0));
     sum(d1).backward();
     CHECK(allclose(x.grad(), d1.value(), 0, 0));  // the mask, scaled
     Generator g3(1);

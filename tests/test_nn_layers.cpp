@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "autograd/ops.hpp"
 #include "nn/activation.hpp"
@@ -96,9 +97,11 @@ TEST_CASE("Linear fused (matmul_bias): the composed layer's value and every grad
         CHECK(allclose(yb.value(), ya.value(), 1e-5f, 1e-5f));
         // One row by hand: y = W x + b.
         for (int64_t o = 0; o < 96; o += 19) {
-            double want = fused.bias.value()[o];
-            for (int64_t i = 0; i < 128; ++i) want += double(fused.weight.value().at({o, i})) * x.at({1, 77, i});
-            CHECK(yb.value().at({1, 77, o}) == doctest::Approx(want).epsilon(1e-4));
+            double want = std::as_const(fused.bias).value()[o];
+            // read through const: a non-const access would count as a change before backward
+            const Tensor& w = std::as_const(fused.weight).value();
+            for (int64_t i = 0; i < 128; ++i) want += double(w.at({o, i})) * x.at({1, 77, i});
+            CHECK(std::as_const(yb).value().at({1, 77, o}) == doctest::Approx(want).epsilon(1e-4));
         }
         sum(ya * Var(r)).backward();
         sum(yb * Var(r)).backward();
@@ -126,7 +129,7 @@ TEST_CASE("Embedding: lookup, N(0, 1) init, padding row zero and never updated")
     const Tensor indices = Tensor::from({3, 0, 3, 0, 7, 0}, {2, 3});
     Var y = embed(indices);
     CHECK(y.shape() == Shape{2, 3, 4});
-    for (int64_t j = 0; j < 4; ++j) CHECK(y.value().at({1, 1, j}) == w.at({7, j}));
+    for (int64_t j = 0; j < 4; ++j) CHECK(std::as_const(y).value().at({1, 1, j}) == w.at({7, j}));
     sum(y * y + y).backward();
     const Tensor g = embed.weight.grad();
     for (int64_t j = 0; j < 4; ++j) {
@@ -562,10 +565,10 @@ TEST_CASE("loss::bce_with_logits is finite for huge logits; mse's shapes must ma
     const Tensor y = Tensor::from({0, 1, 0, 1});
     Var l = loss::bce_with_logits(x, y, {.reduction = loss::Reduction::none});
     // ℓ(−200, 0) = log(1 + e^−200) ≈ 0;  ℓ(−50, 1) = 50;  ℓ(50, 0) = 50;  ℓ(200, 1) ≈ 0
-    CHECK(l.value()[0] == doctest::Approx(0));
-    CHECK(l.value()[1] == doctest::Approx(50));
-    CHECK(l.value()[2] == doctest::Approx(50));
-    CHECK(l.value()[3] == doctest::Approx(0));
+    CHECK(std::as_const(l).value()[0] == doctest::Approx(0));
+    CHECK(std::as_const(l).value()[1] == doctest::Approx(50));
+    CHECK(std::as_const(l).value()[2] == doctest::Approx(50));
+    CHECK(std::as_const(l).value()[3] == doctest::Approx(0));
     sum(l).backward();  // σ(x) − y
     CHECK(x.grad()[0] == doctest::Approx(0));
     CHECK(x.grad()[1] == doctest::Approx(-1));

@@ -332,6 +332,29 @@ TEST_CASE("Adam, AdamW, SGD: arguments are checked where they enter, naming the 
     CHECK(q.value()[1] == 1);
 }
 
+// The optimiser changes the parameters in place: after backward that is the
+// training loop and must pass; between a forward and its backward it would
+// make the gradient wrong, and backward() refuses it (autograd/variable.hpp).
+TEST_CASE("SGD: a step after backward is allowed; a step between forward and backward is refused at backward") {
+    Var w(Tensor::from({1, 2}), true);
+    const Var x(Tensor::from({3, 4}));
+    SGD opt({w}, SGDOptions{.lr = 0.5});
+    for (int t = 0; t < 2; ++t) {
+        opt.zero_grad();
+        Var loss = sum(w * x);
+        loss.backward();
+        opt.step();
+    }
+    CHECK(w.value()[0] == -2);  // 1 − 2·0.5·3: ∂L/∂w = x at both steps
+    CHECK(w.value()[1] == -2);  // 2 − 2·0.5·4
+    opt.zero_grad();
+    Var loss = sum(w * x);
+    opt.step();
+    CHECK_THROWS_WITH_AS(loss.backward(),
+                         doctest::Contains("mul's input 0 was changed in place after the forward (version"),
+                         std::logic_error);
+}
+
 // a·b rounded to float on its own: the volatile keeps the compiler from
 // fusing it with the add that follows.
 static float rounded_product(float a, float b) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <vector>
+#include <utility>
 
 #include "attention/scores.hpp"
 #include "attention/scores_kernels.hpp"
@@ -23,8 +24,8 @@ TEST_CASE("additive_score_fused: a 1×1×2 score by hand, its gradients by hand"
     Var e = additive_score_fused(pq, pk, b, w);
     REQUIRE(e.shape() == Shape{1, 1, 2});
     const double t00 = std::tanh(1.5), t01 = std::tanh(-0.25), t10 = std::tanh(0.5), t11 = std::tanh(-0.75);
-    CHECK(e.value()[0] == doctest::Approx(2 * t00 - t01).epsilon(1e-6));
-    CHECK(e.value()[1] == doctest::Approx(2 * t10 - t11).epsilon(1e-6));
+    CHECK(std::as_const(e).value()[0] == doctest::Approx(2 * t00 - t01).epsilon(1e-6));
+    CHECK(std::as_const(e).value()[1] == doctest::Approx(2 * t10 - t11).epsilon(1e-6));
     // G = (1, 0): only key 0 counts. δ = w ⊙ (1 − t²) at (1.5, −0.25).
     e.backward(Tensor::from({1, 0}, Shape{1, 1, 2}));
     const double d0 = 2 * (1 - t00 * t00), d1 = -1 * (1 - t01 * t01);

@@ -389,8 +389,8 @@ TEST_CASE("gumbel_softmax_alignment: straight-through is one-hot forward, the so
     Var hard = st.align({e2, padded_mask(), Var(), Tensor()});
     const Tensor winners = argmax(y.value(), -1);
     for (int64_t r = 0; r < 3; ++r)
-        for (int64_t l = 0; l < 5; ++l) CHECK(hard.value()[r * 5 + l] == (l == winners[r] ? 1 : 0));
-    for (int64_t i = 15; i < 30; ++i) CHECK(hard.value()[i] == 0);  // fully masked: zeros
+        for (int64_t l = 0; l < 5; ++l) CHECK(std::as_const(hard).value()[r * 5 + l] == (l == winners[r] ? 1 : 0));
+    for (int64_t i = 15; i < 30; ++i) CHECK(std::as_const(hard).value()[i] == 0);  // fully masked: zeros
     const Tensor upstream = Tensor::normal(y.shape(), 0, 1, data);
     y.backward(upstream);
     hard.backward(upstream);
