@@ -454,7 +454,10 @@ std::string build_trainer() {
               << " build/examples/seq2seq; a few minutes the first time; its output: " << kTrainerDir
               << "/build.log) ..." << std::endl;
     const auto start = std::chrono::steady_clock::now();
-    const int status = std::system(("make --no-print-directory -s -j" + std::to_string(cores) +
+    // Run from `make grade`, this make would inherit the outer one's jobserver
+    // (MAKEFLAGS) without its descriptors, warn "jobserver unavailable: using
+    // -j1", and build on one core: it is given its own -j and no MAKEFLAGS.
+    const int status = std::system(("MAKEFLAGS= MFLAGS= make --no-print-directory -s -j" + std::to_string(cores) +
                                     " build/examples/seq2seq > " + kTrainerDir + "/build.log 2>&1").c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (status == 0) {
