@@ -36,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import mutants
@@ -369,19 +370,94 @@ def make_tree(names, out):
         for e, path, code in bad[:10]:
             print(f"exercise {e.number}: {path} still holds a line of the answer: {code}")
         sys.exit("not written: the tree would give answers away (make check-exercises says where)")
+    shared = write_tree(files, out)
+    print(f"wrote {out}: {len(files)} files, exercises {', '.join(e.number + ' ' + e.id for e in chosen)}")
+    if shared:
+        print(f"  {shared} compiled files of this tree's build reused (hard links in {out}/build/obj): "
+              "the first make grade compiles the files your exercises cut, and links")
+        print(f"  cd {out} && make grade      # every exercise's verdict")
+    else:
+        print(f"  cd {out} && make grade      # every exercise's verdict (the first build takes a few minutes: "
+              "this tree has no build to share)")
+    pages = sorted({e.page().split("#")[0] for e in chosen})
+    print(f"  read docs/course/README.md (the course) and {', '.join(pages)} first")
+
+
+def write_tree(files, out):
+    """Writes `files` ({path: text, or None for a copy}) into the folder
+    `out`, the files as they are here copied with their times, and shares
+    this tree's build with it (share_build). Returns how many objects it shares."""
+    unchanged = set()
     for path, text in files.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            shutil.copy2(ROOT / path, target)
+        source = ROOT / path
+        if text is None or (source.exists() and text.encode() == source.read_bytes()):
+            shutil.copy2(source, target)  # with its time: this tree's objects of it stay up to date (share_build)
+            unchanged.add(path)
         else:
             target.write_text(text)
-            if os.access(ROOT / path, os.X_OK) if (ROOT / path).exists() else False:
+            if os.access(source, os.X_OK) if source.exists() else False:
                 target.chmod(0o755)
-    print(f"wrote {out}: {len(files)} files, exercises {', '.join(e.number + ' ' + e.id for e in chosen)}")
-    print(f"  cd {out} && make grade      # every exercise's verdict (the first build takes a few minutes)")
-    pages = sorted({e.page().split("#")[0] for e in chosen})
-    print(f"  read docs/course/README.md (the course) and {', '.join(pages)} first")
+    return share_build(out, unchanged)
+
+
+def dependencies(d_file):
+    """The prerequisites of the first rule of a compiler's dependency file
+    (target: source header ... with backslash continuations)."""
+    text = d_file.read_text().replace("\\\n", " ")
+    first = text.split("\n", 1)[0]
+    _, sep, deps = first.partition(": ")
+    return deps.split() if sep else []
+
+
+def share_build(out, unchanged):
+    """Hard links in `out` to this tree's compiled objects (build/obj) whose
+    every source and header is in `out` unchanged (`unchanged`, copied with
+    their times), with their dependency files and the precompiled headers: make
+    finds them up to date, and the student's first build compiles only what
+    the exercises cut, and links. Never an object of a file that holds an
+    answer (its source or a header differs: it would hold the solution,
+    compiled), nor of the instructor's hidden cases, nor an archive or a
+    program (they hold such objects; they are made again). The compiler and
+    the linker write a new file rather than into a link, so building in `out`
+    never changes this tree's build (the dependency files, which the compiler
+    rewrites in place, are copies). Returns how many objects were linked; 0
+    when this tree has no build."""
+    obj = ROOT / "build" / "obj"
+    if not obj.is_dir():
+        return 0
+    shared = 0
+
+    def link(source, target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:  # another file system: a copy, with its time
+            shutil.copy2(source, target)
+
+    for d_file in sorted(obj.rglob("*.d")):
+        relative = d_file.relative_to(ROOT)
+        if "hidden" in relative.parts:
+            continue
+        if d_file.name.endswith(".hpp.d"):  # a precompiled header: build/obj/pch/CONFIG/std.hpp.d
+            compiled = d_file.with_name(d_file.name[:-2] + ".gch")
+        else:
+            compiled = d_file.with_suffix(".o")
+        if not compiled.exists():
+            continue
+        deps = [dep for dep in dependencies(d_file) if not dep.startswith("/")]  # the system's headers: the same
+        # (the precompiled header's own copy, build/obj/pch/CONFIG/std.hpp, counts as pch/std.hpp)
+        if not deps or any(dep not in unchanged and not dep.startswith("build/obj/pch/") for dep in deps):
+            continue
+        link(compiled, out / compiled.relative_to(ROOT))
+        shutil.copy2(d_file, out / relative)
+        if compiled.suffix == ".gch":
+            header = compiled.with_suffix("")  # build/obj/pch/CONFIG/std.hpp, the copy the objects -include
+            if header.exists():
+                shutil.copy2(header, out / header.relative_to(ROOT))
+        shared += 1
+    return shared
 
 
 # ---- proving the graders ----------------------------------------------------------------
@@ -689,6 +765,7 @@ def check(args):
     for e, path, code in bad:
         failures.append(f"{e.id}: {path} still holds a line of the answer: {code}")
     print(f"== student's tree: {len(files)} files, {lines} code lines of cut blocks looked for, {len(bad)} found")
+    check_shared_tree(chosen, files, failures)
     if mode != "none":
         prove_against_mutants(chosen, mode, failures)
     print(f"== {len(chosen)} exercises: stubs fail, solutions pass; {totals['named']} of "
@@ -699,6 +776,57 @@ def check(args):
         for f in failures:
             print("  " + f)
         sys.exit(1)
+
+
+def check_shared_tree(chosen, files, failures):
+    """The student's tree written as make exercise writes it, with this tree's
+    build shared (share_build): no compiled file of a file that differs there
+    (it would hold an answer, compiled) is in it, and make there finds a shared
+    object up to date and the object of a cut file not."""
+    if not (ROOT / "build" / "obj").is_dir():
+        print("== student's tree: no build here to share (nothing to check)")
+        return
+    changed = {path for path, text in files.items()
+               if text is not None and (not (ROOT / path).exists() or text.encode() != (ROOT / path).read_bytes())}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "tree"
+        shared = write_tree(files, out)
+        objects = [o for o in (out / "build" / "obj").rglob("*") if o.suffix in (".o", ".gch")]
+        leaked = []
+        for o in objects:
+            parts = o.relative_to(out / "build" / "obj").parts  # CONFIG/path/of/file.o
+            source = pathlib.Path(*parts[1:]).with_suffix(".cpp").as_posix()
+            if source in changed:
+                leaked.append(f"{o.relative_to(out)}: compiled from {source}, which differs in the tree")
+            d_file = o.with_name(o.name[:-4] + ".d") if o.suffix == ".gch" else o.with_suffix(".d")
+            if not d_file.exists():
+                leaked.append(f"{o.relative_to(out)}: shared without its dependency file")
+                continue
+            for dep in dependencies(d_file):
+                if dep in changed:
+                    leaked.append(f"{o.relative_to(out)}: reads {dep}, which differs in the tree")
+        # a cut file that the grader compiles memory-checked (the Makefile's CUT_SRC)
+        cut = sorted(f for f in blocks_by_file(chosen) if f.endswith(".cpp") and not f.startswith("tensor/gemm/")
+                     and f.split("/")[0] in ("tensor", "autograd", "nn", "attention"))
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+
+        def make_q(target):  # 0: up to date, 1: to build, 2: make could not tell (no rule)
+            return subprocess.run(["make", "-q", target], cwd=out, env=env, capture_output=True).returncode
+
+        plain = next((o.relative_to(out).as_posix() for o in objects
+                      if o.suffix == ".o" and "double" in o.parts), None)
+        cut_object = "build/obj/checked/" + pathlib.Path(cut[0]).with_suffix(".o").as_posix() if cut else None
+        reused = plain is not None and make_q(plain) == 0
+        rebuilt = cut_object is None or make_q(cut_object) == 1
+    for problem in leaked[:10]:
+        failures.append(f"student's tree: {problem}")
+    if not reused:
+        failures.append(f"student's tree: make does not find the shared {plain} up to date")
+    if not rebuilt:
+        failures.append(f"student's tree: make finds {cut_object} (of a cut file) up to date")
+    print(f"== student's tree, this build shared: {shared} compiled files linked, {len(leaked)} of a changed file; "
+          f"make finds {plain} {'up to date' if reused else 'OUT OF DATE'} and {cut_object} "
+          f"{'to build' if rebuilt else 'UP TO DATE'}")
 
 
 # ---- mistakes nobody wrote down: the graders against every small change --------------------
