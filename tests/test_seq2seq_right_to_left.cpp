@@ -8,7 +8,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -426,4 +429,105 @@ TEST_CASE("seq2seq right-to-left: the report's alignment rows are in reading ord
             CHECK(f.maps[0].weights[r] == std::vector<double>{double(step + 1), double(100 + step)});
         }
     }
+}
+
+namespace {
+
+// A translator whose next-token distribution depends on the row's prefix
+// (the tokens written so far), over the writable ids </s> (2), a (3), b (4);
+// <pad> and <s> get none. It follows beam search's select() as a model's
+// session must, so that each row's prefix is its hypothesis's.
+class Prefixed : public Translator {
+public:
+    using Rule = std::function<std::array<double, 3>(const std::vector<int64_t>&)>;  // p(</s>), p(a), p(b)
+    explicit Prefixed(Rule rule) : rule_(std::move(rule)) {}
+    Var forward(const Batch&, Tensor*) override { throw std::logic_error("Prefixed: decoding only"); }
+    std::string config_text() const override { return "prefixed"; }
+    std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>&) override {
+        return std::make_unique<Session>(rule_, source.size(1));
+    }
+
+private:
+    struct Session : DecodingSession {
+        Session(const Rule& r, int64_t width) : rule(r), n(width) {}
+        NextToken step(const Tensor& previous) override {
+            const int64_t K = previous.numel();
+            prefixes.resize(static_cast<size_t>(K));
+            NextToken out{Tensor::full(Shape{K, 5}, -std::numeric_limits<real>::infinity()), Tensor::full(Shape{K, n}, 0)};
+            for (int64_t r = 0; r < K; ++r) {
+                auto& prefix = prefixes[static_cast<size_t>(r)];
+                if (previous[r] != kBos) prefix.push_back(static_cast<int64_t>(previous[r]));
+                const std::array<double, 3> p = rule(prefix);
+                for (int64_t v = 0; v < 3; ++v) out.log_probs[r * 5 + 2 + v] = static_cast<real>(std::log(p[static_cast<size_t>(v)]));
+                out.weights[r * n] = static_cast<real>(prefix.size() + 1);  // the step it was written at, from 1
+            }
+            return out;
+        }
+        void select(const std::vector<int64_t>& rows) override {
+            std::vector<std::vector<int64_t>> kept;
+            for (int64_t r : rows) kept.push_back(prefixes[static_cast<size_t>(r)]);
+            prefixes = std::move(kept);
+        }
+        Rule rule;
+        int64_t n;
+        std::vector<std::vector<int64_t>> prefixes;
+    };
+    Rule rule_;
+};
+
+}  // namespace
+
+// Beam search with a beam of 2, worked out by hand on a distribution that
+// depends on the prefix (a = 3, b = 4, </s> = 2):
+//   []: a .6, b .3, </s> .1     [a]: </s> .5, a .3, b .2     [b]: a .9, </s> .05, b .05
+//   [b a]: </s> .9, a .05, b .05      any longer prefix: </s> .1, a .5, b .4
+// step 1 keeps a (.6) and b (.3); step 2's best extensions are "a </s>" (.30,
+// finished) and "b a" (.27); step 3 from "b a": "b a </s>" (.243, finished)
+// and "b a a" (.0135, the tie with "b a b" broken by the smaller id). Two have
+// finished, a beam's worth: the search stops, and "b a a", still under way,
+// is returned with them, without a </s> row. Ranked by log p / (tokens + 1):
+// "b a" (−0.471), "a" (−0.602), "b a a" (−1.076); by log p alone (penalty 0)
+// "a" (log .3) wins over "b a" (log .243).
+TEST_CASE("seq2seq beam search: the n-best of a beam of 2, by hand, and the unfinished one returned with them") {
+    Prefixed model([](const std::vector<int64_t>& prefix) -> std::array<double, 3> {
+        const std::vector<int64_t> a{3}, b{4}, ba{4, 3};
+        if (prefix.empty()) return {0.1, 0.6, 0.3};
+        if (prefix == a) return {0.5, 0.3, 0.2};
+        if (prefix == b) return {0.05, 0.9, 0.05};
+        if (prefix == ba) return {0.9, 0.05, 0.05};
+        return {0.1, 0.5, 0.4};
+    });
+    const std::vector<Hypothesis> best = beam_search(model, {5}, 2, 1.0);
+    REQUIRE(best.size() == 3);
+    CHECK(best[0].tokens == std::vector<int64_t>{4, 3});
+    CHECK(best[0].log_prob == doctest::Approx(std::log(0.3 * 0.9 * 0.9)).epsilon(1e-6));
+    CHECK(best[0].attention.size() == 3);  // b, a, </s>
+    CHECK(best[1].tokens == std::vector<int64_t>{3});
+    CHECK(best[1].log_prob == doctest::Approx(std::log(0.6 * 0.5)).epsilon(1e-6));
+    CHECK(best[1].attention.size() == 2);  // a, </s>
+    CHECK(best[2].tokens == std::vector<int64_t>{4, 3, 3});
+    CHECK(best[2].log_prob == doctest::Approx(std::log(0.3 * 0.9 * 0.05)).epsilon(1e-6));
+    REQUIRE(best[2].attention.size() == 3);  // b, a, a: no </s> row
+    for (size_t t = 0; t < 3; ++t) CHECK(best[2].attention[t] == std::vector<real>{static_cast<real>(t + 1)});
+    // without the length penalty the shorter answer wins
+    const std::vector<Hypothesis> raw = beam_search(model, {5}, 2, 0.0);
+    REQUIRE(raw.size() == 3);
+    CHECK(raw[0].tokens == std::vector<int64_t>{3});
+    CHECK(raw[1].tokens == std::vector<int64_t>{4, 3});
+}
+
+// Out of steps: a distribution under which </s> never wins a place in a beam of
+// 2 runs to decode_limit (2·1 + 5 = 7 steps for one source symbol); both
+// hypotheses under way are returned, 7 tokens each and no </s> row.
+TEST_CASE("seq2seq beam search: out of steps, every hypothesis under way is returned, with no </s> row") {
+    Prefixed model([](const std::vector<int64_t>&) -> std::array<double, 3> { return {0.01, 0.6, 0.39}; });
+    const std::vector<Hypothesis> best = beam_search(model, {5}, 2, 1.0);
+    REQUIRE(best.size() == 2);
+    CHECK(best[0].tokens == std::vector<int64_t>(7, 3));  // a a a a a a a: .6⁷
+    CHECK(best[0].log_prob == doctest::Approx(7 * std::log(0.6)).epsilon(1e-6));
+    // the one b first: at every step "b a…a" + a ties "a…a" + b (.39·.6ᵗ both), and the
+    // tie goes to the larger probability of the step's own token (a's .6)
+    CHECK(best[1].tokens == std::vector<int64_t>{4, 3, 3, 3, 3, 3, 3});
+    CHECK(best[1].log_prob == doctest::Approx(6 * std::log(0.6) + std::log(0.39)).epsilon(1e-6));
+    for (const Hypothesis& h : best) CHECK(h.attention.size() == 7);
 }
