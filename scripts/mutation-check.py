@@ -30,9 +30,11 @@ exits 1 if there are any, or any errors.
 
 Each kill names the first test that failed and its file, and is attributed:
 to the mutated code's own tests when that test file includes the mutated
-file's header itself (io/checkpoint.cpp: io/checkpoint.hpp), or "from
-elsewhere" (an end-to-end test that happens to pass through the code). The
-summary says, per list, how many of its catches are its own code's.
+file's header itself (io/checkpoint.cpp: io/checkpoint.hpp) or is a
+registry's generic test (the catalog's, the ops': each entry has a reference
+of its own), or "from elsewhere" (an end-to-end test that happens to pass
+through the code). The summary says, per list, how many of its catches are
+its own code's.
 """
 import argparse
 import os
@@ -163,11 +165,20 @@ def includes(test_file, header):
     return re.search(r'^#include\s+"' + re.escape(header) + '"', text, flags=re.M) is not None
 
 
+# The registries' generic tests run only the entries a mutation names (`ids`,
+# ATTN_MECHANISM) or every op, each against a plain-loop reference written for
+# it: a catch there is by the code's own entry.
+REGISTRY_TESTS = {"tests/grad/test_catalog.cpp", "tests/grad/test_gradcheck_ops.cpp"}
+
+
 def attribution(m, test_file):
-    """'own' when test_file includes the mutated file's header, else 'elsewhere'."""
+    """'own' when test_file includes the mutated file's header (or is a
+    registry's generic test), else 'elsewhere'."""
     header = own_header(m.get("file"))
     if not test_file:
         return "elsewhere"
+    if test_file in REGISTRY_TESTS:
+        return "own"
     if not header:  # a file without a header of its own (a main.cpp): its own folder's tests count
         return "own" if pathlib.Path(m.get("file")).parent.name in pathlib.Path(test_file).stem else "elsewhere"
     return "own" if includes(test_file, header) else "elsewhere"
