@@ -146,7 +146,7 @@ void Node::check_versions() const {
                                std::to_string(now) + ", saved at " + std::to_string(saved) +
                                "): its backward would read the changed values and give a wrong gradient; change a "
                                "clone(), or change it after backward() (a non-const data(), [] or at() counts as a "
-                               "change: read through a const Tensor&)");
+                               "change: read through a const Tensor& or const_data())");
     };
     if (value.version() != output_version_) refuse("output", value.version(), output_version_);
     for (int i = 0; i < num_inputs_; ++i) {

@@ -88,12 +88,18 @@ public:
     // ---- element access --------------------------------------------------
     // The non-const accessors (data(), operator[], at(), and fill_, copy_)
     // count as a change of the storage's version once autograd has saved it
-    // (see version()): read a saved tensor through a const Tensor&.
+    // (see version()): read a saved tensor through a const Tensor&, or
+    // through const_data().
     real* data() {
         storage_->note_change();
         return storage_->data() + offset_;
     }
     const real* data() const { return storage_->data() + offset_; }
+    // The elements, read only, from any Tensor: never a change. gdb calls the
+    // non-const data() of a non-const tensor, so `print t.data()[0]` inside a
+    // training step would count as one, and backward() would refuse the step;
+    // `print t.const_data()[0]` reads.
+    const real* const_data() const { return data(); }
     real& operator[](int64_t flat_index) { return data()[flat_index]; }
     real operator[](int64_t flat_index) const { return data()[flat_index]; }
     // Bounds-checked access by multi-index: t.at({i, j}).

@@ -374,7 +374,7 @@ TEST_CASE("autograd engine: str() and shapes") {
 TEST_CASE("autograd engine: a saved tensor changed in place after the forward is refused at backward") {
     const std::string advice =
         ": its backward would read the changed values and give a wrong gradient; change a clone(), or change it "
-        "after backward() (a non-const data(), [] or at() counts as a change: read through a const Tensor&)";
+        "after backward() (a non-const data(), [] or at() counts as a change: read through a const Tensor& or const_data())";
     Var a(Tensor::from({1, 2, 3, 4}, Shape{2, 2}), true), b(Tensor::from({5, 6, 7, 8}, Shape{2, 2}), true);
     Var loss = sum(matmul(a, b));
     b.value()[0] = 10;
@@ -409,4 +409,22 @@ TEST_CASE("autograd engine: changes before the forward, after backward, to a clo
     Var z = sum(x * x);
     z.backward();
     CHECK(close(x.grad(), {6, 8}));  // (6, 4) + 2·(0, 2)
+}
+
+// const_data() reads from a non-const Tensor without counting a change (gdb
+// calls data()'s non-const overload on a non-const tensor: a print between
+// forward and backward would otherwise refuse the step).
+TEST_CASE("autograd engine: const_data() reads a saved tensor without counting a change; data() counts one") {
+    Var a(Tensor::from({1, 2}), true);
+    Var loss = sum(a * a);
+    Tensor& saved = a.value();
+    const uint64_t before = saved.version();
+    CHECK(saved.const_data()[1] == 2);
+    CHECK(saved.version() == before);
+    loss.backward();
+    CHECK(close(a.grad(), {2, 4}));
+    Var again = sum(a * a);
+    (void)saved.data();  // a non-const access: counted, whether it writes or not
+    CHECK(saved.version() == before + 1);
+    CHECK_THROWS_AS(again.backward(), std::logic_error);
 }
