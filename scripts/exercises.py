@@ -370,7 +370,7 @@ def make_tree(names, out):
         for e, path, code in bad[:10]:
             print(f"exercise {e.number}: {path} still holds a line of the answer: {code}")
         sys.exit("not written: the tree would give answers away (make check-exercises says where)")
-    shared = write_tree(files, out)
+    shared, _ = write_tree(files, out)
     print(f"wrote {out}: {len(files)} files, exercises {', '.join(e.number + ' ' + e.id for e in chosen)}")
     if shared:
         print(f"  {shared} compiled files of this tree's build reused (hard links in {out}/build/obj): "
@@ -386,7 +386,8 @@ def make_tree(names, out):
 def write_tree(files, out):
     """Writes `files` ({path: text, or None for a copy}) into the folder
     `out`, the files as they are here copied with their times, and shares
-    this tree's build with it (share_build). Returns how many objects it shares."""
+    this tree's build with it (share_build). Returns how many objects it
+    shares, and the paths written as they are here."""
     unchanged = set()
     for path, text in files.items():
         target = out / path
@@ -399,7 +400,7 @@ def write_tree(files, out):
             target.write_text(text)
             if os.access(source, os.X_OK) if source.exists() else False:
                 target.chmod(0o755)
-    return share_build(out, unchanged)
+    return share_build(out, unchanged), unchanged
 
 
 def dependencies(d_file):
@@ -409,6 +410,22 @@ def dependencies(d_file):
     first = text.split("\n", 1)[0]
     _, sep, deps = first.partition(": ")
     return deps.split() if sep else []
+
+
+def link_file(source, target):
+    """`target` made a hard link to `source` (a copy with its time on another
+    file system), or a copy when it is a dependency file, which the compiler
+    rewrites in place: the compiler and the linker write their outputs as new
+    files, so a build at `target` never changes `source`."""
+    target.unlink(missing_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.suffix == ".d":
+        shutil.copy2(source, target)
+        return
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
 
 
 def share_build(out, unchanged):
@@ -428,14 +445,6 @@ def share_build(out, unchanged):
     if not obj.is_dir():
         return 0
     shared = 0
-
-    def link(source, target):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(source, target)
-        except OSError:  # another file system: a copy, with its time
-            shutil.copy2(source, target)
-
     for d_file in sorted(obj.rglob("*.d")):
         relative = d_file.relative_to(ROOT)
         if "hidden" in relative.parts:
@@ -450,8 +459,8 @@ def share_build(out, unchanged):
         # (the precompiled header's own copy, build/obj/pch/CONFIG/std.hpp, counts as pch/std.hpp)
         if not deps or any(dep not in unchanged and not dep.startswith("build/obj/pch/") for dep in deps):
             continue
-        link(compiled, out / compiled.relative_to(ROOT))
-        shutil.copy2(d_file, out / relative)
+        link_file(compiled, out / compiled.relative_to(ROOT))
+        link_file(d_file, out / relative)
         if compiled.suffix == ".gch":
             header = compiled.with_suffix("")  # build/obj/pch/CONFIG/std.hpp, the copy the objects -include
             if header.exists():
@@ -501,12 +510,7 @@ class Worker:
             for child in source.iterdir():
                 Worker._link(child, target / child.name)
         elif source.exists():
-            target.unlink(missing_ok=True)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if source.suffix == ".d":
-                shutil.copy2(source, target)
-            else:
-                os.link(source, target)
+            link_file(source, target)
 
     def _restore(self, paths):
         for path in paths:
@@ -786,11 +790,10 @@ def check_shared_tree(chosen, files, failures):
     if not (ROOT / "build" / "obj").is_dir():
         print("== student's tree: no build here to share (nothing to check)")
         return
-    changed = {path for path, text in files.items()
-               if text is not None and (not (ROOT / path).exists() or text.encode() != (ROOT / path).read_bytes())}
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "tree"
-        shared = write_tree(files, out)
+        shared, unchanged = write_tree(files, out)
+        changed = set(files) - unchanged
         objects = [o for o in (out / "build" / "obj").rglob("*") if o.suffix in (".o", ".gch")]
         leaked = []
         for o in objects:

@@ -164,15 +164,7 @@ TEST_CASE("flags: the forms of a valued flag and of a switch, each written out")
     CommonFlags common;
     FlagParser flags("trainer", "test");
     flags.add_common(common, "dates");
-    auto parse = [&](std::vector<const char*> args) -> std::string {
-        args.insert(args.begin(), "trainer");
-        try {
-            flags.parse(static_cast<int>(args.size()), args.data());
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
-    };
+    auto parse = [&](std::vector<const char*> args) { return parse_error(flags, std::move(args)); };
     // a valued flag: "--epochs 3" and "--epochs=3"; the last one given wins
     CHECK(parse({"--epochs", "3"}).empty());
     CHECK(common.epochs == 3);
@@ -208,15 +200,7 @@ TEST_CASE("flags: a switch takes true or false only; numbers have bounds; a stra
     FlagParser flags("trainer", "test");
     flags.add_common(common, "dates");
     flags.add("--hidden", &hidden, "width", 1, kMaxWidth);
-    auto parse = [&](std::vector<const char*> args) -> std::string {
-        args.insert(args.begin(), "trainer");
-        try {
-            flags.parse(static_cast<int>(args.size()), args.data());
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
-    };
+    auto parse = [&](std::vector<const char*> args) { return parse_error(flags, std::move(args)); };
     CHECK(parse({"--save=no"}).empty());
     CHECK_FALSE(common.save);
     CHECK(parse({"--save=yes"}).empty());

@@ -8,7 +8,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -300,48 +299,72 @@ TEST_CASE("seq2seq right-to-left: a model file keeps its direction, alone and in
 
 namespace {
 
-// A translator whose decoder follows a script: at step t every row gives
-// probability 0.9 to script[t] (</s> once the script ends, if `ends`; the
-// script's last token for ever otherwise) and shares 0.1 among the other ids,
-// and attends to its two source symbols with (t + 1, 100 + t), so that each
-// attention row names its step. The order of reading is decoding.cpp's alone to get right.
-class Scripted : public Translator {
+// A translator whose next-token distribution is a rule of the row's prefix
+// (the ids written so far; a probability for every id, 0 for none), and whose
+// t-th step (from 1) attends to source symbol j with t + 100·j, so that each
+// attention row names the step that wrote it. Its session follows beam
+// search's select() as a model's must, so that each row's prefix is its
+// hypothesis's. Decoding's own work (reading order, n-best, out of steps) is
+// all that is left to get right.
+class RuleTranslator : public Translator {
 public:
-    Scripted(std::vector<int64_t> script, bool ends, bool right_to_left)
-        : script_(std::move(script)), ends_(ends), right_to_left_(right_to_left) {}
-    Var forward(const Batch&, Tensor*) override { throw std::logic_error("Scripted: decoding only"); }
-    std::string config_text() const override { return "scripted"; }
+    using Rule = std::function<std::vector<double>(const std::vector<int64_t>& prefix)>;
+    explicit RuleTranslator(Rule rule, bool right_to_left = false)
+        : rule_(std::move(rule)), right_to_left_(right_to_left) {}
+    Var forward(const Batch&, Tensor*) override { throw std::logic_error("RuleTranslator: decoding only"); }
+    std::string config_text() const override { return "rule"; }
     bool right_to_left() const override { return right_to_left_; }
-    std::unique_ptr<DecodingSession> start(const Tensor&, const std::vector<int64_t>&) override {
-        return std::make_unique<Session>(*this);
+    std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>&) override {
+        return std::make_unique<Session>(rule_, source.size(1));
     }
 
 private:
-    static constexpr int64_t V = 8;
     struct Session : DecodingSession {
-        explicit Session(const Scripted& scripted) : s(scripted) {}
+        Session(const Rule& r, int64_t width) : rule(r), n(width) {}
         NextToken step(const Tensor& previous) override {
             const int64_t K = previous.numel();
-            const size_t t = static_cast<size_t>(steps++);
-            const int64_t next = t < s.script_.size() ? s.script_[t] : s.ends_ ? kEos : s.script_.back();
-            NextToken out{Tensor::full(Shape{K, V}, static_cast<real>(std::log(0.1 / (V - 1)))),
-                          Tensor::empty(Shape{K, 2})};
+            prefixes.resize(static_cast<size_t>(K));
+            NextToken out;
             for (int64_t r = 0; r < K; ++r) {
-                out.log_probs[r * V + next] = static_cast<real>(std::log(0.9));
-                out.weights[r * 2] = static_cast<real>(t + 1);
-                out.weights[r * 2 + 1] = static_cast<real>(100 + t);
+                auto& prefix = prefixes[static_cast<size_t>(r)];
+                if (previous[r] != kBos) prefix.push_back(static_cast<int64_t>(previous[r]));
+                const std::vector<double> p = rule(prefix);
+                const auto V = static_cast<int64_t>(p.size());
+                if (r == 0) out = {Tensor::empty(Shape{K, V}), Tensor::empty(Shape{K, n})};
+                for (int64_t v = 0; v < V; ++v)
+                    out.log_probs[r * V + v] = static_cast<real>(std::log(p[static_cast<size_t>(v)]));  // log 0 = −∞
+                for (int64_t j = 0; j < n; ++j)
+                    out.weights[r * n + j] = static_cast<real>(static_cast<int64_t>(prefix.size()) + 1 + 100 * j);
             }
             return out;
         }
-        void select(const std::vector<int64_t>&) override {}
-        const Scripted& s;
-        int64_t steps = 0;
+        void select(const std::vector<int64_t>& rows) override {
+            std::vector<std::vector<int64_t>> kept;
+            for (int64_t r : rows) kept.push_back(prefixes[static_cast<size_t>(r)]);
+            prefixes = std::move(kept);
+        }
+        Rule rule;
+        int64_t n;
+        std::vector<std::vector<int64_t>> prefixes;
     };
-    std::vector<int64_t> script_;
-    bool ends_, right_to_left_;
+    Rule rule_;
+    bool right_to_left_;
 };
 
-std::vector<real> row_of_step(size_t t) { return {static_cast<real>(t + 1), static_cast<real>(100 + t)}; }
+// A script: at step t (the prefix's length) probability 0.9 to script[t]
+// (</s> once the script ends, if `ends`; the script's last id for ever
+// otherwise), 0.1 shared among the other seven of 8 ids.
+RuleTranslator::Rule scripted(std::vector<int64_t> script, bool ends) {
+    return [script = std::move(script), ends](const std::vector<int64_t>& prefix) {
+        const size_t t = prefix.size();
+        std::vector<double> p(8, 0.1 / 7);
+        p[static_cast<size_t>(t < script.size() ? script[t] : ends ? kEos : script.back())] = 0.9;
+        return p;
+    };
+}
+
+// The attention row of step t (from 0) over two source symbols.
+std::vector<real> row_of_step(size_t t) { return {static_cast<real>(t + 1), static_cast<real>(t + 101)}; }
 
 }  // namespace
 
@@ -353,7 +376,7 @@ TEST_CASE("seq2seq right-to-left: tokens and attention rows in reading order, wi
     const Tensor source = Tensor::from({4, 5}, Shape{1, 2});  // two symbols: decode_limit 9
     for (const bool rtl : {false, true}) {
         CAPTURE(rtl);
-        Scripted ends({4, 5, 6}, true, rtl);
+        RuleTranslator ends(scripted({4, 5, 6}, true), rtl);
         const Hypothesis g = greedy_decode(ends, source, {2}).at(0);
         const Hypothesis b = beam_search(ends, {4, 5}, 1).at(0);
         for (const Hypothesis& h : {g, b}) {
@@ -363,7 +386,7 @@ TEST_CASE("seq2seq right-to-left: tokens and attention rows in reading order, wi
             CHECK(h.attention[3] == row_of_step(3));  // </s>
         }
 
-        Scripted runs_on({4, 5, 6, 7}, false, rtl);  // 4 5 6 7 7 7 7 7 7: out of steps after 9
+        RuleTranslator runs_on(scripted({4, 5, 6, 7}, false), rtl);  // 4 5 6 7 7 7 7 7 7: out of steps after 9
         const Hypothesis og = greedy_decode(runs_on, source, {2}).at(0);
         const Hypothesis ob = beam_search(runs_on, {4, 5}, 1).at(0);
         for (const Hypothesis& h : {og, ob}) {
@@ -415,7 +438,7 @@ TEST_CASE("seq2seq right-to-left: the report's alignment rows are in reading ord
     task.test.push_back(EvalItem{.text = "ab", .source = {4, 5}, .references = {{"c", "b", "a"}}});
     for (const bool rtl : {false, true}) {
         CAPTURE(rtl);
-        Scripted model({4, 5, 6}, true, rtl);  // writes a b c, then </s>
+        RuleTranslator model(scripted({4, 5, 6}, true), rtl);  // writes a b c, then </s>
         const Json frames = alignment_snapshot(model, task);
         REQUIRE(frames.size() == 1);
         const ExplorerFrame f = frame_from_json(frames[0]);
@@ -426,54 +449,15 @@ TEST_CASE("seq2seq right-to-left: the report's alignment rows are in reading ord
         REQUIRE(f.maps[0].weights.size() == 4);
         for (size_t r = 0; r < 4; ++r) {
             const size_t step = r == 3 ? 3 : rtl ? 2 - r : r;  // the step that wrote row r's symbol
-            CHECK(f.maps[0].weights[r] == std::vector<double>{double(step + 1), double(100 + step)});
+            CHECK(f.maps[0].weights[r] == std::vector<double>{double(step + 1), double(step + 101)});
         }
     }
 }
 
 namespace {
 
-// A translator whose next-token distribution depends on the row's prefix
-// (the tokens written so far), over the writable ids </s> (2), a (3), b (4);
-// <pad> and <s> get none. It follows beam search's select() as a model's
-// session must, so that each row's prefix is its hypothesis's.
-class Prefixed : public Translator {
-public:
-    using Rule = std::function<std::array<double, 3>(const std::vector<int64_t>&)>;  // p(</s>), p(a), p(b)
-    explicit Prefixed(Rule rule) : rule_(std::move(rule)) {}
-    Var forward(const Batch&, Tensor*) override { throw std::logic_error("Prefixed: decoding only"); }
-    std::string config_text() const override { return "prefixed"; }
-    std::unique_ptr<DecodingSession> start(const Tensor& source, const std::vector<int64_t>&) override {
-        return std::make_unique<Session>(rule_, source.size(1));
-    }
-
-private:
-    struct Session : DecodingSession {
-        Session(const Rule& r, int64_t width) : rule(r), n(width) {}
-        NextToken step(const Tensor& previous) override {
-            const int64_t K = previous.numel();
-            prefixes.resize(static_cast<size_t>(K));
-            NextToken out{Tensor::full(Shape{K, 5}, -std::numeric_limits<real>::infinity()), Tensor::full(Shape{K, n}, 0)};
-            for (int64_t r = 0; r < K; ++r) {
-                auto& prefix = prefixes[static_cast<size_t>(r)];
-                if (previous[r] != kBos) prefix.push_back(static_cast<int64_t>(previous[r]));
-                const std::array<double, 3> p = rule(prefix);
-                for (int64_t v = 0; v < 3; ++v) out.log_probs[r * 5 + 2 + v] = static_cast<real>(std::log(p[static_cast<size_t>(v)]));
-                out.weights[r * n] = static_cast<real>(prefix.size() + 1);  // the step it was written at, from 1
-            }
-            return out;
-        }
-        void select(const std::vector<int64_t>& rows) override {
-            std::vector<std::vector<int64_t>> kept;
-            for (int64_t r : rows) kept.push_back(prefixes[static_cast<size_t>(r)]);
-            prefixes = std::move(kept);
-        }
-        Rule rule;
-        int64_t n;
-        std::vector<std::vector<int64_t>> prefixes;
-    };
-    Rule rule_;
-};
+// p over the ids <pad>, <s> (never), </s>, a (3) and b (4).
+std::vector<double> eos_a_b(double eos, double a, double b) { return {0, 0, eos, a, b}; }
 
 }  // namespace
 
@@ -489,13 +473,13 @@ private:
 // "b a" (−0.471), "a" (−0.602), "b a a" (−1.076); by log p alone (penalty 0)
 // "a" (log .3) wins over "b a" (log .243).
 TEST_CASE("seq2seq beam search: the n-best of a beam of 2, by hand, and the unfinished one returned with them") {
-    Prefixed model([](const std::vector<int64_t>& prefix) -> std::array<double, 3> {
+    RuleTranslator model([](const std::vector<int64_t>& prefix) {
         const std::vector<int64_t> a{3}, b{4}, ba{4, 3};
-        if (prefix.empty()) return {0.1, 0.6, 0.3};
-        if (prefix == a) return {0.5, 0.3, 0.2};
-        if (prefix == b) return {0.05, 0.9, 0.05};
-        if (prefix == ba) return {0.9, 0.05, 0.05};
-        return {0.1, 0.5, 0.4};
+        if (prefix.empty()) return eos_a_b(0.1, 0.6, 0.3);
+        if (prefix == a) return eos_a_b(0.5, 0.3, 0.2);
+        if (prefix == b) return eos_a_b(0.05, 0.9, 0.05);
+        if (prefix == ba) return eos_a_b(0.9, 0.05, 0.05);
+        return eos_a_b(0.1, 0.5, 0.4);
     });
     const std::vector<Hypothesis> best = beam_search(model, {5}, 2, 1.0);
     REQUIRE(best.size() == 3);
@@ -520,7 +504,7 @@ TEST_CASE("seq2seq beam search: the n-best of a beam of 2, by hand, and the unfi
 // 2 runs to decode_limit (2·1 + 5 = 7 steps for one source symbol); both
 // hypotheses under way are returned, 7 tokens each and no </s> row.
 TEST_CASE("seq2seq beam search: out of steps, every hypothesis under way is returned, with no </s> row") {
-    Prefixed model([](const std::vector<int64_t>&) -> std::array<double, 3> { return {0.01, 0.6, 0.39}; });
+    RuleTranslator model([](const std::vector<int64_t>&) { return eos_a_b(0.01, 0.6, 0.39); });
     const std::vector<Hypothesis> best = beam_search(model, {5}, 2, 1.0);
     REQUIRE(best.size() == 2);
     CHECK(best[0].tokens == std::vector<int64_t>(7, 3));  // a a a a a a a: .6⁷
