@@ -386,8 +386,11 @@ grade: $(GRADE_BIN)
 	@$(GRADE_BIN) $(EX) $(if $(SEED),--seed $(SEED)) $(if $(HIDDEN),--hidden); status=$$?; \
 		$(call elapsed,make grade); if [ $$status -eq 1 ] && [ -z "$(STRICT)" ]; then status=0; fi; exit $$status
 # make grade-student STUDENT=dir: a student's tree graded here, with the
-# instructor's hidden cases: the student's files of each exercise's cut
-# code, copied into a copy of this tree (build/grade-student/).
+# instructor's hidden cases: the bodies of the student's blocks of each
+# exercise's cut code, spliced into a fresh copy of this tree that shares
+# this tree's build (build/grade-student/), each exercise graded on its own,
+# and a pass borne out by the judge (scripts/exercises.py: the student's
+# values on fresh draws against this tree's solution's).
 grade-student:
 	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
 progress: $(GRADE_BIN)

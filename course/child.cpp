@@ -15,9 +15,13 @@
 // length it says, nothing after it, and a child that then exited 0. So a
 // child that exits early, prints or writes the grader's own words, or writes
 // into the pipe, is never taken for a finished check: each is said as what it
-// is. (A student's code could still read the nonce pipe and write a frame
-// itself; what a frame carries is then all a forger controls, and
-// course/grade.cpp judges it as it judges any answer.)
+// is. (A student's code can still read the nonce from the nonce pipe, in its
+// own process, and write a well-formed frame that says "all right": no frame
+// a child writes can prove who wrote it. So where a verdict counts, make
+// grade-student, a pass also needs the judge of scripts/exercises.py: the
+// student's values on draws numbered from a base drawn at run time, compared
+// with this tree's solution's in a process that runs no student code.
+// course/hidden/hostile.txt holds that forger; make check-exercises fails it.)
 #include "course/child.hpp"
 
 #include <fcntl.h>

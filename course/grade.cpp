@@ -1381,6 +1381,7 @@ int main(int argc, char** argv) try {
     uint64_t seed = kFirstCaseSeed;
     bool fingerprint = false, progress = false;
     uint64_t probe_draws = 0;  // --probe N: N draws of course/probes.cpp
+    uint64_t probe_from = 0;   // --probe-from B: those draws numbered B+1 … B+N (the judge's, drawn per run)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--seed" && i + 1 < argc) {
@@ -1394,6 +1395,13 @@ int main(int argc, char** argv) try {
         else if (a == "--progress") progress = true;
         else if (a == "--hidden") g_hidden = true;
         else if (a == "--checks-only") g_checks_only = true;
+        else if (a == "--probe-from" && i + 1 < argc) {
+            const std::string v = argv[++i];
+            if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos)
+                throw std::invalid_argument("--probe-from: expected a whole number from 0 to 999999999999999, got '" +
+                                            v + "'");
+            probe_from = std::stoull(v);
+        }
         else if ((a == "--probe" || a == "--time-cap") && i + 1 < argc) {
             const std::string v = argv[++i];
             if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || v == "0")
@@ -1401,7 +1409,7 @@ int main(int argc, char** argv) try {
             if (a == "--probe") probe_draws = std::stoull(v);
             else attn::course::set_time_cap(std::stoi(v));
         }
-        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --time-cap S)");
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --probe-from B, --time-cap S)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);
@@ -1411,12 +1419,16 @@ int main(int argc, char** argv) try {
         // child process of its own (a crash or a hang is that draw's value).
         // (All the draws in one child: a draw that crashes or hangs differs
         // from the solution's already, and what would follow it matters no more.)
+        // The same draws, numbered from a base drawn at run time (--probe-from),
+        // are the judge's of make grade-student: scripts/exercises.py compares
+        // a student's values with this tree's own, so that a pass never rests
+        // on what the student's process reported (docs/course/instructors.md).
         if (wanted.size() != 1) throw std::invalid_argument("--probe takes one exercise");
         const ChildResult run = run_in_child(
             [&] {
                 std::ostringstream os;
                 os << std::setprecision(17);
-                for (uint64_t k = 1; k <= probe_draws; ++k) {
+                for (uint64_t k = probe_from + 1; k <= probe_from + probe_draws; ++k) {
                     const std::vector<double> values = wanted[0] == "capstone"
                                                            ? attn::course::probe_entries(capstone_ids(), k)
                                                            : attn::course::probe(wanted[0], k);

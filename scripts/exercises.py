@@ -33,6 +33,7 @@ import os
 import pathlib
 import queue
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -383,11 +384,12 @@ def make_tree(names, out):
     print(f"  read docs/course/README.md (the course) and {', '.join(pages)} first")
 
 
-def write_tree(files, out):
+def write_tree(files, out, hidden=False):
     """Writes `files` ({path: text, or None for a copy}) into the folder
     `out`, the files as they are here copied with their times, and shares
-    this tree's build with it (share_build). Returns how many objects it
-    shares, and the paths written as they are here."""
+    this tree's build with it (share_build; `hidden`: the instructor's hidden
+    cases' objects too). Returns how many objects it shares, and the paths
+    written as they are here."""
     unchanged = set()
     for path, text in files.items():
         target = out / path
@@ -400,7 +402,7 @@ def write_tree(files, out):
             target.write_text(text)
             if os.access(source, os.X_OK) if source.exists() else False:
                 target.chmod(0o755)
-    return share_build(out, unchanged), unchanged
+    return share_build(out, unchanged, hidden), unchanged
 
 
 def dependencies(d_file):
@@ -428,7 +430,7 @@ def link_file(source, target):
         shutil.copy2(source, target)
 
 
-def share_build(out, unchanged):
+def share_build(out, unchanged, hidden=False):
     """Hard links in `out` to this tree's compiled objects (build/obj) whose
     every source and header is in `out` unchanged (`unchanged`, copied with
     their times), with their dependency files and the precompiled headers: make
@@ -440,14 +442,15 @@ def share_build(out, unchanged):
     the linker write a new file rather than into a link, so building in `out`
     never changes this tree's build (the dependency files, which the compiler
     rewrites in place, are copies). Returns how many objects were linked; 0
-    when this tree has no build."""
+    when this tree has no build. (hidden=True: the hidden cases' too, for
+    the instructor's own copy, make grade-student's.)"""
     obj = ROOT / "build" / "obj"
     if not obj.is_dir():
         return 0
     shared = 0
     for d_file in sorted(obj.rglob("*.d")):
         relative = d_file.relative_to(ROOT)
-        if "hidden" in relative.parts:
+        if "hidden" in relative.parts and not hidden:
             continue
         if d_file.name.endswith(".hpp.d"):  # a precompiled header: build/obj/pch/CONFIG/std.hpp.d
             compiled = d_file.with_name(d_file.name[:-2] + ".gch")
@@ -563,14 +566,14 @@ FAST_LINK = (["LDFLAGS=-fuse-ld=lld"] if shutil.which("ld.lld") else
 GRADER_ENV = dict(os.environ, ASAN_OPTIONS="symbolize=0")
 
 
-def grader_run(root, args, seconds=120):
+def grader_run(root, args, seconds=120, env=None):
     """(exit status, output) of the grader built in root, run with args. A
     grader still running after `seconds` (a mistake that loops forever in a
     check the grader times only after 600 s) is stopped: exit status −1."""
     start = time.time()
     try:
         r = subprocess.run([str(root / GRADER)] + args, cwd=root, capture_output=True, text=True,
-                           timeout=seconds, errors="replace", env=GRADER_ENV)
+                           timeout=seconds, errors="replace", env=env or GRADER_ENV)
         return r.returncode, r.stdout + r.stderr + f"\n[graded in {time.time() - start:.1f} s]"
     except subprocess.TimeoutExpired as stopped:
         out = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
@@ -669,6 +672,8 @@ def check(args):
     jobs, what = [], []
     answer_wheats = read_wheats(ANSWER_WHEATS)
     hostile = read_wheats(HOSTILE)
+    base = judge_base()
+    ours = {e.id: run_grader(judge_args(e, base))[1] for e in chosen if probed(e)}
     for e in chosen:
         if e.id == "capstone":  # the stub: course/capstone.txt as a student's tree has it
             jobs.append(({"course/capstone.txt": capstone_template()}, [e.id], True))
@@ -692,18 +697,22 @@ def check(args):
             what.append((e, m))
         if not mine:
             what[-1] = (e, "none")
-        # correct answers written another way (course/hidden/wheats.txt): each must pass
+        # correct answers written another way (course/hidden/wheats.txt): each
+        # must pass, the judge included; answers that try to pass without being
+        # right (course/hidden/hostile.txt): each must fail, the judge too.
+        judge = [["--if-passed"] + judge_args(e, base)] if probed(e) else []
         for w in answer_wheats:
             if w.get("exercise") == e.id:
-                jobs.append(({w["file"]: apply(w)}, [e.id], False))
+                jobs.append(({w["file"]: apply(w)}, [[e.id]] + judge, False))
                 what.append((e, ("wheat", w)))
-        # answers that try to pass without being right (course/hidden/hostile.txt)
         for h in hostile:
             if h.get("exercise") == e.id:
-                jobs.append(({h["file"]: apply(h)}, [e.id], False))
+                jobs.append(({h["file"]: apply(h)}, [[e.id]] + judge, False))
                 what.append((e, ("hostile", h)))
     totals = {"mistakes": 0, "named": 0, "wheats": 0, "accepted": 0}
     for (e, m), (built, rc, out) in zip(what, in_workers(jobs)):
+        if built and isinstance(rc, list):  # a wheat's or a hostile answer's run, and its judge's
+            rc, out = judged(e, base, rc, out, ours.get(e.id, ""))
         if isinstance(m, tuple) and m[0] == "hostile":
             h = m[1]
             took = re.search(r"\[graded in ([\d.]+) s\]", out) if built else None
@@ -711,6 +720,9 @@ def check(args):
             ok = built and rc == int(h.get("expect-exit", "1")) and h["expect"] in out and \
                 seconds <= float(h.get("seconds", "60"))
             print(f"   hostile answer: {'handled' if ok else 'NOT HANDLED'} in {seconds:.1f} s: {h['title']}")
+            for line in out.splitlines():
+                if line.startswith("the judge:") and rc != 0:
+                    print(f"      {line}")
             if not ok:
                 failures.append(f"{e.id}: the hostile answer '{h['title']}' ({h['where']}): exit {rc}, "
                                 f"{seconds:.1f} s, expected exit {h.get('expect-exit', '1')} and '{h['expect']}'\n"
@@ -770,6 +782,8 @@ def check(args):
         failures.append(f"{e.id}: {path} still holds a line of the answer: {code}")
     print(f"== student's tree: {len(files)} files, {lines} code lines of cut blocks looked for, {len(bad)} found")
     check_shared_tree(chosen, files, failures)
+    if {"sigmoid_backward", "multi_head"} <= {e.id for e in chosen}:
+        check_grade_student(failures)
     if mode != "none":
         prove_against_mutants(chosen, mode, failures)
     print(f"== {len(chosen)} exercises: stubs fail, solutions pass; {totals['named']} of "
@@ -780,6 +794,36 @@ def check(args):
         for f in failures:
             print("  " + f)
         sys.exit(1)
+
+
+def check_grade_student(failures):
+    """make grade-student end to end, on a student's tree whose 1.1 is the
+    hostile answer that writes a well-formed result with the nonce read from
+    the grader's own pipe (its grader run says "all right") and whose 3.2 is
+    right: 1.1 must not pass, by the judge's words, and 3.2 must."""
+    forger = next(h for h in read_wheats(HOSTILE) if h["title"].startswith("the nonce read"))
+    with tempfile.TemporaryDirectory() as folder:
+        tree = pathlib.Path(folder) / "student"
+        r = subprocess.run([sys.executable, __file__, "tree", "sigmoid_backward,multi_head", str(tree)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append("grade-student: the student's tree was not written: " + r.stdout + r.stderr)
+            return
+        for path in ["attention/scaled_dot_product.cpp", "attention/multi_head.cpp"]:
+            shutil.copy(ROOT / path, tree / path)
+        (tree / forger["file"]).write_text(apply(forger))
+        start = time.time()
+        r = subprocess.run([sys.executable, __file__, "grade-student", str(tree)], capture_output=True, text=True,
+                           errors="replace")
+    out = r.stdout + r.stderr
+    verdicts = re.findall(r"^  \S+\s+(\w+)\s+(passed|NOT PASSED)$", out, re.M)
+    ok = r.returncode == 1 and verdicts == [("sigmoid_backward", "NOT PASSED"), ("multi_head", "passed")] and \
+        "are not this tree's solution's" in out and re.search(r"Exercise 1.1: all \d+ checks right", out) is not None
+    print(f"== make grade-student, a forged 1.1 and a right 3.2: {'1.1 failed by the judge, 3.2 passed' if ok else 'WRONG'} "
+          f"({time.time() - start:.0f} s)")
+    if not ok:
+        failures.append(f"grade-student: expected 1.1 failed by the judge and 3.2 passed, got exit {r.returncode}, "
+                        f"{verdicts}\n" + out[-2500:])
 
 
 def check_shared_tree(chosen, files, failures):
@@ -891,24 +935,94 @@ def probe_values(output):
     return draws
 
 
-def same_values(a, b):
-    """Whether two --probe outputs agree, draw by draw, to 1e-9 relative."""
-    if not a or a.keys() != b.keys():
-        return False
-    for draw, xs in a.items():
-        ys = b[draw]
+def first_difference(a, b, tolerance=1e-9):
+    """None when two --probe outputs (probe_values) agree, draw by draw, to
+    `tolerance` relative to 1 + |b|; else where they first differ, in words
+    (a is the code under test, b the solution)."""
+    if not a:
+        return "no draw came back"
+    if a.keys() != b.keys():
+        missing = sorted(b.keys() - a.keys(), key=lambda d: int(d.split()[1]))
+        return f"{missing[0]} never came back" if missing else "draws came back that were not asked for"
+    for draw, xs in b.items():
+        ys = a[draw]
         if len(xs) != len(ys):
-            return False
-        for x, y in zip(xs, ys):
+            return f"{draw}: {len(ys)} values where the solution computes {len(xs)} (a shape, or a refusal, differs)"
+        for k, (y, x) in enumerate(zip(ys, xs)):
             if x == y:
                 continue
             try:
                 fx, fy = float(x), float(y)
             except ValueError:
-                return False
-            if not (math.isnan(fx) and math.isnan(fy)) and not abs(fx - fy) <= 1e-9 * (1 + abs(fy)):
-                return False
-    return True
+                return f"{draw}, value {k + 1}: {y!r} where the solution gives {x!r}"
+            if not (math.isnan(fx) and math.isnan(fy)) and not abs(fy - fx) <= tolerance * (1 + abs(fx)):
+                return f"{draw}, value {k + 1}: {probe_words(fy)} where the solution gives {probe_words(fx)}"
+    return None
+
+
+def probe_words(x):
+    """A value of course/probes.cpp's records, in words where it marks an event."""
+    marks = {1e300: "no gradient", 2e300: "a refusal (std::logic_error)", 3e300: "another exception"}
+    return marks.get(x, repr(x))
+
+
+def same_values(a, b):
+    """Whether two --probe outputs agree, draw by draw, to 1e-9 relative."""
+    return first_difference(a, b) is None
+
+
+# ---- the judge: a pass borne out by values computed here ---------------------------------
+# A grader run's verdict comes from a process that holds the student's code
+# (course/child.cpp frames each check's result with a nonce, but code that
+# reads the nonce from its own process can write a well-formed frame). So
+# where a verdict counts (make grade-student, and the hostile answers of make
+# check-exercises), a pass needs the judge too: course/probes.cpp's draws,
+# numbered from a base drawn here at run time (no answer can have been written
+# for them), run on the student's code and on this tree's solution, and
+# compared here, in this process, which runs no student code. The student's
+# process can only report values; values that are the solution's on fresh
+# inputs are a right answer, whoever wrote the report.
+JUDGE_DRAWS = 40
+JUDGE_TOLERANCE = {"gemm_kernel": 1e-3}  # float sums of up to ~1000 terms in another order
+JUDGE_DEFAULT_TOLERANCE = 1e-7           # the double build: another algebra differs by ~1e-13
+
+
+def judge_base():
+    """A base for the judge's draw numbers, drawn now (--probe-from)."""
+    return secrets.randbelow(10 ** 15 - 10 ** 6)
+
+
+def judge_args(e, base):
+    return ["--time-cap", "10", "--probe", str(JUDGE_DRAWS), "--probe-from", str(base), e.id]
+
+
+def judge_words(e, base, theirs_output, ours_output):
+    """(agrees, a sentence): the student's --probe output against this tree's."""
+    ours = probe_values(ours_output)
+    if len(ours) != JUDGE_DRAWS:
+        return False, f"the judge: this tree's own probe did not run ({ours_output.strip()[-300:]})"
+    theirs = probe_values(theirs_output)
+    problem = first_difference(theirs, ours, JUDGE_TOLERANCE.get(e.id, JUDGE_DEFAULT_TOLERANCE))
+    if not theirs:
+        printed = "\n".join(l for l in theirs_output.splitlines() if not l.startswith("[graded in ")).strip()
+        problem += f" (what the run printed instead: {printed[:160]!r})"
+    if problem is None:
+        return True, (f"the judge: your code's values on {JUDGE_DRAWS} fresh draws (course/probes.cpp, from "
+                      f"{base + 1}) are this tree's solution's")
+    return False, (f"the judge: your code's values on {JUDGE_DRAWS} fresh draws (course/probes.cpp, from {base + 1}) "
+                   f"are not this tree's solution's: {problem}")
+
+
+def judged(e, base, rcs, outs, ours_output):
+    """A grader run and, when it passed, its judge's run (the exit statuses
+    and outputs of [[…, e.id], judge_args(e, base)]; the judge's missing for an
+    exercise without probes): (exit status, output). A pass (0) needs both;
+    the judge's sentence is added to the output whenever it ran."""
+    rc, out = rcs[0], outs[0]
+    if rc != 0 or len(rcs) < 2 or rcs[1] is None:
+        return rc, out
+    agrees, words = judge_words(e, base, outs[1], ours_output)
+    return (0 if agrees else 1), out + "\n" + words + ("" if agrees else ": not a pass, whatever the lines above say") + "\n"
 
 
 def spread(items, most):
@@ -1020,13 +1134,17 @@ def fingerprints(names):
 
 
 def grade_student(args):
-    """A student's tree graded here, with the hidden cases: this tree copied to
-    build/grade-student/tree (a file only when it differs, so that make
-    rebuilds little), the student's files of each exercise's cut code over it."""
+    """A student's tree graded here, with the hidden cases and the judge: this
+    tree's files written to build/grade-student/tree, fresh for each student,
+    the bodies of the student's blocks of each exercise's cut code spliced
+    into them, and this tree's build shared (share_build): the student's
+    files compile, the rest is linked. Each exercise is graded on its own, and
+    an exercise course/probes.cpp draws on passes only when the judge agrees
+    (judge_words). Exit status 0 when every exercise passed."""
     seed = None
     if "--seed" in args:
         at = args.index("--seed")
-        seed = args[at + 1]
+        seed = args[at + 1] if at + 1 < len(args) else ""
         args = args[:at] + args[at + 2:]
     if not args or not args[0]:
         sys.exit("make grade-student STUDENT=<a student's tree> [EX=id] [SEED=n]")
@@ -1038,17 +1156,7 @@ def grade_student(args):
         names = [l.strip() for l in assignment.read_text().splitlines() if l.strip() and not l.startswith("#")] \
             if assignment.exists() else []
     chosen = pick(read_exercises(), names)
-    scratch = ROOT / "build" / "grade-student" / "tree"
-
-    def put(path, data):
-        target = scratch / path
-        if target.exists() and target.read_bytes() == data:
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-
-    for path in tracked_files():
-        put(path, (ROOT / path).read_bytes())
+    files = {path: None for path in tracked_files()}
     # An exercise's files: only the bodies of the blocks the student was given
     # are theirs, spliced into this tree's file; the rest of the file is this
     # tree's. So nothing a student adds outside those blocks (a static
@@ -1063,9 +1171,10 @@ def grade_student(args):
                 theirs = student / file
                 if theirs.is_symlink() or not theirs.is_file():
                     sys.exit(f"{theirs}: missing from the student's tree, or not a plain file")
-                if not (scratch / file).resolve().is_relative_to(scratch.resolve()):
+                relative = pathlib.PurePosixPath(file)
+                if relative.is_absolute() or ".." in relative.parts:
                     sys.exit(f"{theirs}: outside the tree graded: refused")
-                put(file, theirs.read_bytes())
+                files[file] = theirs.read_text(errors="replace")
             continue
         for file, opening in e.cuts:
             theirs = student / file
@@ -1078,27 +1187,50 @@ def grade_student(args):
             start, end = block_span(text, opening, str(theirs))
             spliced.setdefault(file, []).append((opening, text[start:end]))
     for file, blocks in spliced.items():
-        text = (ROOT / file).read_text()
+        ours = (ROOT / file).read_text()
+        text = ours
         spans = [(block_span(text, opening, file), body) for opening, body in blocks]
         for (start, end), body in sorted(spans, reverse=True):
             text = text[:start] + body + text[end:]
         # the student's file with this tree's bodies in the blocks: anything else that differs is not graded
-        theirs = (student / file).read_text(errors="replace")
-        outside = theirs
+        outside = (student / file).read_text(errors="replace")
         for opening, _ in blocks:
             start, end = block_span(outside, opening, file)
-            ours_start, ours_end = block_span((ROOT / file).read_text(), opening, file)
-            outside = outside[:start] + (ROOT / file).read_text()[ours_start:ours_end] + outside[end:]
-        if outside != (ROOT / file).read_text():
+            ours_start, ours_end = block_span(ours, opening, file)
+            outside = outside[:start] + ours[ours_start:ours_end] + outside[end:]
+        if outside != ours:
             print(f"note: {file} differs from this tree's outside the blocks to write: those lines are not graded "
                   f"(this tree's are)")
-        put(file, text.encode())
-    r = subprocess.run(["make", "--no-print-directory", "-j2", GRADER], cwd=scratch, capture_output=True, text=True)
+        files[file] = text
+    # this tree's grader first: its objects are what the copy shares, and it is the judge's
+    started = time.time()
+    if not build_grader():
+        sys.exit("this tree's grader does not build (above)")
+    scratch = ROOT / "build" / "grade-student" / "tree"
+    shutil.rmtree(scratch, ignore_errors=True)  # fresh: nothing of the last student's build is left in it
+    shared, _ = write_tree(files, scratch, hidden=True)
+    jobs = str(os.cpu_count() or 1)
+    r = subprocess.run(["make", "--no-print-directory", "-j" + jobs, GRADER], cwd=scratch, capture_output=True,
+                       text=True)
     if r.returncode != 0:
         print(r.stdout[-3000:] + r.stderr[-3000:])
         sys.exit(f"the student's code does not compile (above), in {scratch}")
-    command = [str(scratch / GRADER), "--hidden"] + (["--seed", seed] if seed else []) + [e.id for e in chosen]
-    sys.exit(subprocess.run(command, cwd=scratch).returncode)
+    print(f"(built in {time.time() - started:.0f} s: the student's files compiled, {shared} of this tree's "
+          f"compiled files shared)")
+    base = judge_base()
+    verdicts = []
+    for e in chosen:
+        command = [str(scratch / GRADER), "--hidden"] + (["--seed", seed] if seed is not None else []) + [e.id]
+        rc, out = grader_run(scratch, command[1:], seconds=3600, env=os.environ)
+        print(out, end="" if out.endswith("\n") else "\n")
+        if rc == 0 and probed(e):
+            theirs = grader_run(scratch, judge_args(e, base), seconds=600)[1]
+            agrees, words = judge_words(e, base, theirs, run_grader(judge_args(e, base))[1])
+            print(words + ("" if agrees else ": not a pass, whatever the lines above say"))
+            rc = 0 if agrees else 1
+        verdicts.append((e, rc))
+    print("\n" + "\n".join(f"  {e.number:5} {e.id:22} {'passed' if rc == 0 else 'NOT PASSED'}" for e, rc in verdicts))
+    sys.exit(0 if all(rc == 0 for _, rc in verdicts) else 1)
 
 
 # ---- the student's tests against wrong code (exercises 7.1 and 7.2) ---------------------

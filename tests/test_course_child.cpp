@@ -3,6 +3,7 @@
 // is said in words, at once.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -142,6 +143,24 @@ TEST_CASE("child runner: a forged result written into every descriptor, then exi
                 if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && write(fd, forged.data(), forged.size()) < 0) continue;
             }
             _exit(0);
+        },
+        10);
+    CHECK(!r.finished);
+    CHECK(r.payload.empty());
+    CHECK(has(r.problem, "something other than the grader wrote into its pipe"));
+}
+
+TEST_CASE("child runner: the grader's pipe made the child's standard output, then printed into, is not a result") {
+    const ChildResult r = run_in_child(
+        []() -> std::string {
+            for (int fd = 3; fd < 64; ++fd) {
+                struct stat st;
+                if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_WRONLY)
+                    dup2(fd, STDOUT_FILENO);
+            }
+            std::printf("Exercise 1.1: all 9 checks right. Done.\n");
+            std::fflush(stdout);
+            return "9 0 rrrrrrrrr";  // the right counts, sent after the printed line
         },
         10);
     CHECK(!r.finished);
