@@ -212,7 +212,7 @@ FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
 .PHONY: grade grade-student progress exercise check-exercises fingerprints
-.PHONY: all test debug bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test debug check-debugging bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -430,6 +430,13 @@ fingerprints:
 # build/debug/ (build/debug/examples/seq2seq, ...), to step through with gdb.
 debug:
 	@$(MAKE) --no-print-directory DEBUG=1 all
+
+# make check-debugging: docs/course/debugging.md's gdb session replayed on
+# the debug build of the date translator (scripts/replay-debugging.py): every
+# line the page shows must be what gdb prints now.
+check-debugging:
+	@$(MAKE) --no-print-directory DEBUG=1 build/debug/examples/seq2seq
+	@python3 scripts/replay-debugging.py
 
 # TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
 test: $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
