@@ -211,7 +211,7 @@ EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
-.PHONY: grade grade-student progress exercise check-exercises fingerprints
+.PHONY: grade grade-student grade-class check-class progress exercise check-exercises fingerprints
 .PHONY: all test debug check-debugging bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
@@ -363,7 +363,7 @@ $(LIB_D_GRADE): $(filter-out $(call obj_d,$(CHECKED_SRC)) $(call obj_f,$(CHECKED
 $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D_GRADE),$(LIB_D))
 	@mkdir -p $(dir $@)
 	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $(libraries_first) -o $@ $(ATTN_LDFLAGS) $(if $(CHECKED_SRC),$(MEMCHECK_FLAGS)) $(LDFLAGS)
-# One make grade, make progress or make grade-student at a time in a tree
+# One make grade, make progress, make grade-student or make grade-class at a time in a tree
 # (two at once rebuilt the same build/lib/*.a under each other, and
 # course/progress.txt): each takes GRADE_LOCK (scripts/grade-lock.sh, with
 # flock(1)) before building anything, and runs again under it; a second is
@@ -371,10 +371,10 @@ $(GRADE_BIN): $(GRADE_OBJ) $(call obj_d,$(GRAD_SRC)) $(if $(CHECKED_SRC),$(LIB_D
 GRADE_LOCK ?= build/grade.lock
 ifeq ($(GRADE_LOCK_HELD),)
 # (make grade progress: one after the other, not the second refused by the first.)
-ifneq ($(filter-out 0 1,$(words $(filter grade grade-student progress,$(MAKECMDGOALS)))),)
+ifneq ($(filter-out 0 1,$(words $(filter grade grade-student grade-class check-class progress,$(MAKECMDGOALS)))),)
 .NOTPARALLEL:
 endif
-grade grade-student progress:
+grade grade-student grade-class check-class progress:
 	@sh scripts/grade-lock.sh '$(subst ','\'',$(GRADE_LOCK))' '$(subst ','\'',make $(strip $(MAKECMDGOALS) $(-*-command-variables-*-)))' \
 		$(MAKE) --no-print-directory GRADE_LOCK_HELD=1 $@
 else
@@ -393,6 +393,19 @@ grade: $(GRADE_BIN)
 # values on fresh draws against this tree's solution's).
 grade-student:
 	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
+# make grade-class SUBMISSIONS=dir OUT=dir [EX=id,...] [SEED=n] [ROSTER=file]
+# [JOBS=n] [SANDBOX=none]: a class's submissions (folders, zips, tarballs)
+# graded one exercise at a time, each grader run inside bubblewrap, into
+# OUT/results/STUDENT.json and OUT/gradebook.csv (scripts/grade_class.py;
+# docs/course/instructors.md). make check-class: a generated class of right,
+# wrong, broken and hostile submissions graded, each verdict and each
+# containment checked (scripts/check_class.py).
+grade-class:
+	@python3 scripts/grade_class.py "$(SUBMISSIONS)" "$(OUT)" $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(JOBS),--jobs $(JOBS)) $(if $(SANDBOX),--sandbox $(SANDBOX)) \
+		$(if $(TIME_CAP),--time-cap $(TIME_CAP))
+check-class:
+	@python3 scripts/check_class.py
 progress: $(GRADE_BIN)
 	@$(GRADE_BIN) --progress
 endif

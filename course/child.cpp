@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iomanip>
 #include <iostream>
 #include <random>
 #include <regex>
@@ -182,7 +183,8 @@ std::string memory_words(const std::string& report) {
     std::smatch m;
     // where: the first frame in the tree's own files (a relative path), else the first frame
     std::string where;
-    static const std::regex frame(R"(#\d+ 0x[0-9a-f]+ in (.+) ([^ /][^ :]*\.(?:cpp|hpp|h)):(\d+))");
+    // (a path that climbs out, "../../src/libsanitizer/…", is the compiler's, not the tree's)
+    static const std::regex frame(R"(#\d+ 0x[0-9a-f]+ in (.+) ((?!\.\./)[^ /][^ :]*\.(?:cpp|hpp|h)):(\d+))");
     for (auto it = std::sregex_iterator(report.begin(), report.end(), frame); it != std::sregex_iterator(); ++it) {
         where = " in " + short_function((*it)[1]) + " (" + (*it)[2].str() + ":" + (*it)[3].str() + ")";
         break;
@@ -203,6 +205,15 @@ std::string memory_words(const std::string& report) {
             return "your code " + access + " outside a local array or variable" + where;
         if (kind == "global-buffer-overflow") return "your code " + access + " outside a global array" + where;
         if (kind == "stack-overflow") return "the stack overflowed (recursion too deep)" + where;
+        static const std::regex too_much(R"(allocator is out of memory trying to allocate (0x[0-9a-f]+) bytes|requested allocation size (0x[0-9a-f]+))");
+        std::smatch a;
+        if (std::regex_search(report, a, too_much)) {
+            const double bytes = std::stod(a[1].matched ? a[1].str() : a[2].str());
+            std::ostringstream amount;
+            amount << std::setprecision(3) << bytes / (1u << 30) << " GiB";
+            return "your code asked for " + amount.str() + " at once, more memory than the grader can give: refused "
+                   "by AddressSanitizer's allocator" + where;
+        }
         if (kind == "SEGV") return "your code used an address no memory is at (a null or wild pointer)" + where;
         if (kind == "container") return "your code " + access + " past a std::vector's size" + where;
         return "AddressSanitizer stopped it (" + kind + ")" + where;

@@ -1382,6 +1382,7 @@ int main(int argc, char** argv) try {
     bool fingerprint = false, progress = false;
     uint64_t probe_draws = 0;  // --probe N: N draws of course/probes.cpp
     uint64_t probe_from = 0;   // --probe-from B: those draws numbered B+1 … B+N (the judge's, drawn per run)
+    std::string probe_out;     // --probe-out FILE: the draws written there, not to the standard output
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--seed" && i + 1 < argc) {
@@ -1402,6 +1403,7 @@ int main(int argc, char** argv) try {
                                             v + "'");
             probe_from = std::stoull(v);
         }
+        else if (a == "--probe-out" && i + 1 < argc) probe_out = argv[++i];
         else if ((a == "--probe" || a == "--time-cap") && i + 1 < argc) {
             const std::string v = argv[++i];
             if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || v == "0")
@@ -1409,7 +1411,7 @@ int main(int argc, char** argv) try {
             if (a == "--probe") probe_draws = std::stoull(v);
             else attn::course::set_time_cap(std::stoi(v));
         }
-        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --probe-from B, --time-cap S)");
+        else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a + " (--seed N, --hidden, --fingerprint, --progress, --checks-only, --probe N, --probe-from B, --probe-out FILE, --time-cap S)");
         else wanted.push_back(a);
     }
     if (progress) return show_progress(all);
@@ -1439,7 +1441,15 @@ int main(int argc, char** argv) try {
                 return os.str();
             },
             60);
-        std::cout << (run.finished ? run.payload : "draw 0: stopped: " + crash_words(run) + "\n");
+        const std::string draws = run.finished ? run.payload : "draw 0: stopped: " + crash_words(run) + "\n";
+        if (probe_out.empty()) {
+            std::cout << draws;
+            return 0;
+        }
+        // --probe-out FILE: the draws alone, apart from whatever the student's code printed
+        std::ofstream file(probe_out, std::ios::trunc);
+        file << draws;
+        if (!file.flush()) throw std::runtime_error("--probe-out: could not write " + probe_out);
         return 0;
     }
     if (wanted.empty()) wanted = assigned(all);

@@ -879,7 +879,7 @@ def check_shared_tree(chosen, files, failures):
 # ---- mistakes nobody wrote down: the graders against every small change --------------------
 PROBE_DRAWS = 40
 EQUIVALENT = ROOT / "course" / "hidden" / "equivalent.txt"
-MUTANTS_SAMPLED = 5  # per exercise, in make check-exercises (MUTANTS=all: every one)
+MUTANTS_SAMPLED = 2  # per exercise, in make check-exercises (MUTANTS=all: every one; docs/performance.md)
 
 
 def exercise_mutants(e):
@@ -941,6 +941,8 @@ def first_difference(a, b, tolerance=1e-9):
     (a is the code under test, b the solution)."""
     if not a:
         return "no draw came back"
+    if "draw 0" in a:  # the grader's own line: the draws stopped
+        return "the draws " + " ".join(a["draw 0"])
     if a.keys() != b.keys():
         missing = sorted(b.keys() - a.keys(), key=lambda d: int(d.split()[1]))
         return f"{missing[0]} never came back" if missing else "draws came back that were not asked for"
@@ -1133,6 +1135,61 @@ def fingerprints(names):
     print(f"wrote {FINGERPRINTS.relative_to(ROOT)}")
 
 
+def spliced_files(student, chosen):
+    """({path: text or None}, [notes]): this tree's tracked files (None: as
+    they are here), with the bodies of the student's blocks of each chosen
+    exercise's cut code spliced into this tree's files (the capstone: the
+    student's own files, whole). Only the bodies of the blocks the student was
+    given are theirs; the rest of each file is this tree's. So nothing a
+    student adds outside those blocks (a static initialiser that runs before
+    the grader's main, a second definition) is compiled; a file that differs
+    there gets a note. Exits (SystemExit, with the words) on a file missing,
+    a block whose first line was changed, a capstone file outside the tree."""
+    files = {path: None for path in tracked_files()}
+    notes = []
+    spliced = {}
+    for e in chosen:
+        if e.id == "capstone":
+            # the capstone's files are the student's own: those course/capstone.txt names
+            code, named = read_capstone(student / "course" / "capstone.txt")
+            for file in ["course/capstone.txt"] + named + [file for file, _ in code]:
+                theirs = student / file
+                if theirs.is_symlink() or not theirs.is_file():
+                    sys.exit(f"{theirs}: missing from the student's tree, or not a plain file")
+                relative = pathlib.PurePosixPath(file)
+                if relative.is_absolute() or ".." in relative.parts:
+                    sys.exit(f"{theirs}: outside the tree graded: refused")
+                files[file] = theirs.read_text(errors="replace")
+            continue
+        for file, opening in e.cuts:
+            theirs = student / file
+            if theirs.is_symlink() or not theirs.is_file():
+                sys.exit(f"{theirs}: missing from the student's tree, or not a plain file")
+            text = theirs.read_text(errors="replace")
+            if opening.rstrip() not in [l.rstrip() for l in text.split("\n")]:
+                sys.exit(f"{theirs}: the block to write is not there (its first line, {opening.strip()!r}, was changed "
+                         f"or removed): only the bodies of the blocks given are graded")
+            start, end = block_span(text, opening, str(theirs))
+            spliced.setdefault(file, []).append((opening, text[start:end]))
+    for file, blocks in spliced.items():
+        ours = (ROOT / file).read_text()
+        text = ours
+        spans = [(block_span(text, opening, file), body) for opening, body in blocks]
+        for (start, end), body in sorted(spans, reverse=True):
+            text = text[:start] + body + text[end:]
+        # the student's file with this tree's bodies in the blocks: anything else that differs is not graded
+        outside = (student / file).read_text(errors="replace")
+        for opening, _ in blocks:
+            start, end = block_span(outside, opening, file)
+            ours_start, ours_end = block_span(ours, opening, file)
+            outside = outside[:start] + ours[ours_start:ours_end] + outside[end:]
+        if outside != ours:
+            notes.append(f"{file} differs from this tree's outside the blocks to write: those lines are not graded "
+                         f"(this tree's are)")
+        files[file] = text
+    return files, notes
+
+
 def grade_student(args):
     """A student's tree graded here, with the hidden cases and the judge: this
     tree's files written to build/grade-student/tree, fresh for each student,
@@ -1156,52 +1213,9 @@ def grade_student(args):
         names = [l.strip() for l in assignment.read_text().splitlines() if l.strip() and not l.startswith("#")] \
             if assignment.exists() else []
     chosen = pick(read_exercises(), names)
-    files = {path: None for path in tracked_files()}
-    # An exercise's files: only the bodies of the blocks the student was given
-    # are theirs, spliced into this tree's file; the rest of the file is this
-    # tree's. So nothing a student adds outside those blocks (a static
-    # initialiser that runs before the grader's main, a second definition)
-    # is compiled; what differs there is said.
-    spliced = {}
-    for e in chosen:
-        if e.id == "capstone":
-            # the capstone's files are the student's own: those course/capstone.txt names
-            code, named = read_capstone(student / "course" / "capstone.txt")
-            for file in ["course/capstone.txt"] + named + [file for file, _ in code]:
-                theirs = student / file
-                if theirs.is_symlink() or not theirs.is_file():
-                    sys.exit(f"{theirs}: missing from the student's tree, or not a plain file")
-                relative = pathlib.PurePosixPath(file)
-                if relative.is_absolute() or ".." in relative.parts:
-                    sys.exit(f"{theirs}: outside the tree graded: refused")
-                files[file] = theirs.read_text(errors="replace")
-            continue
-        for file, opening in e.cuts:
-            theirs = student / file
-            if not theirs.is_file():
-                sys.exit(f"{theirs}: missing from the student's tree")
-            text = theirs.read_text(errors="replace")
-            if opening.rstrip() not in [l.rstrip() for l in text.split("\n")]:
-                sys.exit(f"{theirs}: the block to write is not there (its first line, {opening.strip()!r}, was changed "
-                         f"or removed): only the bodies of the blocks given are graded")
-            start, end = block_span(text, opening, str(theirs))
-            spliced.setdefault(file, []).append((opening, text[start:end]))
-    for file, blocks in spliced.items():
-        ours = (ROOT / file).read_text()
-        text = ours
-        spans = [(block_span(text, opening, file), body) for opening, body in blocks]
-        for (start, end), body in sorted(spans, reverse=True):
-            text = text[:start] + body + text[end:]
-        # the student's file with this tree's bodies in the blocks: anything else that differs is not graded
-        outside = (student / file).read_text(errors="replace")
-        for opening, _ in blocks:
-            start, end = block_span(outside, opening, file)
-            ours_start, ours_end = block_span(ours, opening, file)
-            outside = outside[:start] + ours[ours_start:ours_end] + outside[end:]
-        if outside != ours:
-            print(f"note: {file} differs from this tree's outside the blocks to write: those lines are not graded "
-                  f"(this tree's are)")
-        files[file] = text
+    files, notes = spliced_files(student, chosen)
+    for note in notes:
+        print("note: " + note)
     # this tree's grader first: its objects are what the copy shares, and it is the judge's
     started = time.time()
     if not build_grader():
@@ -1224,7 +1238,10 @@ def grade_student(args):
         rc, out = grader_run(scratch, command[1:], seconds=3600, env=os.environ)
         print(out, end="" if out.endswith("\n") else "\n")
         if rc == 0 and probed(e):
-            theirs = grader_run(scratch, judge_args(e, base), seconds=600)[1]
+            draws = scratch / "build" / "course" / "judge-draws.txt"  # (apart from what the student's code prints)
+            draws.unlink(missing_ok=True)
+            printed = grader_run(scratch, ["--probe-out", str(draws)] + judge_args(e, base), seconds=600)[1]
+            theirs = draws.read_text(errors="replace") if draws.is_file() else printed
             agrees, words = judge_words(e, base, theirs, run_grader(judge_args(e, base))[1])
             print(words + ("" if agrees else ": not a pass, whatever the lines above say"))
             rc = 0 if agrees else 1

@@ -247,6 +247,16 @@ TEST_CASE("child runner: the sanitizers' reports, in words") {
     CHECK(memory_words(lambda) ==
           "your code wrote 4 bytes outside a tensor's or a vector's memory (past its end, or before its start) in "
           "sigmoid's backward function (autograd/ops_elementwise.cpp:179)");
+    // more memory than can be had: the size in GiB, the student's frame (not the allocator's own)
+    const std::string huge =
+        "==1836==ERROR: AddressSanitizer: allocator is out of memory trying to allocate 0x1900000000 bytes\n"
+        "    #0 0x7fa2ef8b94c8 in operator new(unsigned long) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:95\n"
+        "    #1 0x558bd18a1f0d in std::__new_allocator<char>::allocate(unsigned long, void const*) "
+        "/usr/include/c++/12/bits/new_allocator.h:137\n"
+        "    #2 0x558bd18a1e57 in attn::sigmoid(attn::Var const&)::{lambda(attn::Backward&)#1}::operator()"
+        "(attn::Backward&) const autograd/ops_elementwise.cpp:181\n";
+    CHECK(memory_words(huge) == "your code asked for 100 GiB at once, more memory than the grader can give: refused by "
+                                "AddressSanitizer's allocator in sigmoid's backward function (autograd/ops_elementwise.cpp:181)");
     CHECK(memory_words("tensor/reference.cpp:27:14: runtime error: signed integer overflow: 9223372036854775807 + 1\n") ==
           "undefined behaviour at tensor/reference.cpp:27: signed integer overflow: 9223372036854775807 + 1");
     CHECK(memory_words("/usr/include/c++/12/bits/stl_vector.h:1123: constexpr std::vector<_Tp, _Alloc>::reference "
