@@ -1,7 +1,8 @@
 """make check-class: a class of generated submissions (tests/course/class_submissions.txt)
 graded by make grade-class, and each verdict and each containment checked.
 
-The class: exercise 1.1 (sigmoid_backward) of 14 students, right, wrong,
+The class: exercise 1.1 (sigmoid_backward) of 14 students (one tree with
+51 MB of its build in it, which is not read), right, wrong,
 broken and hostile (a secret read and printed, files written outside, a
 connection opened, a fork bomb, 100 GB allocated, an endless loop, a
 gigabyte printed, a forged "all right", _Exit(0), a static initialiser, an
@@ -70,6 +71,9 @@ def main():
             for path, body in files.items():
                 (submissions / name / path).parent.mkdir(parents=True, exist_ok=True)
                 (submissions / name / path).write_text(body)
+            if name == "alice":  # her tree as she has it, built: 51 MB of objects, which are not read
+                (submissions / name / "build" / "obj").mkdir(parents=True)
+                (submissions / name / "build" / "obj" / "big.o").write_bytes(b"\0" * (51 << 20))
         elif form in ("zip", "files"):
             with zipfile.ZipFile(submissions / f"{name}.zip", "w") as z:
                 for path, body in files.items():

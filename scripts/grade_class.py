@@ -11,7 +11,7 @@ alone). Every (student, exercise) gets a verdict of its own:
 
   1. the student's files found in the submission, unpacked with every member
      checked (no absolute path, no '..', no link, at most 5,000 files and
-     50 MB);
+     50 MB; a build/ or .git/ folder in it is left out);
   2. the bodies of the student's blocks spliced into a fresh copy of this
      tree that shares this tree's compiled files (exercises.py: spliced_files,
      write_tree), with no preprocessor directive but #pragma and no asm
@@ -55,6 +55,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exercises as X  # noqa: E402  (the tree's tools: splicing, the shared build, the judge)
 
 ROOT = X.ROOT
+SKIPPED = {"build", ".git"}    # folders of a submission never read (a student's build, a repository's history)
 MOST_FILES = 5000
 MOST_BYTES = 50 << 20
 MOST_OUTPUT = 1 << 20          # a grader run's output kept: its first and its last MOST_OUTPUT bytes
@@ -94,6 +95,8 @@ def unpack(entry, into):
 
     def add(name, data_reader, length):
         nonlocal count, size
+        if SKIPPED & set(pathlib.PurePosixPath(name).parts):
+            return  # a build or a repository's history: never a student's answer, and often large
         count += 1
         size += length
         if count > MOST_FILES or size > MOST_BYTES:
@@ -103,11 +106,14 @@ def unpack(entry, into):
         target.write_bytes(data_reader())
 
     if entry.is_dir():
-        for path in sorted(entry.rglob("*")):
-            if path.is_symlink():
-                raise Refused(f"{path}: a link: refused (submit plain files)")
-            if path.is_file():
-                add(path.relative_to(entry).as_posix(), path.read_bytes, path.stat().st_size)
+        for folder, subfolders, names in os.walk(entry):
+            subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED)
+            for name in sorted(names) + [d for d in subfolders if os.path.islink(os.path.join(folder, d))]:
+                path = pathlib.Path(folder) / name
+                if path.is_symlink():
+                    raise Refused(f"{path}: a link: refused (submit plain files)")
+                if path.is_file():
+                    add(path.relative_to(entry).as_posix(), path.read_bytes, path.stat().st_size)
     elif entry.name.endswith(".zip"):
         try:
             with zipfile.ZipFile(entry) as z:
