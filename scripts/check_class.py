@@ -1,11 +1,12 @@
 """make check-class: a class of generated submissions (tests/course/class_submissions.txt)
 graded by make grade-class, and each verdict and each containment checked.
 
-The class: exercise 1.1 (sigmoid_backward) of 14 students (one tree with
+The class: exercise 1.1 (sigmoid_backward) of 15 students (one tree with
 51 MB of its build in it, which is not read), right, wrong,
 broken and hostile (a secret read and printed, files written outside, a
 connection opened, a fork bomb, 100 GB allocated, an endless loop, a
-gigabyte printed, a forged "all right", _Exit(0), a static initialiser, an
+gigabyte printed, a forged "all right", _Exit(0), a static initialiser, a
+zip whose member climbs out of its folder, an
 #include of a file of this machine), as folders, zips and a tarball; one
 student submits 3.2 (multi_head) too. Checked: every student's status and
 words for 1.1 as the list expects, 3.2 passed for the one who submitted it
@@ -50,7 +51,8 @@ def main():
     listener.listen(8)
     listener.setblocking(False)
     port = listener.getsockname()[1]
-    outside = [SCRATCH / "pwned.txt", SCRATCH / "pwned-static.txt", pathlib.Path("/tmp/check-class-pwned.txt")]
+    outside = [SCRATCH / "pwned.txt", SCRATCH / "pwned-static.txt", pathlib.Path("/tmp/check-class-pwned.txt"),
+               SCRATCH / "out" / "check-class-escaped.txt", SCRATCH / "check-class-escaped.txt"]
     for f in outside:
         f.unlink(missing_ok=True)
     students = X.read_wheats(SPEC)
@@ -74,6 +76,11 @@ def main():
             if name == "alice":  # her tree as she has it, built: 51 MB of objects, which are not read
                 (submissions / name / "build" / "obj").mkdir(parents=True)
                 (submissions / name / "build" / "obj" / "big.o").write_bytes(b"\0" * (51 << 20))
+        elif form == "zip-slip":
+            with zipfile.ZipFile(submissions / f"{name}.zip", "w") as z:
+                for path, body in files.items():
+                    z.writestr(path, body)
+                z.writestr("../../check-class-escaped.txt", "escaped")
         elif form in ("zip", "files"):
             with zipfile.ZipFile(submissions / f"{name}.zip", "w") as z:
                 for path, body in files.items():
@@ -112,7 +119,7 @@ def main():
         if not ok:
             failures.append(f"{s['student']} ({s['title']}): 1.1 {v.get('status')!r}, expected {s['expect-1.1']!r}"
                             f" with {s.get('expect-words', '')!r}; its words:\n{v.get('words', '')[-1500:]}")
-        want = "passed" if s["student"] == "alice" else "no submission"
+        want = "passed" if s["student"] == "alice" else s.get("expect-3.2", "no submission")
         if verdicts.get("multi_head", {}).get("status") != want:
             failures.append(f"{s['student']}: 3.2 {verdicts.get('multi_head', {}).get('status')!r}, expected {want!r}")
     time.sleep(1)

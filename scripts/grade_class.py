@@ -485,7 +485,16 @@ def main():
                     if names or (ROOT / "course" / "assignment.txt").exists() else [])
     if not chosen:
         sys.exit("EX=id,... names the exercises to grade")
-    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    entries, seen = [], {}
+    for p in sorted(submissions.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if student_name(p) in seen:
+            print(f"{p.name}: a second submission of {student_name(p)} (beside {seen[student_name(p)].name}): "
+                  f"not graded")
+            continue
+        seen[student_name(p)] = p
+        entries.append(p)
     if roster_file:
         roster = [l.strip() for l in pathlib.Path(roster_file).read_text().splitlines() if l.strip()]
         by_name = {student_name(p): p for p in entries}
