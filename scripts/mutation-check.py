@@ -28,12 +28,13 @@ it), and an ERROR when it does not apply or does not compile (a mistake the comp
 catches proves nothing about the tests). The script prints the survivors and
 exits 1 if there are any, or any errors.
 
-Each kill names the first test that failed and its file, and is attributed:
-to the mutated code's own tests when that test file includes the mutated
+Each kill names a test that failed and its file, and is attributed: to the
+mutated code's own tests when a failing test's file includes the mutated
 file's header itself (io/checkpoint.cpp: io/checkpoint.hpp) or is a
 registry's generic test (the catalog's, the ops': each entry has a reference
-of its own), or "from elsewhere" (an end-to-end test that happens to pass
-through the code). The summary says, per list, how many of its catches are
+of its own), and the first such is named; else "from elsewhere" (an
+end-to-end test that happens to pass through the code), naming the first
+test that failed. The summary says, per list, how many of its catches are
 its own code's.
 """
 import argparse
@@ -116,11 +117,11 @@ def make(targets, log):
 
 
 def run_tests(m, log):
-    """True when every test passed (the mutation survived); also the first failing
-    test, as (its name, the file it is in); ("", "") when none failed."""
+    """True when every test passed (the mutation survived); also the failing
+    tests, in the order they ran, each as (its name, the file it is in)."""
     env = dict(os.environ, ATTN_MECHANISM=m.get("ids").replace(" ", ""))
     binaries = [f"{BUILD}/tests/grad"] + ([f"{BUILD}/tests/unit"] if m.get("unit", "no") == "yes" else [])
-    first_failure, first_file = "", ""
+    failures = []
     passed = True
     for binary in binaries:
         try:
@@ -129,21 +130,21 @@ def run_tests(m, log):
             out = subprocess.run([binary, "-tce=mutation lists*"], cwd=ROOT, env=env, capture_output=True, text=True,
                                  timeout=600)
         except subprocess.TimeoutExpired:
-            return False, (f"{binary}: timed out", "")
+            return False, failures + [(f"{binary}: timed out", "")]
         log.write(out.stdout + out.stderr)
         if out.returncode != 0:
             passed = False
-            if not first_failure:
-                # doctest prints a block per test case with an ERROR and per test case
-                # with a MESSAGE (a passing test's figures): name the first failing one.
-                failing = [block for block in re.split(r"^=+$", out.stdout, flags=re.M)
-                           if re.search(r"\b(ERROR|FATAL ERROR)\b", block)]
-                found = re.search(r"^(\S+\.[ch]pp):\d+:\s*\nTEST CASE:\s+(.*)", failing[0], flags=re.M) if failing else None
-                if found:
-                    first_file, first_failure = found.group(1), found.group(2).strip()
-                else:
-                    first_failure = f"{binary} exited {out.returncode}"
-    return passed, (first_failure, first_file)
+            # doctest prints a block per test case with an ERROR and per test case
+            # with a MESSAGE (a passing test's figures): every failing one, in order.
+            named = []
+            for block in re.split(r"^=+$", out.stdout, flags=re.M):
+                if not re.search(r"\b(ERROR|FATAL ERROR)\b", block):
+                    continue
+                found = re.search(r"^(\S+\.[ch]pp):\d+:\s*\nTEST CASE:\s+(.*)", block, flags=re.M)
+                if found and (found.group(2).strip(), found.group(1)) not in named:
+                    named.append((found.group(2).strip(), found.group(1)))
+            failures += named or [(f"{binary} exited {out.returncode}", "")]
+    return passed, failures
 
 
 # A catch is attributed to the code it tests when the test file that caught
@@ -184,7 +185,13 @@ def attribution(m, test_file):
     return "own" if includes(test_file, header) else "elsewhere"
 
 
+def stop_on_term(*_):
+    # a kill (SIGTERM) stops the run as Ctrl-C does: the mutated file is restored first (the finally below)
+    raise KeyboardInterrupt
+
+
 def main():
+    signal.signal(signal.SIGTERM, stop_on_term)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", help="names of files in tests/mutations/ (default: all)")
     parser.add_argument("--match", default="", help="only mutations whose title contains this")
@@ -212,7 +219,8 @@ def main():
         baseline = Mutation(pathlib.Path("baseline"), 0, "baseline")
         baseline.fields = {"ids": ",".join(sorted({i.strip() for m in mutations for i in m.get("ids").split(",")})),
                            "unit": "yes" if need_unit else "no"}
-        ok, (failure, _) = run_tests(baseline, log)
+        ok, failing = run_tests(baseline, log)
+        failure = failing[0][0] if failing else ""
         if not ok:
             sys.exit(f"mutation-check: the unmutated tests fail ({failure}); fix them first")
 
@@ -250,7 +258,11 @@ def main():
                     status, detail = "ERROR", "does not compile"
                     errors.append((m, detail))
                 else:
-                    survived, (failure, test_file) = run_tests(m, log)
+                    survived, failing = run_tests(m, log)
+                    # the catch is the code's own when any test of its own failed (the first
+                    # such); else the first test that failed, from elsewhere
+                    own = [f for f in failing if attribution(m, f[1]) == "own"]
+                    failure, test_file = (own or failing or [("", "")])[0]
                     if survived:
                         status, detail = "SURVIVED", ""
                         survivors.append(m)
