@@ -1,5 +1,7 @@
-"""make check-class: a class of generated submissions (tests/course/class_submissions.txt)
-graded by make grade-class, and each verdict and each containment checked.
+"""make check-class: a class of generated submissions (course/hidden/class_submissions.txt:
+the instructor's, like the rest of course/hidden/, since its answers are the
+solution's lines) graded by make grade-class, and each verdict and each
+containment checked.
 
 The class: exercise 1.1 (sigmoid_backward) of 15 students (one tree with
 51 MB of its build in it, which is not read), right, wrong,
@@ -13,7 +15,9 @@ words for 1.1 as the list expects, 3.2 passed for the one who submitted it
 and "no submission" for the others; nothing written outside (the files the
 hostile answers try to write do not exist); the secret in no output and no
 result; no connection made to the port the check listens on; the gradebook
-whole; and a second run grades nothing again.
+whole; the class page with every student linked, the known mistake counted and
+linked to its course section, an unnamed failure grouped by its check; and a
+second run grades nothing again.
 """
 import csv
 import io
@@ -33,7 +37,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exercises as X  # noqa: E402
 
 ROOT = X.ROOT
-SPEC = ROOT / "tests" / "course" / "class_submissions.txt"
+SPEC = ROOT / "course" / "hidden" / "class_submissions.txt"
 SCRATCH = ROOT / "build" / "check-class"
 
 
@@ -42,6 +46,9 @@ def processes():
 
 
 def main():
+    if not SPEC.exists():
+        sys.exit(f"{SPEC.relative_to(ROOT)} is not in this tree (a student's tree has no course/hidden/): "
+                 "make check-class is the instructor's")
     shutil.rmtree(SCRATCH, ignore_errors=True)
     SCRATCH.mkdir(parents=True)
     secret = "attn-secret-" + secrets.token_hex(8)
@@ -143,6 +150,18 @@ def main():
     rows = list(csv.reader((out / "gradebook.csv").open())) if (out / "gradebook.csv").exists() else []
     if len(rows) != 1 + 2 * len(students):
         failures.append(f"the gradebook has {len(rows)} rows, expected {1 + 2 * len(students)}")
+    # the class page: every student linked to a page of their own, bob's known mistake counted and linked
+    # to the course's section, ivan's failed check grouped by its words
+    page = (out / "class.html").read_text() if (out / "class.html").exists() else ""
+    wanted = ['<td class="count">1</td><td><a href="../../../docs/course/1-autograd.md#11-the-backward-of-the-sigmoid">'
+              "tanh&#x27;s derivative", "the grading stopped"] + \
+        [f'<a href="students/{s["student"]}.html">{s["student"]}</a>' for s in students]
+    for w in wanted:
+        if w not in page:
+            failures.append(f"the class page (out/class.html) lacks {w!r}")
+    for s in students:
+        if not (out / "students" / f"{s['student']}.html").exists():
+            failures.append(f"no page out/students/{s['student']}.html")
     # stopped half way: a second run grades nothing again
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, errors="replace")
     kept = again.stdout.count("graded before")

@@ -30,7 +30,8 @@ alone). Every (student, exercise) gets a verdict of its own:
 
 Each student's verdicts are written to OUT/results/STUDENT.json at once
 (written whole to a new file, then renamed), so a run stopped half way
-goes on where it stopped and grades nothing twice; OUT/gradebook.csv is
+goes on where it stopped and grades nothing twice; OUT/gradebook.csv and
+the class at a glance, OUT/class.html (scripts/class_page.py), are
 written from all of them at the end. --sandbox none runs the students'
 code as you, unsandboxed: only for code you trust.
 """
@@ -53,6 +54,7 @@ import zipfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exercises as X  # noqa: E402  (the tree's tools: splicing, the shared build, the judge)
+import class_page  # noqa: E402  (OUT/class.html)
 
 ROOT = X.ROOT
 SKIPPED = {"build", ".git"}    # folders of a submission never read (a student's build, a repository's history)
@@ -545,8 +547,9 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(int(jobs)) as pool:
         results = list(pool.map(one, entries))
     gradebook(out, results)
+    page = class_page.write(out)
     print(f"{len(results)} students, {len(chosen)} exercises, {time.time() - started:.0f} s: "
-          f"{out / 'gradebook.csv'}, one file a student in {out / 'results'}")
+          f"{out / 'gradebook.csv'}, the class at a glance in {page}, one file a student in {out / 'results'}")
 
 
 if __name__ == "__main__":
