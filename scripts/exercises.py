@@ -1224,8 +1224,9 @@ def grade_student(args):
     shutil.rmtree(scratch, ignore_errors=True)  # fresh: nothing of the last student's build is left in it
     shared, _ = write_tree(files, scratch, hidden=True)
     jobs = str(os.cpu_count() or 1)
-    r = subprocess.run(["make", "--no-print-directory", "-j" + jobs, GRADER], cwd=scratch, capture_output=True,
-                       text=True)
+    # (WERROR= : a student's warnings are not the grader's business, whatever the environment says)
+    r = subprocess.run(["make", "--no-print-directory", "-j" + jobs, GRADER, "WERROR="], cwd=scratch,
+                       capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout[-3000:] + r.stderr[-3000:])
         sys.exit(f"the student's code does not compile (above), in {scratch}")

@@ -353,7 +353,8 @@ def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
         # the grader, and a trainer exercise's program (its grader would build it, and the sandbox is read-only)
         targets = [X.GRADER] + (["build/examples/seq2seq"] if any(g.startswith("trainer") for g in e.grade) else [])
         rc, out, timed_out = run_capped(compiler_limits(BUILD_SECONDS, 8 << 30) +
-                                        ["make", "--no-print-directory", "-j1"] + targets + X.FAST_LINK, tree,
+                                        ["make", "--no-print-directory", "-j1", "WERROR="] + targets + X.FAST_LINK,
+                                        tree,
                                         BUILD_SECONDS)
         if timed_out:
             raise Refused(f"does not compile: the build was still running after {BUILD_SECONDS} s")
