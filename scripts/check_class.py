@@ -63,6 +63,11 @@ def main():
     for f in outside:
         f.unlink(missing_ok=True)
     students = X.read_wheats(SPEC)
+    hostile = X.read_wheats(X.HOSTILE)
+    for s in students:  # `hostile: TITLE`: that answer of course/hidden/hostile.txt, not a copy of it
+        if "hostile" in s:
+            h = next(h for h in hostile if h["title"].startswith(s["hostile"]))
+            s.update({key: h[key] for key in ("file", "find", "replace")})
     exercises = {e.id: e for e in X.read_exercises()}
     submissions = SCRATCH / "submissions"
     submissions.mkdir()

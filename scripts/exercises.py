@@ -998,6 +998,17 @@ def judge_args(e, base):
     return ["--time-cap", "10", "--probe", str(JUDGE_DRAWS), "--probe-from", str(base), e.id]
 
 
+def judged_draws(root, e, base, run):
+    """The student's draws for the judge: run(argv) runs the grader built in
+    root with argv and returns what it printed. The draws are read from a
+    file of their own (--probe-out), apart from anything the student's code
+    printed (what was printed stands in when no file came)."""
+    draws = root / "build" / "course" / "judge-draws.txt"
+    draws.unlink(missing_ok=True)
+    printed = run(["--probe-out", str(draws)] + judge_args(e, base))
+    return draws.read_text(errors="replace") if draws.is_file() else printed
+
+
 def judge_words(e, base, theirs_output, ours_output):
     """(agrees, a sentence): the student's --probe output against this tree's."""
     ours = probe_values(ours_output)
@@ -1239,10 +1250,7 @@ def grade_student(args):
         rc, out = grader_run(scratch, command[1:], seconds=3600, env=os.environ)
         print(out, end="" if out.endswith("\n") else "\n")
         if rc == 0 and probed(e):
-            draws = scratch / "build" / "course" / "judge-draws.txt"  # (apart from what the student's code prints)
-            draws.unlink(missing_ok=True)
-            printed = grader_run(scratch, ["--probe-out", str(draws)] + judge_args(e, base), seconds=600)[1]
-            theirs = draws.read_text(errors="replace") if draws.is_file() else printed
+            theirs = judged_draws(scratch, e, base, lambda argv: grader_run(scratch, argv, seconds=600)[1])
             agrees, words = judge_words(e, base, theirs, run_grader(judge_args(e, base))[1])
             print(words + ("" if agrees else ": not a pass, whatever the lines above say"))
             rc = 0 if agrees else 1

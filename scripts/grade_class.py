@@ -391,13 +391,9 @@ def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
                 if verdict["mistakes"]:
                     verdict["words"] += "\n" + "\n".join(f"This is a known mistake: {m}." for m in verdict["mistakes"])
         elif X.probed(e):
-            # the draws into a file of their own: what the student's code prints (a fork bomb's
-            # complaints, say) never mixes with them
-            draws = tree / "build" / "course" / "judge-draws.txt"
-            draws.unlink(missing_ok=True)
-            argv = [str(tree / X.GRADER), "--probe-out", str(draws)] + X.judge_args(e, base)
-            _, printed, _ = run_capped(sandboxed(tree, argv, hidden, sandbox), tree, 600, limits=Limits())
-            theirs = draws.read_text(errors="replace") if draws.is_file() else printed
+            # (the draws in a file of their own: a fork bomb's complaints never mix with them)
+            theirs = X.judged_draws(tree, e, base, lambda args: run_capped(
+                sandboxed(tree, [str(tree / X.GRADER)] + args, hidden, sandbox), tree, 600, limits=Limits())[1])
             agrees, words = X.judge_words(e, base, theirs, trusted[e.id])
             verdict["words"] += "\n" + words
             verdict["status"] = "passed" if agrees else "failed by the judge"
