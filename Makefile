@@ -211,7 +211,7 @@ EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
-.PHONY: grade grade-student grade-class check-class progress exercise check-exercises fingerprints
+.PHONY: grade grade-student grade-class grade-class-merge autograder classroom bench-class check-class progress exercise check-exercises fingerprints
 .PHONY: all test debug check-debugging bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
@@ -394,7 +394,7 @@ grade: $(GRADE_BIN)
 grade-student:
 	@python3 scripts/exercises.py grade-student "$(STUDENT)" $(if $(SEED),--seed $(SEED)) $(EX)
 # make grade-class SUBMISSIONS=dir OUT=dir [EX=id,...] [SEED=n] [ROSTER=file]
-# [JOBS=n] [SANDBOX=none]: a class's submissions (folders, zips, tarballs)
+# [JOBS=n] [SHARD=k/n] [PLAN=n] [SANDBOX=none|user]: a class's submissions (folders, zips, tarballs)
 # graded one exercise at a time, each grader run inside bubblewrap, into
 # OUT/results/STUDENT.json and OUT/gradebook.csv (scripts/grade_class.py;
 # docs/course/instructors.md). make check-class: a generated class of right,
@@ -403,12 +403,32 @@ grade-student:
 grade-class:
 	@python3 scripts/grade_class.py "$(SUBMISSIONS)" "$(OUT)" $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(JOBS),--jobs $(JOBS)) $(if $(SANDBOX),--sandbox $(SANDBOX)) \
-		$(if $(TIME_CAP),--time-cap $(TIME_CAP))
+		$(if $(TIME_CAP),--time-cap $(TIME_CAP)) $(if $(SHARD),--shard $(SHARD)) $(if $(PLAN),--plan $(PLAN))
 check-class:
 	@python3 scripts/check_class.py
 progress: $(GRADE_BIN)
 	@$(GRADE_BIN) --progress
 endif
+
+# make grade-class-merge OUT=dir FROM="dir ...": the results of a class graded in
+# shards (SHARD=k/n, or the scripts PLAN=n writes) gathered, the gradebook
+# and the class page made from all of them.
+grade-class-merge:
+	@python3 scripts/grade_class.py "$(OUT)" --merge "$(FROM)"
+# make autograder EX=id,... [SEED=n|per-student] [POINTS=p] [OUT=file.zip]: a
+# Gradescope autograder (setup.sh, run_autograder, this tree); make classroom
+# TREE=dir: GitHub Classroom's autograding workflow in a student's tree
+# (scripts/autograder.py; docs/course/instructors.md).
+autograder:
+	@python3 scripts/autograder.py zip EX=$(EX) $(if $(SEED),--seed $(SEED)) $(if $(POINTS),--points $(POINTS)) \
+		"$(or $(OUT),build/autograder.zip)"
+classroom:
+	@POINTS="$(POINTS)" python3 scripts/autograder.py classroom "$(TREE)"
+# make bench-class [STUDENTS=30] [JOBS=2]: a generated class of right, wrong,
+# broken and hostile submissions of three exercises graded end to end by make
+# grade-class, timed (scripts/bench_class.py; a benchmark, not a test).
+bench-class:
+	@STUDENTS="$(STUDENTS)" JOBS="$(JOBS)" python3 scripts/bench_class.py
 
 # make exercise: the exercises, one id per line first; make exercise EX=id
 # OUT=dir: a student's tree with that exercise's code cut out (EX=all: every

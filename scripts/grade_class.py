@@ -210,9 +210,10 @@ class Limits:
     hold (RLIMIT_NPROC, which the kernel does not apply to root)."""
     numbers = itertools.count(1)
 
-    def __init__(self):
+    def __init__(self, sandbox="bwrap"):
         name = f"attn-grade-{os.getpid()}-{next(Limits.numbers)}"
         self.folders, self.missing = [], ""
+        self.user = NOBODY if sandbox == "user" else None  # close(): every process of that user killed too
         v1 = [pathlib.Path("/sys/fs/cgroup/pids"), pathlib.Path("/sys/fs/cgroup/memory")]
         try:
             if all(os.access(d, os.W_OK) for d in v1):
@@ -248,7 +249,25 @@ class Limits:
         return ["sh", "-c", f'for g in {groups}; do echo $$ > "$g" || exit 97; done; exec "$@"', "sh"] + command
 
     def close(self):
-        """Kills what is left in the groups and removes them."""
+        """Kills what is left in the groups and removes them (and, in the
+        user sandbox, every process of the students' user: one left
+        running, its session left, could still write)."""
+        while self.user is not None:
+            left = []
+            for d in pathlib.Path("/proc").iterdir():
+                try:
+                    if d.name.isdigit() and d.stat().st_uid == self.user:
+                        left.append(int(d.name))
+                except OSError:
+                    pass  # (it ended)
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, 9)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.02)
         for folder in self.folders:
             for _ in range(50):
                 procs = (folder / "cgroup.procs").read_text().split() if folder.exists() else []
@@ -267,19 +286,28 @@ class Limits:
         self.folders = []
 
 
+NOBODY = 65534                 # --sandbox user: the user the students' code runs as (Debian's and Ubuntu's nobody)
+
+
 def sandboxed(tree, argv, hidden, sandbox):
     """The command that runs argv (the grader in `tree`) in the sandbox."""
     limits = ["prlimit", f"--nproc={MOST_PROCESSES}", f"--fsize={MOST_FILE_BYTES}", "--core=0",
               f"--cpu={GRADE_SECONDS}", "--"]
     if sandbox == "none":
         return limits + argv
+    if sandbox == "user":
+        # another user's process: the limit on processes is the kernel's (RLIMIT_NPROC, per user),
+        # the instructor's files (course/hidden/ made 0700, OUT's results 0600) and the results are root's
+        return limits + ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"] + argv
     command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                "--unshare-all", "--die-with-parent", "--new-session"]
     for folder in ["/root", "/home"] + [str(h) for h in hidden]:
         if pathlib.Path(folder).is_dir():
             command += ["--tmpfs", folder]
     # the copy read-only again over what was hidden, its build/course/ (the grader, a trainer's output) writable
-    command += ["--ro-bind", str(tree), str(tree), "--bind", str(tree / "build" / "course"),
+    # (the copy's course/hidden/, the instructor's cases' source, hidden too: the grader holds them compiled)
+    command += ["--ro-bind", str(tree), str(tree), "--tmpfs", str(tree / "course" / "hidden"),
+                "--bind", str(tree / "build" / "course"),
                 str(tree / "build" / "course"), "--chdir", str(tree), "--setenv", "HOME", "/tmp",
                 "--setenv", "ASAN_OPTIONS", f"symbolize=1:hard_rss_limit_mb={GRADE_RSS_MB}"]
     return command + ["--"] + limits + argv
@@ -332,14 +360,48 @@ def run_capped(command, cwd, seconds, limits=None):
 # ---- one student, one exercise ------------------------------------------------------------------
 SUMMARY = re.compile(r"^Exercise \S+: (?:all (\d+) checks right|(\d+) of (\d+) checks wrong)", re.M)
 KNOWN = re.compile(r"This is a known mistake: (.+?)\.$", re.M)
+CHECK = re.compile(r"^  (right|WRONG)  (.*)$")
+
+
+def check_groups(out, right, total):
+    """The grader's checks by group: each group a heading (a catalog case,
+    "sigmoid (a vector)"; an op's case; a list of checks, "the engine's
+    order"), after a blank line, then its check lines, right or WRONG; the
+    instructor's cases are those whose heading starts "hidden:". Kept only
+    when the groups' counts add up to the grader's own summary (`right` of
+    `total`): a student's code that prints check lines of its own, or a
+    case that crashed half way (its lines printed, one check counted), leaves
+    the exercise one group (Gradescope's tests, scripts/autograder.py)."""
+    groups, current, previous = [], None, ""
+    for line in out.splitlines():
+        m = CHECK.match(line)
+        if m:
+            if current is None:
+                current = {"name": "checks", "right": 0, "total": 0, "wrong": []}
+                groups.append(current)
+            current["total"] += 1
+            if m.group(1) == "right":
+                current["right"] += 1
+            elif len(current["wrong"]) < 5:
+                current["wrong"].append(m.group(2)[:400])
+        elif line and not line.startswith(" ") and not previous and not line.startswith(("Exercise ", "== ")):
+            current = {"name": line.strip()[:200], "right": 0, "total": 0, "wrong": []}
+            groups.append(current)
+        previous = line
+    groups = [g for g in groups if g["total"]]
+    if sum(g["total"] for g in groups) != total or sum(g["right"] for g in groups) != right:
+        return []
+    for g in groups:
+        g["hidden"] = g["name"].startswith("hidden:")
+    return groups
 
 
 def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
     """The verdict of one exercise: a dict (status, right, total, score,
     mistakes, words, seconds)."""
     start = time.time()
-    verdict = {"exercise": e.id, "number": e.number, "status": "", "right": 0, "total": 0, "score": 0.0,
-               "mistakes": [], "words": "", "seconds": 0.0}
+    verdict = {"exercise": e.id, "number": e.number, "title": e.title, "status": "", "right": 0, "total": 0,
+               "score": 0.0, "mistakes": [], "groups": [], "words": "", "seconds": 0.0}
     try:
         try:
             files, notes = X.spliced_files(view, [e])
@@ -361,10 +423,15 @@ def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
         if rc != 0:
             errors = [l for l in out.splitlines() if " error: " in l or "error:" in l[:80]]
             raise Refused("does not compile: " + ("; ".join(errors[:3]) if errors else out.strip()[-400:]))
+        if sandbox == "user":  # the students' user writes the copy's build/course/ alone, reads no hidden source
+            for folder, _, names in os.walk(tree / "build" / "course"):
+                for name in ["."] + names:
+                    os.chown(os.path.join(folder, name), NOBODY, NOBODY)
+            (tree / "course" / "hidden").chmod(0o700)
         argv = [str(tree / X.GRADER), "--hidden"] + (["--seed", seed] if seed is not None else []) + \
             (["--time-cap", TIME_CAP] if TIME_CAP else []) + [e.id]
         rc, out, timed_out = run_capped(sandboxed(tree, argv, hidden, sandbox), tree, GRADE_SECONDS,
-                                        limits=Limits())
+                                        limits=Limits(sandbox))
         # the grader's own summary is its last such line (a student's code printing one runs before it)
         summaries = SUMMARY.findall(out)
         if summaries:
@@ -372,10 +439,15 @@ def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
             verdict["total"] = int(all_right or total)
             verdict["right"] = int(all_right) if all_right else int(total) - int(wrong)
         verdict["mistakes"] = sorted(set(KNOWN.findall(out)))
+        verdict["groups"] = check_groups(out, verdict["right"], verdict["total"])
         verdict["words"] = out[-4000:]
         cut = re.search(r"^\[\d+ more bytes of output not kept.*$", out, re.M)
         if cut and cut.start() < len(out) - 4000:
             verdict["words"] = cut.group(0) + "\n…\n" + verdict["words"]
+        last = list(SUMMARY.finditer(out))
+        if last and last[-1].start() < len(out) - 4000:  # (what the student's processes printed after it)
+            line = out[last[-1].start():].split("\n", 1)[0]
+            verdict["words"] = line + "\n…\n" + verdict["words"]
         if timed_out:
             verdict["status"] = "timed out"
             verdict["words"] += f"\n(stopped after {GRADE_SECONDS} s)"
@@ -386,14 +458,14 @@ def grade_exercise(view, e, work, seed, base, trusted, sandbox, hidden):
                 # fingerprints): a second run, for the names alone
                 plain = [str(tree / X.GRADER)] + (["--time-cap", TIME_CAP] if TIME_CAP else []) + [e.id]
                 _, named, _ = run_capped(sandboxed(tree, plain, hidden, sandbox), tree, GRADE_SECONDS,
-                                         limits=Limits())
+                                         limits=Limits(sandbox))
                 verdict["mistakes"] = sorted(set(KNOWN.findall(named)))
                 if verdict["mistakes"]:
                     verdict["words"] += "\n" + "\n".join(f"This is a known mistake: {m}." for m in verdict["mistakes"])
         elif X.probed(e):
             # (the draws in a file of their own: a fork bomb's complaints never mix with them)
             theirs = X.judged_draws(tree, e, base, lambda args: run_capped(
-                sandboxed(tree, [str(tree / X.GRADER)] + args, hidden, sandbox), tree, 600, limits=Limits())[1])
+                sandboxed(tree, [str(tree / X.GRADER)] + args, hidden, sandbox), tree, 600, limits=Limits(sandbox))[1])
             agrees, words = X.judge_words(e, base, theirs, trusted[e.id])
             verdict["words"] += "\n" + words
             verdict["status"] = "passed" if agrees else "failed by the judge"
@@ -430,6 +502,71 @@ def write_atomically(path, text):
     os.replace(temporary, path)
 
 
+def all_results(out):
+    """Every student's results in OUT/results/, this run's and earlier runs'
+    (a shard's, merged ones): what the gradebook and the class page show."""
+    return [json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))]
+
+
+def merge(out, sources):
+    """The results of shards graded apart (each its own OUT, another
+    machine's copied here) gathered into `out`: a student's file copied
+    when `out` lacks it or holds the same, refused when the two differ (two
+    gradings of one student: which counts is the instructor's to say)."""
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for source in sources:
+        files = sorted((source / "results").glob("*.json"))
+        if not files:
+            sys.exit(f"{source}: no results/*.json in it (not a grade-class OUT)")
+        for f in files:
+            json.loads(f.read_text())  # a file cut short by a copy stops the merge here, named
+            target = out / "results" / f.name
+            if target.exists() and target.read_bytes() != f.read_bytes():
+                sys.exit(f"{f}: {f.stem} was graded in two shards ({target} differs): remove the one that "
+                         f"does not count, then merge again")
+            if not target.exists():
+                write_atomically(target, f.read_text())
+                copied += 1
+    return copied
+
+
+def plan(out, count, command):
+    """Scripts that grade a class in `count` shards on other machines, with
+    the engines that exist for it: a Slurm job array, and GNU parallel across
+    the hosts of a file; each shard writes its own OUT/shards/K, and one merge
+    makes the gradebook (docs/course/instructors.md)."""
+    quoted = " ".join(shlex.quote(a) for a in command)
+    root = shlex.quote(str(ROOT))
+    (out / "shards").mkdir(parents=True, exist_ok=True)
+    slurm = out / "grade-class.slurm"
+    slurm.write_text(f"""#!/usr/bin/env bash
+# A Slurm job array: shard K of {count} of the class on one node each
+# (made by make grade-class PLAN={count}). Submit: sbatch {slurm.name}
+# then, when every task has ended: make grade-class-merge OUT={out} FROM="{out}/shards/*"
+#SBATCH --job-name=grade-class
+#SBATCH --array=1-{count}
+#SBATCH --cpus-per-task=2
+#SBATCH --time=04:00:00
+set -euo pipefail
+cd {root}
+{quoted} --shard "$SLURM_ARRAY_TASK_ID/{count}" --out {shlex.quote(str(out))}/shards/"$SLURM_ARRAY_TASK_ID"
+""")
+    parallel = out / "grade-class.parallel"
+    parallel.write_text(f"""#!/usr/bin/env bash
+# GNU parallel: shard K of {count} of the class on the hosts of a file (one
+# host a line, each with this tree at {ROOT} and its build made), one shard a
+# host at a time (made by make grade-class PLAN={count}). Run: sh {parallel.name} HOSTFILE
+# The shards' results come back into {out}/shards/K (--return), then:
+# make grade-class-merge OUT={out} FROM="{out}/shards/*"
+set -eu
+parallel --sshloginfile "${{1:?a file of hosts}}" -j1 --workdir {root} \
+    --return {shlex.quote(str(out))}/shards/{{}} --cleanup \
+    {quoted} --shard {{}}/{count} --out {shlex.quote(str(out))}/shards/{{}} ::: $(seq 1 {count})
+""")
+    return slurm, parallel
+
+
 def gradebook(out, results):
     rows = io.StringIO()
     w = csv.writer(rows)
@@ -455,10 +592,28 @@ def main():
             return value
         return default
 
+    sources = option("--merge")
+    if sources is not None:  # make grade-class-merge OUT=dir FROM="dir ...": no grading, the shards gathered
+        if len(args) != 1:
+            sys.exit('make grade-class-merge OUT=<the class\'s folder> FROM="<a shard\'s OUT> ..."')
+        out = pathlib.Path(args[0]).resolve()
+        folders = [pathlib.Path(f).resolve() for f in sources.split()]
+        if not folders:
+            sys.exit('FROM="<a shard\'s OUT> ...": no folder named')
+        copied = merge(out, folders)
+        results = all_results(out)
+        gradebook(out, results)
+        page = class_page.write(out)
+        print(f"{copied} students' results gathered from {len(folders)} shards: {len(results)} students in "
+              f"{out / 'gradebook.csv'} and {page}")
+        return
     names = [n for n in option("--ex", "").split(",") if n]
     seed = option("--seed")
     roster_file = option("--roster")
     jobs = option("--jobs", "1")
+    shard = option("--shard")
+    shard_out = option("--out")
+    plan_count = option("--plan")
     if not jobs.isdigit() or not 0 < int(jobs) <= 256:
         sys.exit(f"JOBS={jobs}: expected a whole number of students graded at once, from 1")
     sandbox = option("--sandbox", "bwrap")
@@ -466,14 +621,42 @@ def main():
     TIME_CAP = option("--time-cap")
     if TIME_CAP is not None and (not TIME_CAP.isdigit() or not 0 < int(TIME_CAP) < 100000):
         sys.exit(f"--time-cap {TIME_CAP}: expected a whole number of seconds")
+    if shard_out is not None:  # (a shard's own OUT, from the plan's scripts: --out replaces OUT)
+        args = args[:1] + [shard_out]
     if len(args) != 2 or not args[0] or not args[1]:
         sys.exit("make grade-class SUBMISSIONS=<a folder: one entry per student> OUT=<a folder for the results> "
-                 "[EX=id,...] [SEED=n] [ROSTER=file] [SANDBOX=none]")
+                 "[EX=id,...] [SEED=n] [ROSTER=file] [JOBS=n] [SHARD=k/n] [PLAN=n] [SANDBOX=none|user]")
     submissions, out = pathlib.Path(args[0]).resolve(), pathlib.Path(args[1]).resolve()
+    shard_k = shard_n = 1
+    if shard is not None:
+        m = re.fullmatch(r"(\d+)/(\d+)", shard)
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            sys.exit(f"SHARD={shard}: expected k/n, 1 <= k <= n (shard k of n: every n-th student from the k-th)")
+        shard_k, shard_n = int(m.group(1)), int(m.group(2))
+    if plan_count is not None:
+        if not plan_count.isdigit() or not 1 <= int(plan_count) <= 10000:
+            sys.exit(f"PLAN={plan_count}: expected a number of shards")
+        command = [sys.executable, str(pathlib.Path(__file__).resolve()), str(submissions)] + sys.argv[3:]
+        at = command.index("--plan")
+        del command[at:at + 2]
+        for written in plan(out, int(plan_count), command):
+            print(f"written: {written}")
+        return
     if not submissions.is_dir():
         sys.exit(f"SUBMISSIONS={args[0]}: not a folder")
-    if sandbox not in ("bwrap", "none"):
-        sys.exit(f"SANDBOX={sandbox}: expected bwrap (the default) or none")
+    if sandbox not in ("bwrap", "user", "none"):
+        sys.exit(f"SANDBOX={sandbox}: expected bwrap (the default), user (as another user, where bubblewrap "
+                 f"cannot make a sandbox: a container) or none")
+    if sandbox == "user" and (os.geteuid() != 0 or not shutil.which("setpriv")):
+        sys.exit("SANDBOX=user runs the students' code as user nobody: it needs root and util-linux's setpriv")
+    if sandbox == "user" and (ROOT / "course" / "hidden").exists() and \
+            any(os.stat(f).st_mode & 0o007 for f in [ROOT / "course" / "hidden"] + list((ROOT / "course" / "hidden")
+                                                                                       .rglob("*"))):
+        sys.exit("SANDBOX=user: course/hidden/ can be read by other users, the students' among them: "
+                 "chmod -R go-rwx course/hidden first (the autograder's setup.sh does)")
+    if sandbox == "user" and jobs != "1":
+        sys.exit("SANDBOX=user grades one student at a time (what is left of a run is every process of user "
+                 "nobody, killed): JOBS=1")
     if sandbox == "bwrap" and not shutil.which("bwrap"):
         sys.exit("bubblewrap is not installed, and the students' code must not run as you: apt-get install "
                  "bubblewrap (or SANDBOX=none, for code you trust)")
@@ -494,21 +677,34 @@ def main():
             continue
         seen[student_name(p)] = p
         entries.append(p)
+    seeds = {}  # a student's own hidden seed, from the roster
     if roster_file:
-        roster = [l.strip() for l in pathlib.Path(roster_file).read_text().splitlines() if l.strip()]
+        roster = []
+        for number, line in enumerate(pathlib.Path(roster_file).read_text().splitlines(), 1):
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            if len(words) > 2 or (len(words) == 2 and (not words[1].isdigit() or len(words[1]) > 18)):
+                sys.exit(f"{roster_file}:{number}: expected a student's name, and after it a seed of their own "
+                         f"(a whole number) or nothing; found {line.strip()!r}")
+            roster.append(words[0])
+            if len(words) == 2:
+                seeds[words[0]] = words[1]
         by_name = {student_name(p): p for p in entries}
         unknown = sorted(set(by_name) - set(roster))
         if unknown:
             print(f"not on the roster, not graded: {', '.join(unknown)}")
         entries = [by_name.get(s, submissions / s) for s in roster]
+    entries = entries[shard_k - 1::shard_n]
     if not X.build_grader():
         sys.exit("this tree's grader does not build (above)")
     base = X.judge_base()
     trusted = {e.id: X.run_grader(X.judge_args(e, base))[1] for e in chosen if X.probed(e)}
     hidden = [ROOT, submissions, out]
-    probe = Limits()
+    probe = Limits(sandbox)
     probe.close()
-    print("sandbox: " + ("bubblewrap" if sandbox == "bwrap" else "NONE (the students' code runs as you)") + "; limits: "
+    print("sandbox: " + {"bwrap": "bubblewrap", "user": f"another user's processes (user {NOBODY}, nobody)",
+                         "none": "NONE (the students' code runs as you)"}[sandbox] + "; limits: "
           + (f"at most {MOST_PROCESSES} processes and {GRADE_MEMORY >> 30} GiB a run (a control group)"
              if not probe.missing else f"prlimit's alone ({probe.missing})")
           + f", {GRADE_SECONDS} s, files of {MOST_FILE_BYTES >> 20} MiB, {MOST_OUTPUT >> 20} MiB of output kept")
@@ -529,7 +725,8 @@ def main():
             unpack(entry, work / "submission")
             student_view(work / "submission", chosen, work / "view")
             for e in chosen:
-                verdicts.append(grade_exercise(work / "view", e, work, seed, base, trusted, sandbox, hidden))
+                verdicts.append(grade_exercise(work / "view", e, work, seeds.get(student, seed), base, trusted,
+                                               sandbox, hidden))
         except Refused as r:
             verdicts = [{"exercise": e.id, "number": e.number, "status": "no submission" if str(r) == "no submission"
                          else "refused", "right": 0, "total": 0, "score": 0.0, "mistakes": [], "words": str(r),
@@ -543,9 +740,10 @@ def main():
     # students graded side by side (--jobs): each in folders of its own, its results in a file of its own
     with concurrent.futures.ThreadPoolExecutor(int(jobs)) as pool:
         results = list(pool.map(one, entries))
-    gradebook(out, results)
+    gradebook(out, all_results(out))
     page = class_page.write(out)
-    print(f"{len(results)} students, {len(chosen)} exercises, {time.time() - started:.0f} s: "
+    print(f"{len(results)} students" + (f" (shard {shard_k} of {shard_n})" if shard_n > 1 else "") +
+          f", {len(chosen)} exercises, {time.time() - started:.0f} s: "
           f"{out / 'gradebook.csv'}, the class at a glance in {page}, one file a student in {out / 'results'}")
 
 
