@@ -71,9 +71,10 @@ def main():
                 m = mistakes[(i // len(KINDS)) % len(mistakes)]
                 files[m["file"]] = changed(files, m)
                 if kind == "broken":
-                    opening = next(o for f, o in e.cuts if f == m["file"]).strip()
+                    # (inside the block: only the blocks' bodies are compiled)
+                    opening = next(o for f, o in e.cuts if f == m["file"])
                     text = files[m["file"]]
-                    at = text.index(opening) + len(opening)
+                    at, _ = X.block_span(text, opening, m["file"])
                     files[m["file"]] = text[:at] + "\n    int not_compiled = ;" + text[at:]
             elif kind == "hostile":
                 h = answers[(i // len(KINDS)) % len(answers)]

@@ -5,7 +5,7 @@ of every run; `python3 scripts/class_page.py OUT` writes them again.
 
 Per exercise:
 - how many students got each status;
-- the scores' distribution (ten bars);
+- the scores' distribution (a bar a tenth, and one of the passes);
 - each known mistake, with how many students made it and a link to the
   course section that explains the exercise;
 - the checks that failed without a known mistake's name, grouped by the
@@ -44,23 +44,31 @@ def css_class(status):
 
 def failed_checks(words):
     """The grader's WRONG lines' checks, their numbers left out ("gradient
-    to input 0 (3×4)" → "gradient to input # (#×#)")."""
+    to input 0 (3×4)" → "gradient to input # (#×#)"). A case lost whole
+    ("this case") keeps why, up to its parenthesis: "this case: your code
+    called exit(#) inside the check" and "…wrote # bytes outside a tensor's
+    memory" are different mistakes."""
     found = []
-    for m in re.finditer(r"^\s+WRONG\s+(.+?):\s", words, re.M):
-        check = re.sub(r"\d+(\.\d+)?", "#", m.group(1)).strip()
+    for m in re.finditer(r"^\s+WRONG\s+(.+?):\s(.*)$", words, re.M):
+        check = m.group(1)
+        if check.strip() == "this case":
+            check += ": " + m.group(2).split(" (")[0][:120]
+        check = re.sub(r"\d+(\.\d+)?", "#", check).strip()
         if check not in found:
             found.append(check)
     return found
 
 
 def histogram(scores):
-    bins = [0] * 10
+    """Eleven bars: ten of a tenth each, [0, 0.1) to [0.9, 1), and one of
+    the full score (a pass), so that a pass and 0.95 are not one bar."""
+    bins = [0] * 11
     for s in scores:
-        bins[min(int(s * 10), 9)] += 1
+        bins[10 if s >= 1 else min(int(s * 10), 9)] += 1
     top = max(bins) or 1
     bars = "".join(f'<div class="bar" style="height:{round(70 * b / top) + (2 if b else 0)}px"><span>{b or ""}</span></div>'
                    for b in bins)
-    axis = "".join(f"<span>{k / 10:.1f}</span>" for k in range(10))
+    axis = "".join(f"<span>{k / 10:.1f}</span>" for k in range(10)) + "<span>1</span>"
     return f'<div class="bars">{bars}</div><div class="axis">{axis}</div>'
 
 

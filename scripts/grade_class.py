@@ -37,6 +37,7 @@ code as you, unsandboxed: only for code you trust.
 """
 import concurrent.futures
 import csv
+import glob
 import io
 import itertools
 import json
@@ -560,8 +561,8 @@ cd {root}
 # The shards' results come back into {out}/shards/K (--return), then:
 # make grade-class-merge OUT={out} FROM="{out}/shards/*"
 set -eu
-parallel --sshloginfile "${{1:?a file of hosts}}" -j1 --workdir {root} \
-    --return {shlex.quote(str(out))}/shards/{{}} --cleanup \
+parallel --sshloginfile "${{1:?a file of hosts}}" -j1 --workdir {root} \\
+    --return {shlex.quote(str(out))}/shards/{{}} --cleanup \\
     {quoted} --shard {{}}/{count} --out {shlex.quote(str(out))}/shards/{{}} ::: $(seq 1 {count})
 """)
     return slurm, parallel
@@ -597,7 +598,9 @@ def main():
         if len(args) != 1:
             sys.exit('make grade-class-merge OUT=<the class\'s folder> FROM="<a shard\'s OUT> ..."')
         out = pathlib.Path(args[0]).resolve()
-        folders = [pathlib.Path(f).resolve() for f in sources.split()]
+        # (FROM="grades/shards/*": make passes the pattern as it is)
+        folders = [pathlib.Path(f).resolve() for word in sources.split()
+                   for f in (sorted(glob.glob(word)) if glob.has_magic(word) else [word])]
         if not folders:
             sys.exit('FROM="<a shard\'s OUT> ...": no folder named')
         copied = merge(out, folders)
@@ -636,7 +639,7 @@ def main():
     if plan_count is not None:
         if not plan_count.isdigit() or not 1 <= int(plan_count) <= 10000:
             sys.exit(f"PLAN={plan_count}: expected a number of shards")
-        command = [sys.executable, str(pathlib.Path(__file__).resolve()), str(submissions)] + sys.argv[3:]
+        command = ["python3", str(pathlib.Path(__file__).resolve()), str(submissions)] + sys.argv[3:]
         at = command.index("--plan")
         del command[at:at + 2]
         for written in plan(out, int(plan_count), command):
