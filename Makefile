@@ -261,7 +261,7 @@ $(LIB_F): $(call obj_f,$(LIB_SRC))
 	$(call quietly,AR,$@)rm -f $@ && ar rcs $@ $^
 # The double library holds the float GEMM too (its float products, and the
 # coursework grader's, which times a student's micro-kernel as make bench
-# would: course/grade.cpp). Those files never see `real` (tensor/gemm/
+# would: course/grade_gemm.cpp). Those files never see `real` (tensor/gemm/
 # includes no header that does), so the float library's objects serve both:
 # -DATTN_DOUBLE would compile the same code again (the AVX-512 kernel alone
 # takes about a minute under the sanitizers).
@@ -314,7 +314,14 @@ $(GRAD_BIN): $(TEST_MAIN_OBJ) $(call obj_d,$(GRAD_SRC)) $(LIB_D)
 # EX=id grades one exercise (default: those of course/assignment.txt, in a
 # student's tree); SEED=n draws the inputs from seed n (hidden checks).
 # course/hidden/: the instructor's cases, which a student's tree does not hold.
-GRADE_OBJ := $(call obj_d,course/grade.cpp course/exercises.cpp course/course_files.cpp course/checks.cpp course/child.cpp course/guard.cpp course/probes.cpp $(wildcard course/hidden/*.cpp))
+# (The grader's rooms: course/grade.cpp what it does, course/report.cpp the
+# report, course/grade_*.cpp one grade kind each, course/fingerprints.cpp and
+# course/progress.cpp; the rest are what they read and run.)
+GRADE_SRC := course/grade.cpp course/report.cpp course/grade_catalog.cpp course/grade_engine.cpp \
+	course/grade_trainer.cpp course/grade_written_tests.cpp course/grade_gemm.cpp course/fingerprints.cpp \
+	course/progress.cpp course/exercises.cpp course/course_files.cpp course/checks.cpp course/child.cpp \
+	course/guard.cpp course/probes.cpp
+GRADE_OBJ := $(call obj_d,$(GRADE_SRC) $(wildcard course/hidden/*.cpp))
 # The student's code checked for memory errors: the library's files that hold
 # an exercise's cut code (the `cut:` lines of course/exercises.txt) are
 # compiled for the grader a second time, under AddressSanitizer and
