@@ -63,7 +63,13 @@ SETUP = """#!/usr/bin/env bash
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq g++ make python3 bubblewrap util-linux >/dev/null
+apt-get install -y -qq make python3 bubblewrap util-linux >/dev/null
+# g++ 12 or later (what the project is built with): Ubuntu 22.04's g++ is 11,
+# its g++-12 package is 12; made the g++ that make finds first on the PATH
+if ! g++ -dumpversion 2>/dev/null | grep -qE '^(1[2-9]|[2-9][0-9])'; then
+    apt-get install -y -qq g++-12 >/dev/null
+    ln -sf "$(command -v g++-12)" /usr/local/bin/g++
+fi
 cd /autograder/source
 make -j"$(nproc)" {targets}
 chmod -R go-rwx course/hidden
