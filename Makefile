@@ -473,10 +473,16 @@ debug:
 
 # make check-debugging: docs/course/debugging.md's gdb session replayed on
 # the debug build of the date translator (scripts/replay-debugging.py): every
-# line the page shows must be what gdb prints now.
+# line the page shows must be what gdb prints now. Then the page's printers
+# (scripts/gdb/attn.py) on tests/gdb/printers.cpp's tensors: each must print
+# what the tensor's own str() wrote.
 check-debugging:
-	@$(MAKE) --no-print-directory DEBUG=1 build/debug/examples/seq2seq
-	@python3 scripts/replay-debugging.py
+	@$(MAKE) --no-print-directory DEBUG=1 build/debug/examples/seq2seq build/debug/tests/gdb-printers
+	@python3 scripts/replay-debugging.py --printers build/debug/tests/gdb-printers
+
+$(B)/tests/gdb-printers: $(call obj_f,tests/gdb/printers.cpp) $(LIB_F)
+	@mkdir -p $(dir $@)
+	$(call quietly,LD,$@)$(CXX) $(ATTN_CXXFLAGS) $(CXXFLAGS) $^ -o $@ $(ATTN_LDFLAGS) $(LDFLAGS)
 
 # TEST_RUNNER: a command the test binaries run under (check-arm's emulator).
 # make test builds the coursework grader too (without a warning, by each

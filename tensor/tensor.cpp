@@ -183,10 +183,14 @@ namespace {
 void print_axis(std::ostream& os, const Tensor& t, int axis, int64_t offset) {
     const int64_t n = t.shape()[axis], stride = t.shape().stride(axis);
     const int64_t edge = 3;  // show the first and last 3 entries of a long axis
+    // Entries of the last axis go on one line; rows, and the "..." that
+    // stands for the rows left out, one per line (as NumPy prints).
+    const std::string separator =
+        axis + 1 == t.rank() ? ", " : ",\n" + std::string(static_cast<size_t>(axis) + 8, ' ');
     os << '[';
     for (int64_t i = 0; i < n; ++i) {
         if (n > 2 * edge + 1 && i == edge) {
-            os << "..., ";
+            os << "..." << separator;
             i = n - edge - 1;
             continue;
         }
@@ -194,7 +198,7 @@ void print_axis(std::ostream& os, const Tensor& t, int axis, int64_t offset) {
             os << t[offset + i];
         else
             print_axis(os, t, axis + 1, offset + i * stride);
-        if (i + 1 < n) os << (axis + 1 == t.rank() ? ", " : ",\n" + std::string(static_cast<size_t>(axis) + 8, ' '));
+        if (i + 1 < n) os << separator;
     }
     os << ']';
 }

@@ -27,6 +27,19 @@ TEST_CASE("shape: printing a 2×3 tensor") {
     CHECK(Tensor::arange(10).str() == "tensor(10, [0, 1, 2, ..., 7, 8, 9])");
 }
 
+TEST_CASE("shape: a long axis of rows is elided by a line of its own") {
+    // Rows 0–2 and 6–8 of 9, each with its first and last 3 of 8 entries;
+    // the "..." of the rows left out on its own line, as NumPy prints it.
+    CHECK(Tensor::arange(72).reshape(Shape{9, 8}).str() ==
+          "tensor(9×8, [[0, 1, 2, ..., 5, 6, 7],\n"
+          "        [8, 9, 10, ..., 13, 14, 15],\n"
+          "        [16, 17, 18, ..., 21, 22, 23],\n"
+          "        ...,\n"
+          "        [48, 49, 50, ..., 53, 54, 55],\n"
+          "        [56, 57, 58, ..., 61, 62, 63],\n"
+          "        [64, 65, 66, ..., 69, 70, 71]])");
+}
+
 TEST_CASE("shape: reshape, squeeze and unsqueeze are views") {
     Tensor a = m23.clone();
     Tensor r = reshape(a, {3, -1});
