@@ -2,7 +2,6 @@
 
     gdb -x scripts/gdb/attn.py --args build/debug/examples/seq2seq --steps 2
     (gdb) print z                 Var(tensor(64×128, [[0.64952, ...]]), op=sigmoid)
-    (gdb) print z.node_->value    the Var's tensor
     (gdb) print $shape(z)         "64×128"
     (gdb) print $at(z, 0, 5)      one element, by its index on each axis
 
@@ -21,6 +20,8 @@ holds `value`, `requires_grad` and `op`. A change of those members must be
 made here too; make check-debugging replays a page that prints through
 these printers.
 """
+import math
+
 import gdb
 
 EDGE = 3  # as Tensor::str(): the first and last 3 entries of a long axis
@@ -61,10 +62,7 @@ def _elements(tensor):
 
 
 def _axis(data, dims, axis, offset):
-    n = dims[axis]
-    stride = 1
-    for d in dims[axis + 1:]:
-        stride *= d
+    n, stride = dims[axis], math.prod(dims[axis + 1:])
     last = axis + 1 == len(dims)
     parts = []
     i = 0
