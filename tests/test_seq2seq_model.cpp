@@ -10,6 +10,7 @@
 
 #include "attention/by_id.hpp"
 #include "autograd/ops.hpp"
+#include "examples/seq2seq/decoding.hpp"
 #include "examples/seq2seq/report.hpp"
 #include "examples/seq2seq/seq2seq_model.hpp"
 #include "io/checkpoint.hpp"
