@@ -33,8 +33,9 @@ Tensor alive_rows(const Tensor& keep) { return gt(sum(keep, -1), Tensor::scalar(
 
 }  // namespace
 
-Var masked_softmax(const Var& scores, const Tensor& mask) {
-    return mask.defined() ? softmax(scores, -1, SoftmaxMask::keep(mask)) : softmax(scores, -1);
+Var masked_softmax(const Var& scores, const Tensor& mask, bool fused) {
+    const SoftmaxMask keep = mask.defined() ? SoftmaxMask::keep(mask) : SoftmaxMask{};
+    return fused ? softmax_fused(scores, -1, keep) : softmax(scores, -1, keep);
 }
 
 // ---- 22. soft_alignment --------------------------------------------------------------------------
@@ -46,7 +47,7 @@ SoftAlignment::SoftAlignment(real temperature) : temperature_(temperature) {
 Var SoftAlignment::align(const AlignmentInput& in) {
     check_scores(id(), in);
     // a_l = exp(e_l/T) / Σ_j exp(e_j/T) over the kept positions   B×m×n
-    return masked_softmax(temperature_ == 1 ? in.scores : in.scores / temperature_, in.mask);
+    return masked_softmax(temperature_ == 1 ? in.scores : in.scores / temperature_, in.mask, is_fast());
 }
 
 // ---- 23. hard_alignment --------------------------------------------------------------------------
@@ -59,7 +60,7 @@ HardAlignment::Sample HardAlignment::sample(const AlignmentInput& in) {
     check_scores(id(), in);
     const int64_t n = in.scores.size(2);
     Sample s;
-    s.probs = masked_softmax(in.scores, in.mask);  // a = softmax(e)   B×m×n
+    s.probs = masked_softmax(in.scores, in.mask, is_fast());  // a = softmax(e)   B×m×n
     const Tensor alive = alive_rows(full_mask(in.mask, in.scores.shape()));  // B×m
 
     // m ~ Categorical(a) (or argmax a in evaluation); a fully masked row draws
@@ -124,7 +125,7 @@ Var LocalMonotonicAlignment::align(const AlignmentInput& in) {
         for (int64_t l = 0; l < n; ++l) window[r * n + l] = std::abs(static_cast<real>(l) - p) <= D_ ? 1 : 0;
     }
     // a_l = exp(e_l) / Σ_{j∈W} exp(e_j) in the window, 0 outside   B×m×n
-    return masked_softmax(in.scores, combine_masks(window, in.mask));
+    return masked_softmax(in.scores, combine_masks(window, in.mask), is_fast());
 }
 
 // ---- 25. local_predictive_alignment --------------------------------------------------------------
@@ -159,7 +160,7 @@ Var LocalPredictiveAlignment::weights_at(const Var& scores, const Var& centres, 
     for (int64_t r = 0; r < B * m; ++r)
         for (int64_t l = 0; l < n; ++l)
             window[r * n + l] = std::abs(static_cast<real>(l) - p_t.value()[r]) <= D_ ? 1 : 0;
-    const Var soft = masked_softmax(scores, combine_masks(window, mask));  // softmax_{l∈W}(e_l)   B×m×n
+    const Var soft = masked_softmax(scores, combine_masks(window, mask), is_fast());  // softmax_{l∈W}(e_l)   B×m×n
 
     // exp(−(l − p_t)² / 2σ²), σ = D/2: the only path from a to p_t
     const real sigma = static_cast<real>(D_) / 2;
@@ -296,7 +297,7 @@ Var GumbelSoftmaxAlignment::align(const AlignmentInput& in) {
             const double u = std::max(gen_.uniform(), std::numeric_limits<double>::min());
             g[i] = static_cast<real>(-std::log(-std::log(u)));
         }
-    const Var y = masked_softmax((log_a + Var(g)) / tau_, in.mask);  // y = softmax((log a + g)/τ)   B×m×n
+    const Var y = masked_softmax((log_a + Var(g)) / tau_, in.mask, is_fast());  // y = softmax((log a + g)/τ)   B×m×n
     if (!straight_through_) return y;
 
     // Straight-through: forward onehot(argmax y), backward ∂L/∂y = ∂L/∂onehot.

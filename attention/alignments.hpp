@@ -249,6 +249,7 @@ private:
 
 // Softmax over the last axis with an optional keep mask (undefined = keep all):
 // the soft alignment every windowed or restricted alignment above reuses.
-Var masked_softmax(const Var& scores, const Tensor& mask);
+// fused: softmax_fused's one-pass backward (a module passes is_fast()).
+Var masked_softmax(const Var& scores, const Tensor& mask, bool fused = false);
 
 }  // namespace attn

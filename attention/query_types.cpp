@@ -80,8 +80,8 @@ Var BahdanauAttention::scores(const Var& queries, const Memory& memory) {
 AttentionOutput BahdanauAttention::forward(const Var& queries, const Memory& memory) {
     // A query that may attend no key takes no part, whatever it holds (attention/padding.hpp).
     const Var e = scores(hide_fully_masked_queries(queries, memory.keep), memory);  // e_ij   B×m×n
-    const Var alpha = masked_softmax(e, memory.keep);  // α_ij = softmax_j B×m×n
-    return {attend(alpha, memory.states), alpha};      // c_i = Σ_j α_ij h_j   B×m×d_h
+    const Var alpha = masked_softmax(e, memory.keep, is_fast());  // α_ij = softmax_j B×m×n
+    return {attend(alpha, memory.states), alpha};                 // c_i = Σ_j α_ij h_j   B×m×d_h
 }
 
 AttentionOutput BahdanauAttention::forward(const Var& queries, const Var& encoder_states, const Tensor& mask) {
@@ -293,7 +293,7 @@ AttentionOutput ConstantQuerySelfAttention::forward(const Var& keys_in, const Va
     const Var keys = hide_unseen_keys(keys_in, keep), values = hide_unseen_keys(values_in, keep);
     const Var e = scores(keys);  // B×1×n
     // a = softmax(e)                        B×1×n
-    const Var a = masked_softmax(e, keep);
+    const Var a = masked_softmax(e, keep, is_fast());
     return {attend(a, values), a};  // c = Σ_l a_l v_l   B×1×d_v
 }
 
@@ -324,7 +324,7 @@ AttentionOutput LearnedQuerySelfAttention::forward(const Var& keys_in, const Var
     Var e = matmul(as_row(q), keys, false, true);
     // (optionally / √d_k)
     if (scaled_) e = mul(e, real(1) / std::sqrt(static_cast<real>(q.size(0))));
-    const Var a = masked_softmax(e, keep);  // B×1×n
+    const Var a = masked_softmax(e, keep, is_fast());  // B×1×n
     return {attend(a, values), a};  // c = Σ_l a_l v_l   B×1×d_v
 }
 

@@ -55,7 +55,7 @@ DoublyStochasticSoftAttention::Output DoublyStochasticSoftAttention::step(const 
                                                                           const Memory& memory) {
     const Var e = unsqueeze(scores(previous_hidden, memory), 1);  // e_t   B×1×L
     // α_t = softmax(e_t)                                         B×1×L
-    const Var alpha = masked_softmax(e, memory.keep);
+    const Var alpha = masked_softmax(e, memory.keep, is_fast());
     // Σ_i α_ti a_i                                                B×D
     const Var context = squeeze(attend(alpha, memory.annotations), 1);
     // ẑ_t = β_t Σ_i α_ti a_i                                      B×D
@@ -100,7 +100,7 @@ AttentionOutput FeedForwardAttention::forward(const Var& states_in, const Tensor
     // e_t = tanh(wᵀ h_t + b)                        B×1×T
     const Var e = tanh(add(matmul(as_row(w), states, false, true), b));
     // α = softmax(e)                                B×1×T
-    const Var alpha = masked_softmax(e, keep);
+    const Var alpha = masked_softmax(e, keep, is_fast());
     return {attend(alpha, states), alpha};  // c = Σ_t α_t h_t   B×1×d
 }
 
@@ -127,7 +127,7 @@ StructuredSelfAttention::Output StructuredSelfAttention::forward(const Var& stat
     // W_s2 tanh(W_s1 Hᵀ)                              r×d_a · (B×n×d_a)ᵀ → B×r×n
     const Var e = matmul(W_s2, hidden, false, true);
     // A = softmax_row(⋯)                              B×r×n
-    const Var A = masked_softmax(e, keep);
+    const Var A = masked_softmax(e, keep, is_fast());
     // M = A H                                         B×r×d
     return {attend(A, states), A, structured_penalty(A)};
 }

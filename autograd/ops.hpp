@@ -150,8 +150,11 @@ struct SoftmaxMask {
     static SoftmaxMask additive(Tensor t) { return {Kind::additive, std::move(t)}; }
 };
 // scores B×n×m, axis -1 → weights B×n×m, each row summing to 1 (or 0 if all left out).
-// One kernel forward, and a backward written by hand (tensor softmax_backward).
+// One kernel forward; the backward, z ⊙ (g − Σ g ⊙ z), written with tensor ops.
 Var softmax(const Var& a, int axis, const SoftmaxMask& mask = {});
+// The fast twin (what a module takes under Module::set_fast): the backward in
+// one pass per slice (tensor softmax_backward). The same values up to rounding.
+Var softmax_fused(const Var& a, int axis, const SoftmaxMask& mask = {});
 // softmax's readable twin, without a mask: e^(a − max) / Σ e^(a − max),
 // composed from autograd ops, so its backward is theirs. The same values and
 // gradients as softmax() up to rounding (tests/test_autograd_values.cpp).

@@ -86,12 +86,26 @@ Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
     const ProfileScope scope("softmax");
     const int ax = a.shape().normalize_axis(axis, "softmax");
     return record("softmax", softmax(masked_scores(a.value(), mask, "softmax"), ax), {a}, [ax](Backward& bw) {
+        const Tensor& z = bw.output();
+        const Tensor& g = bw.grad();
+        const Tensor gz = sum(mul(g, z), ax, /*keepdim=*/true);  // Σ_j g_j·z_j, one per slice
+        bw.accumulate(0, mul(z, sub(g, gz)));                     // z_i·(g_i − Σ_j g_j·z_j)
+    });
+}
+
+// softmax's fast twin (Module::set_fast): the same forward, and the backward
+// above in one pass per slice (tensor softmax_backward), without its two
+// temporaries the size of z. The same values up to rounding (a test checks).
+Var softmax_fused(const Var& a, int axis, const SoftmaxMask& mask) {
+    const ProfileScope scope("softmax_fused");
+    const int ax = a.shape().normalize_axis(axis, "softmax");
+    return record("softmax_fused", softmax(masked_scores(a.value(), mask, "softmax"), ax), {a}, [ax](Backward& bw) {
         bw.accumulate(0, softmax_backward(bw.output(), bw.grad(), ax));
     });
 }
 
 // The same function written with autograd ops: softmax()'s value and its
-// hand-written backward above must agree with this one's (a test checks).
+// backward above must agree with this one's (a test checks).
 // Subtracting the slice's maximum m cancels in the ratio, e^(a−m)/Σe^(a−m) =
 // e^a/Σe^a, but keeps e^x from overflowing; m is a constant (no gradient
 // flows through it, and none needs to: the result does not depend on it).

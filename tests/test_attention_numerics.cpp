@@ -598,3 +598,33 @@ TEST_CASE("visible_to_heads: a per-head mask keeps a key any head keeps; the cau
     // the causal rule alone, with no mask, hides query 0 of nothing (it sees key 0)
     CHECK(std::isnan(visible_to_heads(Var(bad_query), finite, finite, Tensor(), true).queries.value()[0]));
 }
+
+// ---- softmax's fast twin under set_fast ------------------------------------------------
+
+// Module::set_fast takes the alignments and Bahdanau's attention to
+// softmax_fused (the one-pass backward): the op each records names which ran,
+// and the weights and gradients are the readable softmax's.
+TEST_CASE("attention numerics: set_fast takes softmax_fused in the soft alignment and in Bahdanau's attention") {
+    Generator gen(8);
+    const Tensor scores = Tensor::normal(Shape{2, 3, 5}, 0, 2, gen);
+    const Tensor up = Tensor::normal(Shape{2, 3, 5}, 0, 1, gen);
+    Tensor keep = Tensor::ones(Shape{2, 1, 5});
+    keep.at({1, 0, 3}) = keep.at({1, 0, 4}) = 0;  // sequence 1: 3 keys
+    SoftAlignment readable, fast;
+    fast.set_fast(true);
+    Var a(scores.clone(), true), b(scores.clone(), true);
+    Var wa = readable.align({a, keep, Var(), Tensor()}), wb = fast.align({b, keep, Var(), Tensor()});
+    CHECK(std::string(wa.op()) == "softmax");
+    CHECK(std::string(wb.op()) == "softmax_fused");
+    CHECK(allclose(wa.value(), wb.value(), 0, 0));
+    wa.backward(up);
+    wb.backward(up);
+    CHECK(allclose(a.grad(), b.grad(), 1e-5, 1e-6));
+
+    Generator g1(5), g2(5);
+    BahdanauAttention bahdanau(6, 8, 5, g1), bahdanau_fast(6, 8, 5, g2);
+    bahdanau_fast.set_fast(true);
+    const Var states(Tensor::normal(Shape{2, 5, 8}, 0, 1, gen)), h(Tensor::normal(Shape{2, 1, 6}, 0, 1, gen));
+    CHECK(std::string(bahdanau.forward(h, states, keep).weights.op()) == "softmax");
+    CHECK(std::string(bahdanau_fast.forward(h, states, keep).weights.op()) == "softmax_fused");
+}

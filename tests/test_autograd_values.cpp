@@ -304,18 +304,28 @@ TEST_CASE("autograd values: a large embedding gradient split over the threads, r
 }
 
 TEST_CASE("autograd values: softmax with masks; a fully masked row gives zeros, never NaN") {
-    Var x = param({0, std::log(3.f), 5, 1, 2, 3}, {2, 3});
-    const Tensor keep = Tensor::from({1, 1, 0, 0, 0, 0}, Shape{2, 3});  // row 1 fully masked
-    Var p = softmax(x, -1, SoftmaxMask::keep(keep));
-    CHECK(close(p.value(), {0.25f, 0.75f, 0, 0, 0, 0}));
-    sum(p).backward();
-    CHECK(close(x.grad(), {0, 0, 0, 0, 0, 0}));  // Σ of a softmax row is constant
-    x.zero_grad();
-    Var q = softmax(x, -1, SoftmaxMask::keep(keep));
-    q.backward(Tensor::from({1, 0, 0, 1, 1, 1}, Shape{2, 3}));
-    // ∂p₀/∂x₀ = p₀(1 − p₀) = 0.1875, ∂p₀/∂x₁ = −p₀p₁ = −0.1875
-    CHECK(close(x.grad(), {0.1875f, -0.1875f, 0, 0, 0, 0}));
-    for (int64_t i = 0; i < 6; ++i) CHECK_FALSE(std::isnan(x.grad()[i]));
+    using Softmax = Var (*)(const Var&, int, const SoftmaxMask&);
+    for (Softmax f : {Softmax(softmax), Softmax(softmax_fused)}) {  // the readable one and its fast twin
+        Var x = param({0, std::log(3.f), 5, 1, 2, 3}, {2, 3});
+        const Tensor keep = Tensor::from({1, 1, 0, 0, 0, 0}, Shape{2, 3});  // row 1 fully masked
+        Var p = f(x, -1, SoftmaxMask::keep(keep));
+        CHECK(close(p.value(), {0.25f, 0.75f, 0, 0, 0, 0}));
+        sum(p).backward();
+        CHECK(close(x.grad(), {0, 0, 0, 0, 0, 0}));  // Σ of a softmax row is constant
+        x.zero_grad();
+        Var q = f(x, -1, SoftmaxMask::keep(keep));
+        q.backward(Tensor::from({1, 0, 0, 1, 1, 1}, Shape{2, 3}));
+        // ∂p₀/∂x₀ = p₀(1 − p₀) = 0.1875, ∂p₀/∂x₁ = −p₀p₁ = −0.1875
+        CHECK(close(x.grad(), {0.1875f, -0.1875f, 0, 0, 0, 0}));
+        for (int64_t i = 0; i < 6; ++i) CHECK_FALSE(std::isnan(x.grad()[i]));
+        // Along axis 0 of a 3×2 (columns the slices): column 0 is (1, 3, 0) / 4 with
+        // upstream (0, 1, 0): ∂p₁/∂x = (−p₀p₁, p₁(1 − p₁), −p₂p₁) = (−0.1875, 0.1875, 0);
+        // column 1 takes no gradient.
+        Var c = param({0, 7, std::log(3.f), -1, -100, 2}, {3, 2});
+        f(c, 0, SoftmaxMask::keep(Tensor::from({1, 1, 1, 1, 0, 1}, Shape{3, 2})))
+            .backward(Tensor::from({0, 0, 1, 0, 0, 0}, Shape{3, 2}));
+        CHECK(close(c.grad(), {-0.1875f, 0, 0.1875f, 0, 0, 0}));
+    }
 
     Var y = param({1, 2, 3}, {3});
     Var r = softmax(y, 0, SoftmaxMask::additive(Tensor::from({0, -kInf, 0})));
@@ -571,12 +581,15 @@ TEST_CASE("autograd values: softmax_composed, by hand: large scores do not overf
     const Tensor scores = Tensor::normal(Shape{4, 6, 3}, 0, 2, gen);
     const Tensor up = Tensor::normal(Shape{4, 6, 3}, 0, 1, gen);
     for (int axis : {0, 1, 2}) {
-        Var a(scores.clone(), true), b(scores.clone(), true);
-        Var pa = softmax(a, axis), pb = softmax_composed(b, axis);
+        Var a(scores.clone(), true), b(scores.clone(), true), c(scores.clone(), true);
+        Var pa = softmax(a, axis), pb = softmax_composed(b, axis), pc = softmax_fused(c, axis);
         CHECK(allclose(pa.value(), pb.value(), 1e-6, 1e-6));
+        CHECK(allclose(pa.value(), pc.value(), 0, 0));  // one forward kernel
         pa.backward(up);
         pb.backward(up);
+        pc.backward(up);
         CHECK(allclose(a.grad(), b.grad(), 1e-5, 1e-6));
+        CHECK(allclose(a.grad(), c.grad(), 1e-5, 1e-6));  // the fast twin's one-pass backward
     }
 }
 

@@ -185,6 +185,12 @@ std::vector<OpCase> nn_cases() {
          [keep](In x) { return softmax(x[0], 1, SoftmaxMask::keep(keep)); }},
         {"softmax", "additive mask with −∞, broadcast", {{2, 4}}, N,
          [bias](In x) { return softmax(x[0], -1, SoftmaxMask::additive(bias)); }},
+        // The fast twin: the same backward, by the one-pass kernel.
+        {"softmax_fused", "axis 0 of 3×2×2", {{3, 2, 2}}, N, [](In x) { return softmax_fused(x[0], 0); }},
+        {"softmax_fused", "keep mask, one row fully masked", {{3, 4}}, N,
+         [keep](In x) { return softmax_fused(x[0], 1, SoftmaxMask::keep(keep)); }},
+        {"softmax_fused", "additive mask with −∞, broadcast", {{2, 4}}, N,
+         [bias](In x) { return softmax_fused(x[0], -1, SoftmaxMask::additive(bias)); }},
         {"log_softmax", "axis −1", {{3, 4}}, N, [](In x) { return log_softmax(x[0], -1); }},
         {"log_softmax", "keep mask, one row fully masked (masked outputs dropped)", {{3, 4}}, N,
          [keep](In x) {
