@@ -127,7 +127,7 @@ Captioner::Step Captioner::step(const DoublyStochasticSoftAttention::Memory& mem
         const Var y = gumbel_alignment.align({e, Tensor(), Var(), Tensor()});  // one-hot  B×1×L
         s.beta = attention.gate(state.h);
         z = mul(s.beta, squeeze(attend(y, memory.annotations), 1));
-        s.alpha = squeeze(is_fast() ? softmax_fused(e, -1) : softmax(e, -1), 1);  // α_t, for the penalty and the pictures
+        s.alpha = squeeze(masked_softmax(e, Tensor(), is_fast()), 1);  // α_t, for the penalty and the pictures
         s.location = argmax(y.value(), -1).reshape(Shape{words.numel()});
     }
     s.state = cell.forward(concat({emb, z}, -1), state);
