@@ -212,7 +212,7 @@ FUZZ_BINS := $(patsubst fuzz/%.cpp,$(B)/fuzz/%,$(FUZZ_SRC))
 
 
 .PHONY: grade grade-student grade-class grade-class-merge autograder classroom bench-class check-class progress exercise check-exercises fingerprints
-.PHONY: all test debug check-debugging bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
+.PHONY: all test tests-built debug check-debugging bug bug-grade check check-arm check-libcxx bench clean run check-report check-torch install data zoo docs-graphs mutation-check fuzz fuzz-run
 all: $(LIB_F) $(BENCH_BINS) $(EXAMPLE_BINS) $(UNIT_BIN) $(GRAD_BIN) $(GRADE_BIN)
 
 # ---- compile ---------------------------------------------------------------
@@ -451,7 +451,7 @@ exercise:
 		else python3 scripts/exercises.py list; fi
 check-exercises:
 	@python3 scripts/exercises.py check $(if $(MUTANTS),--mutants $(MUTANTS)) $(EX)
-	@if [ -z "$(EX)" ]; then python3 scripts/bugs.py check; fi
+	@if [ -z "$(EX)" ]; then python3 scripts/bugs.py check && python3 scripts/bugs.py walk; fi
 
 # make bug SEED=n OUT=dir: a student's tree with one deliberate mistake of
 # tests/mutations/ in it, chosen by the seed (LAYER=tensor|autograd|nn|
@@ -490,7 +490,10 @@ $(B)/tests/gdb-printers: $(call obj_f,tests/gdb/printers.cpp) $(LIB_F)
 # out (check-arm: the grader is never run under the emulator, and its
 # memory-checked objects are the costliest to cross-compile).
 TEST_GRADER ?= $(GRADE_BIN)
-test: $(UNIT_BIN) $(GRAD_BIN) $(TEST_GRADER)
+# make tests-built: what make test runs, built and not run (make bug builds a
+# student's tree with it, out of sight).
+tests-built: $(UNIT_BIN) $(GRAD_BIN) $(TEST_GRADER)
+test: tests-built
 	@TEST_RUNNER="$(TEST_RUNNER)" V="$(V)" sh scripts/run-tests.sh $(UNIT_BIN) $(GRAD_BIN); status=$$?; \
 		$(call elapsed,make test); exit $$status
 

@@ -5,6 +5,7 @@ grader.
     python3 scripts/bugs.py tree SEED OUT [LAYER]   (make bug SEED=n OUT=dir [LAYER=attention])
     python3 scripts/bugs.py grade                   (make bug-grade, in the student's tree)
     python3 scripts/bugs.py check                   (part of make check-exercises)
+    python3 scripts/bugs.py walk [SEED]             (part of make check-exercises, in a built tree)
 
 The mistakes are the mutation lists' (tests/mutations/*.txt): each one is a
 line or two of the library changed so that some test of `make test` fails
@@ -23,10 +24,14 @@ mistake is found when both agree. It then says which mistake it was.
 """
 import base64
 import hashlib
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 import exercises  # the mutation lists and the tracked files, read as the exercises read them
 
@@ -142,19 +147,79 @@ def make_tree(seed, out, layer):
     if out.exists() and any(out.iterdir()):
         sys.exit(f"{out} exists and is not empty: choose a new folder (nothing a student saved is overwritten)")
     files, _ = bug_tree(seed, layer)
+    _, shared = write_tree(files, out)
+    where = f"the {layer} layer" if layer else "the library or the programs"
+    print(f"wrote {out}: {len(files)} files, one deliberate mistake somewhere in {where}")
+    first = "what it breaks (the first build takes a few minutes)"
+    if shared:
+        print(f"building its tests, {shared} compiled files copied from this clone's build; what make compiles "
+              "is not shown (it would name the file)...", flush=True)
+        if build_out_of_sight(out):
+            first = "what it breaks (built: it runs the tests)"
+        else:
+            print("  the tree's build stopped: make test there shows where")
+    for command, why in ((f"cd {out} && make test", first), ("make bug-grade", "when you have mended it")):
+        print(f"  {command:<{len(str(out)) + 16}}  # {why}")
+    print("  read docs/course/find-the-bug.md first")
+
+
+def make_env():
+    """The environment for a make this script starts: without the outer make's
+    MAKEFLAGS, whose jobserver Python does not pass on (the inner make would
+    warn and build on one core); the Makefile's own -j then applies."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
+def write_tree(files, out):
+    """Writes the bug tree's files into `out`, each with the time and mode of
+    this tree's file of that path (the changed one too: its time says
+    nothing), and copies in it this tree's compiled objects of every file it
+    holds unchanged (exercises.share_build): make finds them up to date.
+    Copies, not links: a link's count would single out the objects compiled
+    in the tree. Returns the paths written unchanged and how many objects
+    were copied (0 when this tree has no build)."""
+    unchanged = set()
     for path, data in files.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         source = ROOT / path
-        if source.exists() and source.stat().st_mode & 0o111:
-            target.chmod(0o755)
-    where = f"the {layer} layer" if layer else "the library or the programs"
-    print(f"wrote {out}: {len(files)} files, one deliberate mistake somewhere in {where}")
-    for command, why in ((f"cd {out} && make test", "what it breaks (the first build takes a few minutes)"),
-                         ("make bug-grade", "when you have mended it")):
-        print(f"  {command:<{len(str(out)) + 16}}  # {why}")
-    print("  read docs/course/find-the-bug.md first")
+        if source.exists():
+            shutil.copystat(source, target)
+            if source.read_bytes() == data:
+                unchanged.add(path)
+    return unchanged, exercises.share_build(out, unchanged, copy=True)
+
+
+def build_out_of_sight(out):
+    """make tests-built in the tree `out`, its output not shown: the files it
+    compiles are the mistake's and those that include it. Then each object
+    compiled there takes the time of this tree's object of the same path
+    (when that is still after all it was compiled from), and every folder
+    of its build one time: a listing by time does not single them out
+    either. The student's make test finds everything built. False when the
+    build failed (make test there says where, as it would have anyway)."""
+    objects = out / "build" / "obj"
+    before = {f for f in objects.rglob("*") if f.is_file()}
+    r = subprocess.run(["make", "--no-print-directory", "tests-built"], cwd=out, env=make_env(),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return False
+    for compiled in sorted(f for f in objects.rglob("*") if f.is_file() and f not in before):
+        mine = ROOT / compiled.relative_to(out)
+        if compiled.suffix not in (".o", ".d"):
+            continue
+        d_file = compiled.with_suffix(".d") if compiled.suffix == ".o" else compiled
+        if not mine.exists() or not d_file.exists():
+            continue
+        read = [pathlib.Path(dep) if dep.startswith("/") else out / dep for dep in exercises.dependencies(d_file)]
+        newest = max((p.stat().st_mtime_ns for p in read if p.exists()), default=0)
+        if mine.stat().st_mtime_ns >= newest:
+            os.utime(compiled, ns=(mine.stat().st_atime_ns, mine.stat().st_mtime_ns))
+    now = max(f.stat().st_mtime_ns for f in (out / "build").rglob("*") if f.is_file())
+    for folder in [out / "build"] + [d for d in (out / "build").rglob("*") if d.is_dir()]:
+        os.utime(folder, ns=(now, now))
+    return True
 
 
 def record_of(root):
@@ -194,7 +259,12 @@ def grade(root=ROOT):
               "you changed there\n           (debugging prints included): every file must be as it was.")
         return 1
     print("  every file of the library and the programs is as it was; make test:")
-    r = subprocess.run(["make", "--no-print-directory", "test"], cwd=root)
+    # The mended file made newer than its object, which was compiled with the
+    # mistake: a file copied back with its old time (cp -p) is compiled again.
+    answer_file = root / base64.b64decode(record["answer"]).decode().split(": ", 1)[0]
+    if answer_file.exists():
+        os.utime(answer_file)
+    r = subprocess.run(["make", "--no-print-directory", "test"], cwd=root, env=make_env())
     if r.returncode != 0:
         print("  NOT YET  make test fails (above)")
         return 1
@@ -240,6 +310,66 @@ def check():
           f"{trees} trees made whole; no mutation list in a tree")
 
 
+def walk(seed="1"):
+    """A student's find-the-bug, walked with this tree's build (make
+    check-exercises, after check): make bug's tree of SEED written and built
+    out of sight; make test there compiles nothing (so it names no file),
+    fails, and does not print the mistake's file; no object of the tree's
+    build has a time that differs from this tree's; the file copied back with
+    its old time (cp -p, the hardest mend for make to see) and make bug-grade
+    says FOUND. Skipped when this tree has no build to share."""
+    if not (ROOT / "build" / "obj").is_dir():
+        print("find the bug, walked: no build here to share (nothing to walk)")
+        return
+    failures = []
+
+    def make(*args, cwd):
+        r = subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, env=make_env(), capture_output=True,
+                           text=True)
+        return r.returncode, r.stdout + r.stderr
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "bug"
+        files, mistake = bug_tree(seed, None)
+        started = time.monotonic()
+        _, shared = write_tree(files, out)
+        if not build_out_of_sight(out):
+            sys.exit(f"find the bug, walked: seed {seed}'s tree did not build ({mistake['where']})\n"
+                     + make("tests-built", cwd=out)[1][-3000:])
+        made = time.monotonic() - started
+        if make("-q", "tests-built", cwd=out)[0] != 0:
+            failures.append("make test would compile in the tree (and name what it compiles)")
+        for compiled in (out / "build" / "obj").rglob("*"):
+            mine = ROOT / compiled.relative_to(out)
+            if compiled.is_file() and compiled.stat().st_nlink > 1:
+                failures.append(f"{compiled.relative_to(out)}: a link, where the compiled files are not")
+            if compiled.suffix in (".o", ".d") and mine.exists() and \
+                    compiled.stat().st_mtime_ns != mine.stat().st_mtime_ns:
+                failures.append(f"{compiled.relative_to(out)}: its time is not this tree's object's")
+        started = time.monotonic()
+        status, said = make("test", cwd=out)
+        tested = time.monotonic() - started
+        if status == 0:
+            failures.append(f"make test passed with the mistake in ({mistake['where']})")
+        if mistake["file"] in said:
+            failures.append(f"make test printed the mistake's file, {mistake['file']}")
+        shutil.copy2(ROOT / mistake["file"], out / mistake["file"])  # mended as cp -p would
+        status, said = make("bug-grade", cwd=out)
+        if status != 0 or "FOUND" not in said:
+            failures.append("make bug-grade did not say FOUND in the mended tree:\n" + said[-3000:])
+        elif "warning" in said:
+            failures.append("make bug-grade warned:\n" + "\n".join(l for l in said.splitlines() if "warning" in l))
+    for failure in failures[:10]:
+        print(f"FAIL find the bug, walked: {failure}")
+    if len(failures) > 10:
+        print(f"FAIL find the bug, walked: ... and {len(failures) - 10} more")
+    if failures:
+        sys.exit(1)
+    print(f"find the bug, walked: seed {seed}'s tree made and built in {made:.0f} s ({shared} compiled files "
+          f"copied); make test compiled nothing and ran in {tested:.0f} s, failing without naming the file; "
+          "mended with its old time, make bug-grade said FOUND")
+
+
 def list_layers(layer):
     mistakes = candidates(layer)
     counts = {}
@@ -262,6 +392,8 @@ def main():
         sys.exit(grade())
     elif args[0] == "check" and len(args) == 1:
         check()
+    elif args[0] == "walk" and len(args) in (1, 2):
+        walk(*args[1:])
     else:
         sys.exit(__doc__)
 

@@ -430,7 +430,7 @@ def link_file(source, target):
         shutil.copy2(source, target)
 
 
-def share_build(out, unchanged, hidden=False):
+def share_build(out, unchanged, hidden=False, copy=False):
     """Hard links in `out` to this tree's compiled objects (build/obj) whose
     every source and header is in `out` unchanged (`unchanged`, copied with
     their times), with their dependency files and the precompiled headers: make
@@ -443,7 +443,9 @@ def share_build(out, unchanged, hidden=False):
     never changes this tree's build (the dependency files, which the compiler
     rewrites in place, are copies). Returns how many objects were linked; 0
     when this tree has no build. (hidden=True: the hidden cases' too, for
-    the instructor's own copy, make grade-student's.)"""
+    the instructor's own copy, make grade-student's. copy=True: copies with
+    their times, not links, for make bug: a link's count would single out the
+    one object compiled in the tree.)"""
     obj = ROOT / "build" / "obj"
     if not obj.is_dir():
         return 0
@@ -462,8 +464,12 @@ def share_build(out, unchanged, hidden=False):
         # (the precompiled header's own copy, build/obj/pch/CONFIG/std.hpp, counts as pch/std.hpp)
         if not deps or any(dep not in unchanged and not dep.startswith("build/obj/pch/") for dep in deps):
             continue
-        link_file(compiled, out / compiled.relative_to(ROOT))
-        link_file(d_file, out / relative)
+        for source in (compiled, d_file):
+            if copy:
+                (out / source.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, out / source.relative_to(ROOT))
+            else:
+                link_file(source, out / source.relative_to(ROOT))
         if compiled.suffix == ".gch":
             header = compiled.with_suffix("")  # build/obj/pch/CONFIG/std.hpp, the copy the objects -include
             if header.exists():

@@ -37,7 +37,6 @@ struct TempDir {
     std::string operator/(const std::string& file) const { return path + "/" + file; }
 };
 
-// The bytes of a file ("" if it cannot be read).
 // How many times `what` occurs in `s` (overlapping occurrences counted).
 inline size_t occurrences(const std::string& s, const std::string& what) {
     size_t n = 0;
@@ -45,6 +44,7 @@ inline size_t occurrences(const std::string& s, const std::string& what) {
     return n;
 }
 
+// The bytes of a file ("" if it cannot be read).
 inline std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream os;
@@ -58,6 +58,14 @@ inline std::string read_file(const std::filesystem::path& path) {
 inline std::string repository_path(const std::string& path) {
     if (std::filesystem::exists(path)) return path;
     return (std::filesystem::path(__FILE__).parent_path().parent_path() / path).string();
+}
+
+// A find-the-bug tree (make bug): course/bug.txt and no mutation lists,
+// which scripts/bugs.py leaves out (they would name its mistake's file and
+// neighbours). A test that reads the lists has nothing to read there.
+inline bool in_bug_tree() {
+    return std::filesystem::exists(repository_path("course/bug.txt")) &&
+           !std::filesystem::exists(repository_path("tests/mutations"));
 }
 
 // tests/fixtures/NAME.
