@@ -98,8 +98,8 @@ Var softmax(const Var& a, int axis, const SoftmaxMask& mask) {
 // temporaries the size of z. The same values up to rounding (a test checks).
 Var softmax_fused(const Var& a, int axis, const SoftmaxMask& mask) {
     const ProfileScope scope("softmax_fused");
-    const int ax = a.shape().normalize_axis(axis, "softmax");
-    return record("softmax_fused", softmax(masked_scores(a.value(), mask, "softmax"), ax), {a}, [ax](Backward& bw) {
+    const int ax = a.shape().normalize_axis(axis, "softmax_fused");
+    return record("softmax_fused", softmax(masked_scores(a.value(), mask, "softmax_fused"), ax), {a}, [ax](Backward& bw) {
         bw.accumulate(0, softmax_backward(bw.output(), bw.grad(), ax));
     });
 }

@@ -260,6 +260,11 @@ TEST_CASE("autograd engine: error messages") {
                              std::invalid_argument);
         CHECK_THROWS_WITH_AS(softmax(m, -1, SoftmaxMask::keep(Tensor::ones(Shape{4, 3}))),
                              "softmax: mask 4×3 does not broadcast to the scores 2×3", std::invalid_argument);
+        // The fast twin names itself: the op a user called, not the one it twins.
+        CHECK_THROWS_WITH_AS(softmax_fused(m, -1, SoftmaxMask::keep(Tensor::ones(Shape{4, 3}))),
+                             "softmax_fused: mask 4×3 does not broadcast to the scores 2×3", std::invalid_argument);
+        CHECK_THROWS_WITH_AS(softmax_fused(m, 2), "softmax_fused: axis 2 is out of range for shape 2×3",
+                             std::out_of_range);
         try {
             matmul(m, n);
             FAIL("no exception");
