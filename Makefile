@@ -454,7 +454,7 @@ check-exercises:
 	@if [ -z "$(EX)" ]; then python3 scripts/bugs.py check && python3 scripts/bugs.py walk; fi
 
 # make bug SEED=n OUT=dir: a student's tree with one deliberate mistake of
-# tests/mutations/ in it, chosen by the seed (LAYER=tensor|autograd|nn|
+# tests/mutations/ in it, chosen by the seed (LAYER=tensor|autograd|nn|io|
 # attention|examples: one of that layer); make bug alone: how many each layer
 # has. make bug-grade, in that tree: every file as it was and make test
 # passing. (scripts/bugs.py; docs/course/find-the-bug.md.)

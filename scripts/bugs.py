@@ -10,7 +10,7 @@ grader.
 The mistakes are the mutation lists' (tests/mutations/*.txt): each one is a
 line or two of the library changed so that some test of `make test` fails
 (make mutation-check proves it of every one). The seed chooses one, among
-those of LAYER if given (tensor, autograd, nn, attention, examples); the tree
+those of LAYER if given (tensor, autograd, nn, io, attention, examples); the tree
 is the project's tracked files with that mistake made and its entry left out
 of its list, so that the lists do not say where it is. The kernels written
 for one instruction set (*_avx2.cpp, *_avx512.cpp, *_neon.cpp) are left out:
@@ -294,6 +294,7 @@ def check():
         files[mistake["file"]] = here[mistake["file"]]
         if summed(files) != total:
             sys.exit(f"find the bug: {mistake['where']}: the mended tree's sum differs")
+    check_counts(mistakes)
     trees = 0
     for layer in (None,) + LAYERS:
         if layer and not any(layer_of(m["file"]) == layer for m in mistakes):
@@ -368,6 +369,22 @@ def walk(seed="1"):
     print(f"find the bug, walked: seed {seed}'s tree made and built in {made:.0f} s ({shared} compiled files "
           f"copied); make test compiled nothing and ran in {tested:.0f} s, failing without naming the file; "
           "mended with its old time, make bug-grade said FOUND")
+
+
+def check_counts(mistakes):
+    """The counts the docs give are the lists': docs/course/find-the-bug.md's
+    table, a row a layer, and the README's total."""
+    counts = {}
+    for m in mistakes:
+        counts[layer_of(m["file"])] = counts.get(layer_of(m["file"]), 0) + 1
+    page = (ROOT / "docs" / "course" / "find-the-bug.md").read_text()
+    said = {layer: int(n) for layer, n in re.findall(r"^\| `(\w+)` \| (\d+) \|", page, re.M)}
+    if said != counts:
+        sys.exit(f"find the bug: docs/course/find-the-bug.md's table says {said}; the lists have {counts}")
+    readme = re.search(r"one of the (\d+) deliberate", (ROOT / "README.md").read_text())
+    if not readme or int(readme.group(1)) != len(mistakes):
+        sys.exit(f"find the bug: README.md says {readme.group(1) if readme else 'no'} mistakes "
+                 f"('one of the N deliberate'); the lists have {len(mistakes)}")
 
 
 def list_layers(layer):
