@@ -163,13 +163,6 @@ def make_tree(seed, out, layer):
     print("  read docs/course/find-the-bug.md first")
 
 
-def make_env():
-    """The environment for a make this script starts: without the outer make's
-    MAKEFLAGS, whose jobserver Python does not pass on (the inner make would
-    warn and build on one core); the Makefile's own -j then applies."""
-    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-
-
 def write_tree(files, out):
     """Writes the bug tree's files into `out`, each with the time and mode of
     this tree's file of that path (the changed one too: its time says
@@ -201,14 +194,14 @@ def build_out_of_sight(out):
     build failed (make test there says where, as it would have anyway)."""
     objects = out / "build" / "obj"
     before = {f for f in objects.rglob("*") if f.is_file()}
-    r = subprocess.run(["make", "--no-print-directory", "tests-built"], cwd=out, env=make_env(),
+    r = subprocess.run(["make", "--no-print-directory", "tests-built"], cwd=out, env=exercises.make_env(),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if r.returncode != 0:
         return False
     for compiled in sorted(f for f in objects.rglob("*") if f.is_file() and f not in before):
-        mine = ROOT / compiled.relative_to(out)
         if compiled.suffix not in (".o", ".d"):
             continue
+        mine = ROOT / compiled.relative_to(out)
         d_file = compiled.with_suffix(".d") if compiled.suffix == ".o" else compiled
         if not mine.exists() or not d_file.exists():
             continue
@@ -264,7 +257,7 @@ def grade(root=ROOT):
     answer_file = root / base64.b64decode(record["answer"]).decode().split(": ", 1)[0]
     if answer_file.exists():
         os.utime(answer_file)
-    r = subprocess.run(["make", "--no-print-directory", "test"], cwd=root, env=make_env())
+    r = subprocess.run(["make", "--no-print-directory", "test"], cwd=root, env=exercises.make_env())
     if r.returncode != 0:
         print("  NOT YET  make test fails (above)")
         return 1
@@ -325,7 +318,7 @@ def walk(seed="1"):
     failures = []
 
     def make(*args, cwd):
-        r = subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, env=make_env(), capture_output=True,
+        r = subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, env=exercises.make_env(), capture_output=True,
                            text=True)
         return r.returncode, r.stdout + r.stderr
 

@@ -405,6 +405,13 @@ def write_tree(files, out, hidden=False):
     return share_build(out, unchanged, hidden), unchanged
 
 
+def make_env():
+    """The environment for a make these scripts start: without the outer
+    make's MAKEFLAGS, whose jobserver Python does not pass on (the inner make
+    would warn and build on one core); the Makefile's own -j then applies."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
 def dependencies(d_file):
     """The prerequisites of the first rule of a compiler's dependency file
     (target: source header ... with backslash continuations)."""
@@ -414,14 +421,15 @@ def dependencies(d_file):
     return deps.split() if sep else []
 
 
-def link_file(source, target):
+def link_file(source, target, copy=False):
     """`target` made a hard link to `source` (a copy with its time on another
     file system), or a copy when it is a dependency file, which the compiler
     rewrites in place: the compiler and the linker write their outputs as new
-    files, so a build at `target` never changes `source`."""
+    files, so a build at `target` never changes `source`. (copy=True: a copy
+    with its time whatever the file.)"""
     target.unlink(missing_ok=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if source.suffix == ".d":
+    if copy or source.suffix == ".d":
         shutil.copy2(source, target)
         return
     try:
@@ -464,12 +472,8 @@ def share_build(out, unchanged, hidden=False, copy=False):
         # (the precompiled header's own copy, build/obj/pch/CONFIG/std.hpp, counts as pch/std.hpp)
         if not deps or any(dep not in unchanged and not dep.startswith("build/obj/pch/") for dep in deps):
             continue
-        for source in (compiled, d_file):
-            if copy:
-                (out / source.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, out / source.relative_to(ROOT))
-            else:
-                link_file(source, out / source.relative_to(ROOT))
+        link_file(compiled, out / compiled.relative_to(ROOT), copy)
+        link_file(d_file, out / relative)
         if compiled.suffix == ".gch":
             header = compiled.with_suffix("")  # build/obj/pch/CONFIG/std.hpp, the copy the objects -include
             if header.exists():
@@ -861,7 +865,7 @@ def check_shared_tree(chosen, files, failures):
         # a cut file that the grader compiles memory-checked (the Makefile's CUT_SRC)
         cut = sorted(f for f in blocks_by_file(chosen) if f.endswith(".cpp") and not f.startswith("tensor/gemm/")
                      and f.split("/")[0] in ("tensor", "autograd", "nn", "attention"))
-        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+        env = make_env()
 
         def make_q(target):  # 0: up to date, 1: to build, 2: make could not tell (no rule)
             return subprocess.run(["make", "-q", target], cwd=out, env=env, capture_output=True).returncode
